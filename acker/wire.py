@@ -1,0 +1,60 @@
+"""Wire forms of the acker's messages (``schemas/acker-*.schema.json``). JSON, never pickle.
+
+Acker input (``squall.T.__acker``, partition = :func:`acker.partition.acker_partition`):
+one record holds every op a collector flushed for that partition, in order::
+
+    [[0, root, val, spout_task],   # init
+     [1, root, val],               # ack   (already XOR-coalesced per root per flush)
+     [2, root],                    # fail
+     [3, root]]                    # reset_timeout
+
+Ack result (``squall.T.__ack_result``, partition = the spout's global task id)::
+
+    [[0, root, latency_s],         # tree complete
+     [1, root, latency_s]]         # tree failed (fail, timeout or late)
+
+Changelog (``squall.T.__acker.changelog``, partition = acker partition, key = 8-byte
+big-endian root, value = ``[ack_val, spout_task|null, start_time_s]``; a null value
+is a tombstone).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from streams.codec import encode_json
+from streams.exceptions import DecodeError
+
+OP_INIT = 0
+OP_ACK = 1
+OP_FAIL = 2
+OP_RESET = 3
+
+RESULT_ACK = 0
+RESULT_FAIL = 1
+
+
+def encode_ops(ops: list[list[int]]) -> bytes:
+    return encode_json(ops)
+
+
+def decode_list(raw: bytes | None, *, component: str, topic: str, partition: int, offset: int) -> list[Any]:
+    """Decode a JSON array record. Raises :class:`DecodeError` naming where it came from."""
+    try:
+        if raw is None:
+            raise ValueError("null value")
+        ops = json.loads(raw)
+        if not isinstance(ops, list):
+            raise ValueError("expected a JSON array")
+        return ops
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DecodeError(str(exc), component=component, topic=topic, partition=partition, offset=offset) from exc
+
+
+def encode_results(results: list[list[Any]]) -> bytes:
+    return encode_json(results)
+
+
+def encode_entry(val: int, spout_task: int | None, start: float) -> bytes:
+    return encode_json([val, spout_task, start])

@@ -1,0 +1,1 @@
+"""Squall's service layer: CLI, config, embedded broker, worker supervisor, metrics."""

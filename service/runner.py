@@ -1,0 +1,312 @@
+"""``squall run``: one topology end to end on real input.
+
+Steps: start the embedded broker (unless ``bootstrap.servers`` is set) -> create the
+topology's topics -> start the workers -> produce the input lines into the source spout's
+topic -> watch progress until every source record is committed (i.e. acked or
+dead-lettered) -> stop the workers -> fold the output topic into a JSON file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+from service.admin import ensure_topics, topology_topics
+from service.board import StatsBoard
+from service.broker import EmbeddedBroker
+from service.config import ServiceSettings
+from service.corpus import read_lines, shakespeare_texts
+from service.exceptions import InputError
+from service.loader import load_topology
+from service.supervisor import Supervisor
+from streams.config import TopologyConfig, resolve
+from streams.kafka_spout import KafkaSpout
+from streams.naming import component_group, component_topic
+from streams.topology import OutputDef, Topology
+
+log = logging.getLogger("squall.run")
+
+
+@dataclass
+class Summary:
+    topology: str
+    records: int
+    trees_acked: int
+    trees_failed: int
+    replayed: int
+    dead_lettered: int
+    seconds: float
+    records_per_s: float
+    complete_latency_p50_s: float
+    complete_latency_p99_s: float
+    output: str | None = None
+    keys: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        return [
+            f"topology            {self.topology}",
+            f"records             {self.records}",
+            f"trees acked         {self.trees_acked}",
+            f"trees failed        {self.trees_failed}",
+            f"replayed            {self.replayed}",
+            f"dead-lettered       {self.dead_lettered}",
+            f"seconds             {self.seconds:.2f}",
+            f"throughput          {self.records_per_s:,.0f} records/s",
+            f"complete latency    p50 {self.complete_latency_p50_s * 1000:.1f} ms, p99 {self.complete_latency_p99_s * 1000:.1f} ms",
+            f"output              {self.output} ({self.keys} keys)",
+        ]
+
+
+def source_spout(topology: Topology) -> tuple[str, int]:
+    """The KafkaSpout that reads its own topic (where ``--input`` is produced) and its tasks."""
+    for cdef in topology.spouts:
+        if isinstance(cdef.obj, KafkaSpout) and cdef.obj.topic is None:
+            return cdef.id, cdef.num_tasks
+    raise InputError(f"[{topology.name}] no KafkaSpout reads its own topic, so there is nowhere to produce --input")
+
+
+class Job:
+    """A running topology plus its input and output (the engine of ``squall run``).
+
+    Use ``start()``, then ``wait()`` (returns a :class:`Summary`), then ``close()``;
+    tests may reach ``supervisor`` in between to kill and restart workers.
+    """
+
+    def __init__(
+        self,
+        topology_file: str | Path,
+        input_path: Path | None = None,
+        output_path: Path | None = None,
+        settings: ServiceSettings | None = None,
+        *,
+        name: str | None = None,
+        conf_overrides: dict[str, Any] | None = None,
+        max_records: int | None = None,
+    ) -> None:
+        self.settings = settings or ServiceSettings()
+        self.topology_file = Path(topology_file)
+        base = load_topology(self.topology_file)
+        self.name = name or f"{base.name}-{uuid.uuid4().hex[:8]}"
+        self.topology = load_topology(self.topology_file, self.name)
+        self.service_conf = {**self.settings.topology_layer(), **(conf_overrides or {})}
+        self.conf: TopologyConfig = resolve(self.service_conf, self.topology.conf, where=self.name)
+        self.input_path = input_path
+        self.output_path = output_path
+        self.max_records = max_records
+        self.broker: EmbeddedBroker | None = None
+        self.supervisor: Supervisor | None = None
+        self.board: StatsBoard | None = None
+        self.records = 0
+        self.ends: dict[int, int] = {}
+        self.started = 0.0
+        self._snapshots: dict[str, dict[str, Any]] = {}
+
+    # -- lifecycle -------------------------------------------------------------------
+    def start(self) -> None:
+        bootstrap = self.settings.resolved_bootstrap()
+        workdir = self.settings.data_dir / "runs" / self.name
+        workdir.mkdir(parents=True, exist_ok=True)
+        if not bootstrap:
+            self.broker = EmbeddedBroker(log_path=workdir / "broker.log")
+            bootstrap = self.broker.start()
+        self.bootstrap = bootstrap
+        self.spout_id, self.spout_tasks = source_spout(self.topology)
+        ensure_topics(bootstrap, topology_topics(self.topology, self.conf))
+        self.supervisor = Supervisor(
+            self.topology_file,
+            self.topology,
+            self.conf,
+            bootstrap,
+            workdir,
+            service_conf=self.service_conf,
+            kafka=self.settings.kafka_overrides(),
+            metrics_port=self.settings.metrics_port,
+            log_level=self.settings.log_level,
+        )
+        self.supervisor.start()
+        self.board = StatsBoard(bootstrap, self.name)
+        self.started = time.monotonic()
+        self._produce_input()
+
+    def _produce_input(self) -> None:
+        path = self.input_path or shakespeare_texts(self.settings.data_dir)
+        topic = component_topic(self.name, self.spout_id)
+        producer = Producer(
+            {"bootstrap.servers": self.bootstrap, "linger.ms": 50, "batch.num.messages": 10000, "queue.buffering.max.messages": 1_000_000, "log_level": 3}
+        )
+        ends = self.ends
+        errors: list[str] = []
+
+        def delivered(err: Any, msg: Any) -> None:
+            if err is not None:
+                errors.append(str(err))
+            else:
+                p = msg.partition()
+                ends[p] = max(ends.get(p, 0), msg.offset() + 1)
+
+        n = 0
+        for line in read_lines(path):
+            if self.max_records is not None and n >= self.max_records:
+                break
+            while True:
+                try:
+                    producer.produce(topic, line, partition=n % self.spout_tasks, on_delivery=delivered)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+            n += 1
+            if n % 10000 == 0:
+                producer.poll(0)
+        producer.flush(60)
+        if errors:
+            raise InputError(f"[{self.spout_id}] {len(errors)} input records were not delivered to {topic}: {errors[0]}")
+        self.records = n
+        log.info("[%s] produced %d records into %s", self.spout_id, n, topic)
+
+    def committed(self) -> dict[int, int]:
+        """Committed offsets of the source spout's group, per source partition."""
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": component_group(self.name, self.spout_id), "log_level": 0})
+        try:
+            topic = component_topic(self.name, self.spout_id)
+            tps = c.committed([TopicPartition(topic, p) for p in range(self.spout_tasks)], timeout=10)
+            return {tp.partition: tp.offset for tp in tps}
+        finally:
+            c.close()
+
+    def done(self) -> bool:
+        committed = self.committed()
+        return all(committed.get(p, -1) >= end for p, end in self.ends.items())
+
+    def wait(self, timeout_s: float = 3600.0, on_progress: Callable[[Job], None] | None = None, poll_s: float = 0.5) -> Summary:
+        """Block until every source record is committed; raises WorkerDied or TimeoutError."""
+        assert self.supervisor is not None and self.board is not None
+        deadline = time.monotonic() + timeout_s
+        next_check = 0.0
+        while True:
+            self.supervisor.check()
+            self.board.poll(poll_s)
+            if on_progress is not None:
+                on_progress(self)
+            now = time.monotonic()
+            if now >= next_check:
+                next_check = now + poll_s
+                if self.done():
+                    break
+            if now > deadline:
+                raise TimeoutError(f"[{self.name}] not done after {timeout_s} s: committed {self.committed()} of {self.ends}")
+        self.finished = time.monotonic()
+        self.supervisor.stop()
+        end = time.monotonic() + 5
+        while time.monotonic() < end and self.board.poll(0.3):
+            pass
+        return self.summary()
+
+    def summary(self) -> Summary:
+        assert self.board is not None
+        b = self.board
+        seconds = getattr(self, "finished", time.monotonic()) - self.started
+        out, keys = self.write_output()
+        return Summary(
+            topology=self.name,
+            records=self.records,
+            trees_acked=int(b.total("spout", "acked")),
+            trees_failed=int(b.total("spout", "failed")),
+            replayed=int(b.total("spout", "replayed")),
+            dead_lettered=int(b.total("spout", "dead_lettered")),
+            seconds=seconds,
+            records_per_s=self.records / seconds if seconds > 0 else 0.0,
+            complete_latency_p50_s=b.quantile("spout", "complete_latency", 0.5),
+            complete_latency_p99_s=b.quantile("spout", "complete_latency", 0.99),
+            output=str(out) if out else None,
+            keys=keys,
+            extra={"words_emitted": int(b.total("bolt", "emitted")), "acker_ops": int(b.total("acker", "ops"))},
+        )
+
+    def results(self) -> dict[str, Any]:
+        """Fold every output topic into ``{key: value}`` (``sum`` or ``last`` per OutputDef)."""
+        merged: dict[str, Any] = {}
+        for out in self.topology.outputs:
+            for obj in read_topic(self.bootstrap, out.topic_for(self.name)):
+                fold(merged, out, obj)
+        return merged
+
+    def write_output(self) -> tuple[Path | None, int]:
+        if not self.topology.outputs:
+            return None, 0
+        merged = self.results()
+        path = self.output_path or Path(f"{self.topology.outputs[0].topic_for(self.name)}.json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(dict(sorted(merged.items())), ensure_ascii=False, indent=0))
+        return path, len(merged)
+
+    def board_snapshots(self) -> list[dict[str, Any]]:
+        """The latest stats snapshot of every executor instance seen (including dead ones)."""
+        return list(self._snapshots.values()) if self.board is None else list(self.board.latest.values())
+
+    def close(self) -> None:
+        if self.board is not None:
+            self._snapshots = dict(self.board.latest)
+        if self.supervisor is not None:
+            self.supervisor.stop()
+        if self.board is not None:
+            self.board.close()
+            self.board = None
+        if self.broker is not None:
+            self.broker.stop()
+
+
+def fold(merged: dict[str, Any], out: OutputDef, obj: dict[str, Any]) -> None:
+    key = str(obj[out.key_field])
+    if out.merge == "sum":
+        merged[key] = merged.get(key, 0) + obj[out.value_field]
+    else:
+        merged[key] = obj[out.value_field]
+
+
+def read_topic(bootstrap: str, topic: str, idle_s: float = 1.0) -> list[dict[str, Any]]:
+    """Every JSON record of ``topic`` (all partitions), read to the fetch high watermark."""
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"squall.reader.{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 50,
+            "log_level": 0,
+        }
+    )
+    try:
+        md = c.list_topics(topic, timeout=10).topics[topic]
+        parts = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in md.partitions]
+        c.assign(parts)
+        out: list[dict[str, Any]] = []
+        quiet = 0.0
+        while quiet < idle_s:
+            msgs = c.consume(10000, 0.2)
+            if not msgs:
+                quiet += 0.2
+                positions = c.position([TopicPartition(topic, p.partition) for p in parts])
+                ends = [c.get_watermark_offsets(TopicPartition(topic, p.partition), cached=True)[1] for p in parts]
+                if all(e is not None and e >= 0 and pos.offset >= e for pos, e in zip(positions, ends, strict=True)) and quiet >= 0.4:
+                    break
+                continue
+            quiet = 0.0
+            for m in msgs:
+                value = m.value()
+                if not m.error() and value is not None:
+                    out.append(json.loads(value))
+        return out
+    finally:
+        c.close()
+
+
+def summary_json(summary: Summary) -> str:
+    return json.dumps(asdict(summary), indent=2)

@@ -1,0 +1,132 @@
+"""The supervisor: plans executors onto worker processes and starts, kills and restarts them.
+
+Executors are dealt round-robin onto ``topology.workers`` processes (spouts, then bolts,
+then ackers), as Storm's even scheduler does. Tasks move between executors through Kafka
+group rebalances, so a worker can die and come back without any other worker restarting.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from acker.runtime_native import ACKER_COMPONENT
+from service.exceptions import WorkerDied
+from streams.config import TopologyConfig
+from streams.topology import Topology
+
+log = logging.getLogger("squall.supervisor")
+
+
+def plan_workers(topology: Topology, conf: TopologyConfig) -> list[list[str]]:
+    """``workers[i]`` = the executors (component ids, repeated per executor) of worker i."""
+    executors: list[str] = []
+    for cdef in topology.components.values():
+        executors += [cdef.id] * cdef.parallelism
+    executors += [ACKER_COMPONENT] * conf.ackers
+    n = max(1, min(conf.workers, len(executors)))
+    workers: list[list[str]] = [[] for _ in range(n)]
+    for i, e in enumerate(executors):
+        workers[i % n].append(e)
+    return workers
+
+
+class Supervisor:
+    """Owns the worker processes of one topology on this machine."""
+
+    def __init__(
+        self,
+        topology_file: str | Path,
+        topology: Topology,
+        conf: TopologyConfig,
+        bootstrap: str,
+        workdir: Path,
+        service_conf: dict[str, Any] | None = None,
+        kafka: dict[str, Any] | None = None,
+        metrics_port: int = 0,
+        log_level: str = "INFO",
+    ) -> None:
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.topology = topology
+        self.workers = plan_workers(topology, conf)
+        self.plan = {
+            "topology_file": str(Path(topology_file).resolve()),
+            "name": topology.name,
+            "bootstrap": bootstrap,
+            "service_conf": service_conf or {},
+            "kafka": kafka or {},
+            "workers": self.workers,
+            "metrics_port": metrics_port,
+            "log_level": log_level,
+        }
+        self.plan_path = self.workdir / "plan.json"
+        self.plan_path.write_text(json.dumps(self.plan, indent=2))
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self.expected_down: set[int] = set()
+
+    def worker_of(self, component: str) -> int:
+        """Index of the first worker hosting ``component``. Raises KeyError."""
+        for i, comps in enumerate(self.workers):
+            if component in comps:
+                return i
+        raise KeyError(f"[{component}] runs in no worker")
+
+    def log_path(self, i: int) -> Path:
+        return self.workdir / f"worker-{i}.log"
+
+    def spawn(self, i: int) -> None:
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        out = open(self.log_path(i), "ab")  # noqa: SIM115 - owned by the child
+        self.procs[i] = subprocess.Popen(
+            [sys.executable, "-m", "service.worker", str(self.plan_path), str(i)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        out.close()
+        self.expected_down.discard(i)
+
+    def start(self) -> None:
+        for i in range(len(self.workers)):
+            self.spawn(i)
+
+    def kill(self, i: int, sig: int = signal.SIGKILL) -> None:
+        """Kill worker ``i`` (SIGKILL by default: a crash)."""
+        self.expected_down.add(i)
+        proc = self.procs[i]
+        proc.send_signal(sig)
+        proc.wait(30)
+
+    def restart(self, i: int) -> None:
+        self.spawn(i)
+
+    def check(self) -> None:
+        """Raise WorkerDied if a worker exited that nobody stopped on purpose."""
+        for i, proc in self.procs.items():
+            if i not in self.expected_down and proc.poll() is not None:
+                tail = self.log_path(i).read_text(errors="replace")[-3000:]
+                raise WorkerDied(f"[{','.join(self.workers[i])}] worker w{i} exited with {proc.returncode}:\n{tail}")
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM every worker, wait for clean exits, SIGKILL what remains."""
+        for i, proc in self.procs.items():
+            if proc.poll() is None:
+                self.expected_down.add(i)
+                proc.terminate()
+        deadline = time.monotonic() + timeout_s
+        for proc in self.procs.values():
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

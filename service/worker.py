@@ -1,0 +1,88 @@
+"""A worker process: hosts executors (threads) for one topology.
+
+Run by the supervisor as ``python -m service.worker PLAN.json INDEX``. SIGTERM stops it
+cleanly (executors flush, commit and publish final stats); SIGKILL is a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from acker.runtime_native import ACKER_COMPONENT, AckerExecutor
+from service.loader import load_topology
+from service.metrics import StatsCollector, serve
+from streams.config import resolve
+from streams.context import LocalTasks
+from streams.executor import BoltExecutor, Executor, SpoutExecutor
+
+log = logging.getLogger("squall.worker")
+
+
+def build_executors(plan: dict[str, Any], index: int) -> list[Executor]:
+    topology = load_topology(plan["topology_file"], plan["name"])
+    service_layer = plan.get("service_conf", {})
+    local = LocalTasks()
+    worker = f"w{index}"
+    kafka = plan.get("kafka", {})
+    out: list[Executor] = []
+    for component in plan["workers"][index]:
+        if component == ACKER_COMPONENT:
+            conf = resolve(service_layer, topology.conf, where=component)
+            out.append(AckerExecutor(topology, component, conf, plan["bootstrap"], worker, local, kafka))
+            continue
+        cdef = topology.components[component]
+        conf = resolve(service_layer, topology.conf, cdef.conf, where=component)
+        cls = SpoutExecutor if cdef.is_spout else BoltExecutor
+        out.append(cls(topology, component, conf, plan["bootstrap"], worker, local, kafka))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    plan = json.loads(Path(argv[0]).read_text())
+    index = int(argv[1])
+    logging.basicConfig(
+        level=plan.get("log_level", "INFO"),
+        format=f"%(asctime)s w{index} %(levelname)s %(name)s %(message)s",
+    )
+    executors = build_executors(plan, index)
+    registry = CollectorRegistry()
+    registry.register(StatsCollector(lambda: [e.stats for e in executors]))
+    if plan.get("metrics_port"):
+        serve(registry, int(plan["metrics_port"]) + index)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    threads = [threading.Thread(target=e.run, name=f"{e.component}-{i}", daemon=True) for i, e in enumerate(executors)]
+    for t in threads:
+        t.start()
+    log.info("[%s] worker w%d running %s", plan["name"], index, [e.component for e in executors])
+    failed = False
+    while not stop.wait(0.2):
+        if any(not t.is_alive() for t in threads):
+            failed = any(e.error is not None for e in executors)
+            break
+    for e in executors:
+        e.stop()
+    for t in threads:
+        t.join(30)
+    if failed or any(e.error is not None for e in executors):
+        log.error("[%s] worker w%d stopping: an executor failed", plan["name"], index)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

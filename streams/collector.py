@@ -1,0 +1,340 @@
+"""Collectors: Storm's anchoring algebra on Kafka.
+
+* **Anchored emit.** For each anchor tuple ``a`` and each target task, draw one random
+  64-bit edge id ``e``; XOR ``e`` into ``a.ack_val`` and into the new tuple's
+  ``anchors_to_ids[r]`` for every root ``r`` of ``a`` (Storm BoltOutputCollectorImpl).
+* **Ack.** For each ``(r, id)`` of the input, ack ``(r, id ^ ack_val(input))``.
+* **Spout emit.** A fresh random root id; one edge id per target task; the spout sends
+  ``init(root, XOR of those edge ids, spout_task)``.
+
+Acker messages are buffered in an :class:`AckBuffer` and XOR-coalesced per root until the
+executor flushes: one op per root per flush, one record per acker partition.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from random import getrandbits
+from typing import Any
+
+from acker.partition import acker_partition
+from acker.wire import OP_ACK, OP_FAIL, OP_INIT, OP_RESET, encode_ops
+from streams.codec import encode_json, encode_tuple
+from streams.component import DEFAULT_STREAM
+from streams.context import TopologyContext
+from streams.exceptions import FatalError
+from streams.grouping import DirectGrouping, Grouping, make_grouping
+from streams.naming import component_topic
+from streams.topology import Topology
+from streams.tuple import Tuple
+
+ProduceFn = Callable[..., None]
+
+
+def new_id() -> int:
+    """A random non-zero 64-bit id (root or edge)."""
+    return getrandbits(64) or 1
+
+
+@dataclass
+class Route:
+    """One subscriber of a stream: where and how to send."""
+
+    target: str
+    topic: str
+    n: int
+    base: int
+    grouping: Grouping
+    direct: bool
+
+
+@dataclass
+class Output:
+    topic: str
+    key_index: int
+    fields: tuple[str, ...]
+
+
+class Router:
+    """Per-task routing table: ``stream -> [Route]`` and ``stream -> [Output]``."""
+
+    def __init__(self, topology: Topology, component: str, context: TopologyContext) -> None:
+        cdef = topology.components[component]
+        self.component = component
+        self.routes: dict[str, list[Route]] = {}
+        self.outputs: dict[str, list[Output]] = {}
+        self.direct: dict[str, bool] = {}
+        for stream, (fields, direct) in cdef.streams.items():
+            routes = []
+            for target, sub in topology.subscribers(component, stream):
+                grouping = make_grouping(
+                    sub.kind,
+                    n=target.num_tasks,
+                    source_fields=fields,
+                    fields=sub.fields,
+                    target=target.id,
+                    base=target.task_base,
+                    context=context,
+                    source=(component, stream),
+                    custom=copy.deepcopy(sub.custom) if sub.custom is not None else None,
+                )
+                routes.append(Route(target.id, component_topic(topology.name, target.id), target.num_tasks, target.task_base, grouping, direct))
+            self.routes[stream] = routes
+            self.direct[stream] = direct
+            self.outputs[stream] = [
+                Output(o.topic_for(topology.name), fields.index(o.key_field), fields)
+                for o in topology.outputs
+                if o.component == component and o.stream == stream
+            ]
+
+    def stream(self, stream: str) -> list[Route]:
+        try:
+            return self.routes[stream]
+        except KeyError:
+            raise FatalError(f"[{self.component}] emit on undeclared stream {stream!r} (declared: {sorted(self.routes)})") from None
+
+
+class AckBuffer:
+    """Acker ops buffered between flushes, XOR-coalesced per root (one op per root per flush).
+
+    ``ackers`` is ``topology.acker.executors`` (> 0); ops go to partition
+    ``murmur2(root) % ackers`` of ``topic``.
+    """
+
+    __slots__ = ("ackers", "acks", "fails", "inits", "resets", "topic")
+
+    def __init__(self, topic: str, ackers: int) -> None:
+        self.topic = topic
+        self.ackers = ackers
+        self.acks: dict[int, int] = {}
+        self.fails: set[int] = set()
+        self.inits: list[tuple[int, int, int]] = []
+        self.resets: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self.acks) + len(self.fails) + len(self.inits) + len(self.resets)
+
+    def init(self, root: int, val: int, spout_task: int) -> None:
+        self.inits.append((root, val, spout_task))
+
+    def ack(self, root: int, val: int) -> None:
+        acks = self.acks
+        acks[root] = acks.get(root, 0) ^ val
+
+    def fail(self, root: int) -> None:
+        self.fails.add(root)
+        self.acks.pop(root, None)
+
+    def reset(self, root: int) -> None:
+        self.resets.add(root)
+
+    def drain(self) -> dict[int, list[list[int]]]:
+        """Take every buffered op, grouped by acker partition (inits first)."""
+        parts: dict[int, list[list[int]]] = {}
+        n = self.ackers
+        for root, val, task in self.inits:
+            parts.setdefault(acker_partition(root, n), []).append([OP_INIT, root, val, task])
+        for root, val in self.acks.items():
+            if val:
+                parts.setdefault(acker_partition(root, n), []).append([OP_ACK, root, val])
+        for root in self.fails:
+            parts.setdefault(acker_partition(root, n), []).append([OP_FAIL, root])
+        for root in self.resets:
+            parts.setdefault(acker_partition(root, n), []).append([OP_RESET, root])
+        self.inits = []
+        self.acks = {}
+        self.fails = set()
+        self.resets = set()
+        return parts
+
+    def flush(self, produce: ProduceFn) -> int:
+        """Produce one record per acker partition; returns the number of ops sent."""
+        sent = 0
+        for part, ops in self.drain().items():
+            produce(self.topic, encode_ops(ops), partition=part)
+            sent += len(ops)
+        return sent
+
+
+class _Emitter:
+    def __init__(self, router: Router, task_id: int, produce: ProduceFn) -> None:
+        self.router = router
+        self.component = router.component
+        self.task_id = task_id
+        self.produce = produce
+        self.emitted = 0
+
+    def _outputs(self, stream: str, values: list[Any]) -> None:
+        for out in self.router.outputs[stream]:
+            record = dict(zip(out.fields, values, strict=False))
+            self.produce(out.topic, encode_json(record), key=str(values[out.key_index]).encode())
+
+    def _check_direct(self, stream: str, direct_call: bool) -> None:
+        is_direct = self.router.direct.get(stream)
+        if is_direct is None:
+            self.router.stream(stream)  # raises naming the stream
+        if is_direct and not direct_call:
+            raise FatalError(f"[{self.component}] emit on direct stream {stream!r}: use emit_direct(task, ...)")
+        if direct_call and not is_direct:
+            raise FatalError(f"[{self.component}] emit_direct on stream {stream!r}, which is not declared direct")
+
+    def _direct_route(self, stream: str, task: int) -> tuple[Route, int]:
+        for route in self.router.stream(stream):
+            if isinstance(route.grouping, DirectGrouping) and route.base <= task < route.base + route.n:
+                return route, task - route.base
+        raise FatalError(f"[{self.component}] emit_direct to task {task}, which does not subscribe directly to {stream!r}")
+
+
+class OutputCollector(_Emitter):
+    """A bolt task's collector (Storm's OutputCollector). Not thread-safe."""
+
+    def __init__(self, router: Router, task_id: int, produce: ProduceFn, acks: AckBuffer | None) -> None:
+        super().__init__(router, task_id, produce)
+        self.acks = acks
+        self.acked = 0
+        self.failed = 0
+
+    @staticmethod
+    def _anchor_list(anchors: Tuple | Sequence[Tuple] | None) -> Sequence[Tuple]:
+        if anchors is None:
+            return ()
+        if isinstance(anchors, Tuple):
+            return (anchors,)
+        return anchors
+
+    def _send(self, route: Route, local: int, stream: str, values: list[Any], anchors: Sequence[Tuple]) -> None:
+        ids: dict[int, int] = {}
+        if anchors and self.acks is not None:
+            for a in anchors:
+                if a.anchors:
+                    e = getrandbits(64) or 1
+                    a.ack_val ^= e
+                    for root in a.anchors:
+                        ids[root] = ids.get(root, 0) ^ e
+        self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, ids), partition=local)
+
+    def emit(self, values: list[Any], anchors: Tuple | Sequence[Tuple] | None = None, stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit ``values`` on ``stream`` anchored to ``anchors`` (a tuple, a list for
+        multi-anchoring, or None for an unanchored, untracked emit).
+
+        Returns the global task ids it was sent to. Raises FatalError on an undeclared
+        or direct stream.
+        """
+        if self.router.direct.get(stream):
+            self._check_direct(stream, False)
+        anchor_list = self._anchor_list(anchors)
+        tasks: list[int] = []
+        for route in self.router.stream(stream):
+            for local in route.grouping.choose(values):
+                self._send(route, local, stream, values, anchor_list)
+                tasks.append(route.base + local)
+        if self.router.outputs[stream]:
+            self._outputs(stream, values)
+        self.emitted += len(tasks)
+        return tasks
+
+    def emit_direct(self, task: int, values: list[Any], anchors: Tuple | Sequence[Tuple] | None = None, stream: str = DEFAULT_STREAM) -> None:
+        """Emit to one global ``task`` on a stream declared direct."""
+        self._check_direct(stream, True)
+        route, local = self._direct_route(stream, task)
+        self._send(route, local, stream, values, self._anchor_list(anchors))
+        self.emitted += 1
+
+    def ack(self, tuple: Tuple) -> None:  # noqa: A002
+        """Ack ``tuple``: for each root, XOR ``edge ^ ack_val`` into the pending ack."""
+        if tuple.acked:
+            return
+        tuple.acked = True
+        self.acked += 1
+        acks = self.acks
+        if acks is not None:
+            ack_val = tuple.ack_val
+            for root, edge in tuple.anchors.items():
+                acks.ack(root, edge ^ ack_val)
+
+    def fail(self, tuple: Tuple) -> None:  # noqa: A002
+        """Fail ``tuple``: every tree it belongs to fails and its spout tuple is replayed."""
+        if tuple.acked:
+            return
+        tuple.acked = True
+        self.failed += 1
+        if self.acks is not None:
+            for root in tuple.anchors:
+                self.acks.fail(root)
+
+    def reset_timeout(self, tuple: Tuple) -> None:  # noqa: A002
+        """Restart the timeout of every tree ``tuple`` belongs to."""
+        if self.acks is not None:
+            for root in tuple.anchors:
+                self.acks.reset(root)
+
+
+class SpoutOutputCollector(_Emitter):
+    """A spout task's collector (Storm's SpoutOutputCollector).
+
+    ``on_tracked(root, msg_id)`` registers a tracked tree with the executor;
+    ``on_untracked_ack(msg_id)`` schedules ``spout.ack(msg_id)`` when nothing will
+    track the tree (0 ackers, or no target task), as Storm does.
+    """
+
+    def __init__(
+        self,
+        router: Router,
+        task_id: int,
+        produce: ProduceFn,
+        acks: AckBuffer | None,
+        on_tracked: Callable[[int, Any], None],
+        on_untracked_ack: Callable[[Any], None],
+    ) -> None:
+        super().__init__(router, task_id, produce)
+        self.acks = acks
+        self.on_tracked = on_tracked
+        self.on_untracked_ack = on_untracked_ack
+
+    def emit(self, values: list[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit a spout tuple; with a ``msg_id`` (and ackers) it is tracked as a new tree.
+
+        Returns the global task ids it was sent to.
+        """
+        if self.router.direct.get(stream):
+            self._check_direct(stream, False)
+        tasks: list[int] = []
+        tracked = msg_id is not None and self.acks is not None
+        root = (getrandbits(64) or 1) if tracked else 0
+        xor = 0
+        for route in self.router.stream(stream):
+            for local in route.grouping.choose(values):
+                if tracked:
+                    e = getrandbits(64) or 1
+                    xor ^= e
+                    payload = encode_tuple(stream, self.component, self.task_id, values, {root: e})
+                else:
+                    payload = encode_tuple(stream, self.component, self.task_id, values, {})
+                self.produce(route.topic, payload, partition=local)
+                tasks.append(route.base + local)
+        if self.router.outputs[stream]:
+            self._outputs(stream, values)
+        self.emitted += len(tasks)
+        self._track(tracked, root, xor, msg_id, bool(tasks))
+        return tasks
+
+    def emit_direct(self, task: int, values: list[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM) -> None:
+        self._check_direct(stream, True)
+        route, local = self._direct_route(stream, task)
+        tracked = msg_id is not None and self.acks is not None
+        root = (getrandbits(64) or 1) if tracked else 0
+        e = getrandbits(64) or 1
+        anchors = {root: e} if tracked else {}
+        self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, anchors), partition=local)
+        self.emitted += 1
+        self._track(tracked, root, e, msg_id, True)
+
+    def _track(self, tracked: bool, root: int, xor: int, msg_id: Any, sent: bool) -> None:
+        if tracked and sent:
+            assert self.acks is not None
+            self.acks.init(root, xor, self.task_id)
+            self.on_tracked(root, msg_id)
+        elif msg_id is not None:
+            self.on_untracked_ack(msg_id)

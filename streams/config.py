@@ -1,0 +1,98 @@
+"""Typed topology configuration (Storm key names where Storm has them).
+
+Precedence (lowest first): defaults < service file (``squall.yaml`` / ``SQUALL_*`` env)
+< topology config < component config. :func:`resolve` merges the layers and validates;
+the result is a :class:`TopologyConfig`. Every key states its unit and default.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from streams.exceptions import ConfigError
+
+
+class TopologyConfig(BaseModel):
+    """Validated config for one component (or the topology). Field aliases are the keys."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True)
+
+    workers: int = Field(1, alias="topology.workers", ge=1, description="worker processes (count; default 1)")
+    ackers: int = Field(
+        1,
+        alias="topology.acker.executors",
+        ge=0,
+        description="acker tasks = partitions of __acker (count; 0 turns tracking off; default 1)",
+    )
+    message_timeout_secs: float = Field(30.0, alias="topology.message.timeout.secs", gt=0, description="tree timeout (seconds; default 30)")
+    max_spout_pending: int = Field(1000, alias="topology.max.spout.pending", ge=1, description="in-flight trees per spout task (count; default 1000)")
+    tick_tuple_freq_secs: float | None = Field(None, alias="topology.tick.tuple.freq.secs", gt=0, description="tick tuple period (seconds; default off)")
+    flush_interval_secs: float = Field(
+        0.05,
+        alias="squall.flush.interval.secs",
+        gt=0,
+        description="how often an executor flushes outputs then acker ops (seconds; default 0.05)",
+    )
+    max_retries: int = Field(
+        5,
+        alias="squall.spout.max.retries",
+        ge=0,
+        description="replays of one source record before the dead-letter topic (count; default 5)",
+    )
+    retry_initial_delay_secs: float = Field(0.0, alias="squall.spout.retry.initial.delay.secs", ge=0)
+    retry_multiplier: float = Field(2.0, alias="squall.spout.retry.multiplier", ge=1)
+    retry_max_delay_secs: float = Field(10.0, alias="squall.spout.retry.max.delay.secs", ge=0)
+    commit_period_secs: float = Field(1.0, alias="squall.spout.commit.period.secs", gt=0, description="offset commit period (seconds; default 1)")
+    stats_interval_secs: float = Field(1.0, alias="squall.stats.interval.secs", gt=0, description="stats snapshot period (seconds; default 1)")
+    acker_buckets: int = Field(3, alias="squall.acker.buckets", ge=2, description="RotatingMap buckets (default 3)")
+    fetch_wait_max_ms: int = Field(50, alias="squall.kafka.fetch.wait.max.ms", ge=1, description="ms; default 50")
+    session_timeout_ms: int = Field(6000, alias="squall.kafka.session.timeout.ms", ge=1000, description="ms; default 6000")
+    linger_ms: int = Field(20, alias="squall.kafka.linger.ms", ge=0, description="producer linger (ms; default 20)")
+    batch_size: int = Field(500, alias="squall.consume.batch", ge=1, description="records per consume call (count; default 500)")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Look a value up by its key (alias) or attribute name."""
+        for name, f in type(self).model_fields.items():
+            if f.alias == key or name == key:
+                return getattr(self, name)
+        extra = self.model_extra or {}
+        return extra.get(key, default)
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True)
+
+
+KEYS = {f.alias: name for name, f in TopologyConfig.model_fields.items() if f.alias}
+
+
+def env_layer(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Storm keys from ``SQUALL_*`` env vars: ``topology.max.spout.pending`` is read from
+    ``SQUALL_TOPOLOGY_MAX_SPOUT_PENDING`` (and ``squall.x.y`` from ``SQUALL_X_Y``)."""
+    environ = os.environ if environ is None else environ
+    out: dict[str, Any] = {}
+    for key in KEYS:
+        stem = key[len("squall.") :] if key.startswith("squall.") else key
+        var = "SQUALL_" + stem.replace(".", "_").upper()
+        if var in environ:
+            out[key] = environ[var]
+    return out
+
+
+def resolve(*layers: Mapping[str, Any] | None, where: str = "topology") -> TopologyConfig:
+    """Merge config layers (later wins) and validate.
+
+    Raises :class:`ConfigError` naming ``where`` (the component id) and the bad key.
+    """
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        if layer:
+            merged.update(layer)
+    try:
+        return TopologyConfig.model_validate(merged)
+    except ValidationError as exc:
+        errs = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"[{where}] invalid config: {errs}") from exc

@@ -1,0 +1,44 @@
+"""Contiguous-commit offset tracking for one source partition (storm-kafka-client's
+OffsetManager): only the run of finished offsets from the last commit is committed."""
+
+from __future__ import annotations
+
+from collections import deque
+
+
+class OffsetTracker:
+    """Tracks emitted and finished (acked or dead-lettered) offsets of one partition.
+
+    ``committable`` is the offset to commit: the lowest unfinished emitted offset, or
+    one past the highest emitted offset when everything is finished. Offsets must be
+    emitted in increasing order (gaps, e.g. transaction markers, are fine).
+    """
+
+    __slots__ = ("_done", "_inflight", "_next")
+
+    def __init__(self, start: int) -> None:
+        self._inflight: deque[int] = deque()
+        self._done: set[int] = set()
+        self._next = start
+
+    def emitted(self, offset: int) -> None:
+        if offset < self._next:
+            return  # a replay of an offset we already track
+        self._inflight.append(offset)
+        self._next = offset + 1
+
+    def finished(self, offset: int) -> None:
+        inflight = self._inflight
+        if not inflight or offset < inflight[0]:
+            return
+        self._done.add(offset)
+        while inflight and inflight[0] in self._done:
+            self._done.discard(inflight.popleft())
+
+    @property
+    def committable(self) -> int:
+        return self._inflight[0] if self._inflight else self._next
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._inflight)

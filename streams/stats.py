@@ -1,0 +1,111 @@
+"""Executor statistics: plain counters on the hot path, read by Prometheus at scrape time
+(:mod:`service.metrics`) and published as JSON snapshots on ``squall.T.__metrics``."""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from typing import Any
+
+
+class LogHistogram:
+    """Mergeable log-bucket histogram of seconds (relative error <= ``ratio - 1``).
+
+    Bucket ``i`` covers ``[MIN * RATIO**i, MIN * RATIO**(i+1))``; values below MIN go to 0.
+    """
+
+    MIN = 1e-4
+    RATIO = 1.05
+    _LOG = math.log(RATIO)
+
+    __slots__ = ("count", "counts", "total")
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+        self.count = 0
+        self.total = 0.0
+
+    def record(self, seconds: float) -> None:
+        i = int(math.log(seconds / self.MIN) / self._LOG) if seconds > self.MIN else 0
+        self.counts[i] = self.counts.get(i, 0) + 1
+        self.count += 1
+        self.total += seconds
+
+    def merge(self, other: LogHistogram) -> None:
+        for i, c in other.counts.items():
+            self.counts[i] = self.counts.get(i, 0) + c
+        self.count += other.count
+        self.total += other.total
+
+    def quantile(self, q: float) -> float:
+        """The ``q`` quantile (0..1) in seconds, or NaN when empty (bucket midpoint)."""
+        if not self.count:
+            return math.nan
+        rank = q * self.count
+        seen = 0
+        for i in sorted(self.counts):
+            seen += self.counts[i]
+            if seen >= rank:
+                return self.MIN * self.RATIO ** (i + 0.5)
+        return self.MIN * self.RATIO ** (max(self.counts) + 0.5)
+
+    def upper_bound(self, i: int) -> float:
+        return self.MIN * self.RATIO ** (i + 1)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"counts": {str(k): v for k, v in self.counts.items()}, "count": self.count, "sum": self.total}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LogHistogram:
+        h = cls()
+        h.counts = {int(k): int(v) for k, v in data.get("counts", {}).items()}
+        h.count = int(data.get("count", 0))
+        h.total = float(data.get("sum", 0.0))
+        return h
+
+
+class ExecutorStats:
+    """Counters, gauges and histograms of one executor instance.
+
+    ``counters`` are monotonic totals (Prometheus ``_total``), ``gauges`` current values,
+    ``hists`` latencies in seconds. ``instance`` is unique per executor start, so a
+    restarted executor's counters add to, never replace, the old ones.
+    """
+
+    def __init__(self, topology: str, component: str, kind: str, worker: str) -> None:
+        self.topology = topology
+        self.component = component
+        self.kind = kind
+        self.worker = worker
+        self.instance = uuid.uuid4().hex[:12]
+        self.started = time.time()
+        self.counters: dict[str, float] = {}
+        self.gauges: dict[str, float] = {}
+        self.hists: dict[str, LogHistogram] = {}
+        self.partition_lag: dict[str, int] = {}
+
+    def inc(self, name: str, n: float = 1) -> None:
+        self.counters[name] = self.counters.get(name, 0) + n
+
+    def hist(self, name: str) -> LogHistogram:
+        h = self.hists.get(name)
+        if h is None:
+            h = self.hists[name] = LogHistogram()
+        return h
+
+    def snapshot(self, final: bool = False) -> dict[str, Any]:
+        """The JSON snapshot (``schemas/stats.schema.json``)."""
+        return {
+            "topology": self.topology,
+            "component": self.component,
+            "kind": self.kind,
+            "worker": self.worker,
+            "instance": self.instance,
+            "time": time.time(),
+            "final": final,
+            "counters": dict(self.counters),
+            "gauges": dict(self.gauges),
+            "lag": dict(self.partition_lag),
+            "hists": {k: v.to_json() for k, v in self.hists.items()},
+        }

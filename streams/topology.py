@@ -1,0 +1,268 @@
+"""TopologyBuilder and the validated Topology spec (Storm's TopologyBuilder/StormTopology).
+
+Task ids are global and fixed when the topology is built, as in Storm: spouts first in
+declaration order, then bolts. A component's task ``base + i`` is partition ``i`` of its
+input topic, so ``__ack_result`` partition ``t`` is spout task ``t``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from streams.component import DEFAULT_STREAM, BasicBolt, BasicBoltExecutor, Bolt, Component, OutputFieldsDeclarer, Spout
+from streams.exceptions import TopologyError
+from streams.tuple import SYSTEM_COMPONENT
+
+GROUPINGS = ("shuffle", "fields", "all", "global", "none", "direct", "local_or_shuffle", "custom")
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """A bolt's input: ``(component, stream)`` with a grouping."""
+
+    component: str
+    stream: str
+    kind: str
+    fields: tuple[str, ...] = ()
+    custom: Any = None
+
+
+@dataclass
+class ComponentDef:
+    id: str
+    obj: Component
+    parallelism: int
+    num_tasks: int
+    is_spout: bool
+    inputs: list[Subscription] = field(default_factory=list)
+    conf: dict[str, Any] = field(default_factory=dict)
+    streams: dict[str, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
+    task_base: int = 0
+
+    @property
+    def task_ids(self) -> range:
+        return range(self.task_base, self.task_base + self.num_tasks)
+
+    def new_instance(self) -> Component:
+        """A fresh copy of the user's component for one task (Storm deserialises one per task)."""
+        return copy.deepcopy(self.obj)
+
+
+@dataclass(frozen=True)
+class OutputDef:
+    """Tuples emitted on ``(component, stream)`` are written to the external ``topic``
+    (``{topology}`` in the name is replaced by the topology name)
+    as JSON objects ``{field: value}``, keyed by ``key_field``. ``merge`` says how
+    ``squall run`` folds them into its output file: ``sum`` or ``last`` per key."""
+
+    topic: str
+    component: str
+    stream: str
+    key_field: str
+    value_field: str
+    merge: str = "sum"
+
+    def topic_for(self, topology: str) -> str:
+        """The topic name with ``{topology}`` replaced (per-run outputs)."""
+        return self.topic.replace("{topology}", topology)
+
+
+class _Declarer:
+    def __init__(self, builder: TopologyBuilder, cdef: ComponentDef) -> None:
+        self._builder = builder
+        self._def = cdef
+
+    def add_configuration(self, key: str, value: Any) -> _Declarer:
+        """Component config (highest precedence)."""
+        self._def.conf[key] = value
+        return self
+
+    def add_configurations(self, conf: dict[str, Any]) -> _Declarer:
+        self._def.conf.update(conf)
+        return self
+
+    def set_num_tasks(self, n: int) -> _Declarer:
+        if n < 1:
+            raise TopologyError(f"[{self._def.id}] num_tasks must be >= 1, got {n}")
+        self._def.num_tasks = n
+        return self
+
+
+class SpoutDeclarer(_Declarer):
+    pass
+
+
+class BoltDeclarer(_Declarer):
+    """Declares a bolt's inputs (Storm's InputDeclarer)."""
+
+    def _add(self, sub: Subscription) -> BoltDeclarer:
+        self._def.inputs.append(sub)
+        return self
+
+    def shuffle_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(Subscription(component, stream, "shuffle"))
+
+    def fields_grouping(self, component: str, fields: Sequence[str], stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        if isinstance(fields, str):
+            fields = [fields]
+        return self._add(Subscription(component, stream, "fields", tuple(fields)))
+
+    def all_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(Subscription(component, stream, "all"))
+
+    def global_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(Subscription(component, stream, "global"))
+
+    def none_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(Subscription(component, stream, "none"))
+
+    def direct_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(Subscription(component, stream, "direct"))
+
+    def local_or_shuffle_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(Subscription(component, stream, "local_or_shuffle"))
+
+    def custom_grouping(self, component: str, grouping: Any, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        return self._add(Subscription(component, stream, "custom", custom=grouping))
+
+
+class TopologyBuilder:
+    """Builds a :class:`Topology`. ``create_topology`` validates it; errors name the component."""
+
+    def __init__(self) -> None:
+        self._defs: dict[str, ComponentDef] = {}
+        self._outputs: list[OutputDef] = []
+
+    def _add(self, cid: str, obj: Component, parallelism_hint: int, num_tasks: int | None, is_spout: bool) -> ComponentDef:
+        if not cid or cid.startswith("__") or "/" in cid or " " in cid:
+            raise TopologyError(f"[{cid}] invalid component id (empty, reserved '__' prefix, or has '/' or ' ')")
+        if cid in self._defs:
+            raise TopologyError(f"[{cid}] duplicate component id")
+        if parallelism_hint < 1:
+            raise TopologyError(f"[{cid}] parallelism_hint must be >= 1, got {parallelism_hint}")
+        cdef = ComponentDef(cid, obj, parallelism_hint, num_tasks or parallelism_hint, is_spout)
+        self._defs[cid] = cdef
+        return cdef
+
+    def set_spout(self, id: str, spout: Spout, parallelism_hint: int = 1, num_tasks: int | None = None) -> SpoutDeclarer:  # noqa: A002
+        """Add a spout with ``parallelism_hint`` executors and ``num_tasks`` tasks (default: the hint)."""
+        if not isinstance(spout, Spout):
+            raise TopologyError(f"[{id}] set_spout needs a Spout, got {type(spout).__name__}")
+        return SpoutDeclarer(self, self._add(id, spout, parallelism_hint, num_tasks, True))
+
+    def set_bolt(self, id: str, bolt: Bolt | BasicBolt, parallelism_hint: int = 1, num_tasks: int | None = None) -> BoltDeclarer:  # noqa: A002
+        """Add a bolt (a BasicBolt is wrapped to anchor and ack automatically)."""
+        if isinstance(bolt, BasicBolt):
+            wrapped: Bolt = BasicBoltExecutor(bolt)
+        elif isinstance(bolt, Bolt):
+            wrapped = bolt
+        else:
+            raise TopologyError(f"[{id}] set_bolt needs a Bolt or BasicBolt, got {type(bolt).__name__}")
+        return BoltDeclarer(self, self._add(id, wrapped, parallelism_hint, num_tasks, False))
+
+    def set_output(self, topic: str, component: str, stream: str = DEFAULT_STREAM, *, key_field: str, value_field: str, merge: str = "sum") -> None:
+        """Write ``(component, stream)`` to the external ``topic`` (a leaf: no tracking)."""
+        if merge not in ("sum", "last"):
+            raise TopologyError(f"[{component}] output merge must be 'sum' or 'last', got {merge!r}")
+        self._outputs.append(OutputDef(topic, component, stream, key_field, value_field, merge))
+
+    def create_topology(self, name: str, conf: dict[str, Any] | None = None) -> Topology:
+        """Validate and freeze. Raises :class:`TopologyError` naming the component at fault."""
+        return Topology(name, list(self._defs.values()), list(self._outputs), dict(conf or {}))
+
+
+class Topology:
+    """A validated topology: components with global task ids, streams and subscriptions."""
+
+    def __init__(self, name: str, defs: list[ComponentDef], outputs: list[OutputDef], conf: dict[str, Any]) -> None:
+        if not name or "/" in name or " " in name:
+            raise TopologyError(f"invalid topology name {name!r}")
+        self.name = name
+        self.conf = conf
+        self.outputs = outputs
+        ordered = [d for d in defs if d.is_spout] + [d for d in defs if not d.is_spout]
+        self.components: dict[str, ComponentDef] = {d.id: d for d in ordered}
+        base = 0
+        for d in ordered:
+            d.task_base = base
+            base += d.num_tasks
+            decl = OutputFieldsDeclarer(d.id)
+            d.obj.declare_output_fields(decl)
+            d.streams = decl.streams
+            d.conf = {**(d.obj.get_component_configuration() or {}), **d.conf}
+        self.total_tasks = base
+        self._validate()
+        self._subscribers: dict[tuple[str, str], list[tuple[ComponentDef, Subscription]]] = {}
+        for d in ordered:
+            for sub in d.inputs:
+                self._subscribers.setdefault((sub.component, sub.stream), []).append((d, sub))
+
+    def _validate(self) -> None:
+        if not any(d.is_spout for d in self.components.values()):
+            raise TopologyError(f"[{self.name}] a topology needs at least one spout")
+        for d in self.components.values():
+            if d.parallelism > d.num_tasks:
+                raise TopologyError(f"[{d.id}] parallelism {d.parallelism} is above its task count {d.num_tasks}")
+            seen: set[tuple[str, str]] = set()
+            for sub in d.inputs:
+                src = self.components.get(sub.component)
+                if src is None:
+                    raise TopologyError(f"[{d.id}] subscribes to unknown component {sub.component!r}")
+                if sub.stream not in src.streams:
+                    raise TopologyError(f"[{d.id}] subscribes to unknown stream {sub.stream!r} of {sub.component!r} (declared: {sorted(src.streams)})")
+                if (sub.component, sub.stream) in seen:
+                    raise TopologyError(f"[{d.id}] subscribes twice to {sub.component}/{sub.stream}")
+                seen.add((sub.component, sub.stream))
+                fields, direct = src.streams[sub.stream]
+                if sub.kind == "fields":
+                    missing = [f for f in sub.fields if f not in fields]
+                    if missing or not sub.fields:
+                        raise TopologyError(f"[{d.id}] fields grouping on {missing or '[]'} but {sub.component}/{sub.stream} declares {list(fields)}")
+                if sub.kind == "direct" and not direct:
+                    raise TopologyError(f"[{d.id}] direct grouping on {sub.component}/{sub.stream}, which is not declared direct")
+                if direct and sub.kind != "direct":
+                    raise TopologyError(f"[{d.id}] {sub.kind} grouping on direct stream {sub.component}/{sub.stream}; a direct stream needs direct_grouping")
+                if sub.kind == "custom" and not hasattr(sub.custom, "choose_tasks"):
+                    raise TopologyError(f"[{d.id}] custom grouping needs a CustomStreamGrouping with choose_tasks")
+        for out in self.outputs:
+            src = self.components.get(out.component)
+            if src is None:
+                raise TopologyError(f"[{out.component}] output to {out.topic!r} from unknown component")
+            if out.stream not in src.streams:
+                raise TopologyError(f"[{out.component}] output to {out.topic!r} from undeclared stream {out.stream!r}")
+            fields = src.streams[out.stream][0]
+            for f in (out.key_field, out.value_field):
+                if f not in fields:
+                    raise TopologyError(f"[{out.component}] output field {f!r} not in {list(fields)}")
+
+    # -- queries ---------------------------------------------------------------------
+    def subscribers(self, component: str, stream: str) -> list[tuple[ComponentDef, Subscription]]:
+        """Bolts subscribed to ``(component, stream)`` with their subscription."""
+        return self._subscribers.get((component, stream), [])
+
+    def component_of_task(self, task: int) -> str:
+        """The component id that owns global ``task``. Raises KeyError for an unknown task."""
+        if task < 0:
+            return SYSTEM_COMPONENT
+        for d in self.components.values():
+            if d.task_base <= task < d.task_base + d.num_tasks:
+                return d.id
+        raise KeyError(f"[{self.name}] no component owns task {task}")
+
+    @property
+    def spouts(self) -> list[ComponentDef]:
+        return [d for d in self.components.values() if d.is_spout]
+
+    @property
+    def bolts(self) -> list[ComponentDef]:
+        return [d for d in self.components.values() if not d.is_spout]
+
+    @property
+    def spout_tasks(self) -> int:
+        return sum(d.num_tasks for d in self.spouts)
+
+    def fields(self, component: str, stream: str) -> tuple[str, ...]:
+        return self.components[component].streams[stream][0]

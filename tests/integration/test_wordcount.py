@@ -1,0 +1,100 @@
+"""Reliable word count end to end on the real corpus, on a real broker."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from service.config import ServiceSettings
+from service.runner import Job
+from tests.integration.conftest import EXAMPLES, TOPOLOGIES, corpus_slice, direct_count
+
+pytestmark = pytest.mark.broker
+
+
+def test_wordcount_slice_counts_exactly_with_no_failures(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
+    src = corpus_slice(corpus, tmp_path / "slice.txt", 4000)
+    out = tmp_path / "counts.json"
+    job = Job(EXAMPLES / "wordcount.py", src, out, settings)
+    try:
+        job.start()
+        summary = job.wait(300)
+    finally:
+        job.close()
+    expected = direct_count(src)
+    assert json.loads(out.read_text()) == dict(expected)
+    assert summary.records == 4000
+    assert summary.trees_acked == 4000
+    assert summary.trees_failed == 0 and summary.replayed == 0
+    assert summary.complete_latency_p99_s > 0
+
+
+def test_non_utf8_input_is_decoded_with_replacement(settings: ServiceSettings, tmp_path: Path) -> None:
+    src = tmp_path / "bytes.txt"
+    src.write_bytes(b"caf\xe9 au lait\n\xff\xfe hello world\nHELLO don't\n")
+    out = tmp_path / "counts.json"
+    job = Job(EXAMPLES / "wordcount.py", src, out, settings)
+    try:
+        job.start()
+        job.wait(120)
+    finally:
+        job.close()
+    # \xe9 becomes U+FFFD, which the regex does not match: "caf" is a word of its own.
+    assert json.loads(out.read_text()) == {"caf": 1, "au": 1, "lait": 1, "hello": 2, "world": 1, "don't": 1}
+
+
+def test_failed_tuples_are_replayed_until_every_record_is_acked(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
+    src = corpus_slice(corpus, tmp_path / "slice.txt", 3000)
+    out = tmp_path / "counts.json"
+    job = Job(TOPOLOGIES / "flaky_wordcount.py", src, out, settings)
+    try:
+        job.start()
+        summary = job.wait(300)
+    finally:
+        job.close()
+    expected = direct_count(src)
+    counts = json.loads(out.read_text())
+    assert set(counts) == set(expected)  # no word missing
+    assert all(counts[w] >= n for w, n in expected.items())  # at least the true counts
+    assert sum(counts.values()) > sum(expected.values())  # the half-emitted lines were duplicated
+    flaky_lines = summary.trees_failed
+    assert 150 < flaky_lines < 450  # about 10% of 3000 distinct-ish lines
+    assert summary.replayed == summary.trees_failed
+    assert summary.trees_acked == summary.records == 3000
+    assert summary.dead_lettered == 0
+
+
+def test_spout_worker_killed_and_restarted_resumes_from_committed_offset(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
+    src = corpus_slice(corpus, tmp_path / "slice.txt", 30000)
+    out = tmp_path / "counts.json"
+    job = Job(TOPOLOGIES / "single_spout_wordcount.py", src, out, settings)
+    try:
+        job.start()
+        assert job.supervisor is not None and job.board is not None
+        w = job.supervisor.worker_of("lines")
+        assert job.supervisor.workers[w] == ["lines"]
+        deadline = time.monotonic() + 120
+        while job.board.total("spout", "acked") < 3000:
+            assert time.monotonic() < deadline, "the topology made no progress"
+            job.board.poll(0.2)
+        job.supervisor.kill(w)  # SIGKILL: no flush, no final commit
+        time.sleep(1.0)
+        committed = job.committed()[0]
+        assert 0 < committed < 30000
+        job.supervisor.restart(w)
+        summary = job.wait(300)
+    finally:
+        job.close()
+    expected = direct_count(src)
+    counts = json.loads(out.read_text())
+    assert set(counts) == set(expected)
+    assert all(counts[word] >= n for word, n in expected.items())
+    assert job.committed()[0] == 30000
+    spouts = sorted((s for s in job.board_snapshots() if s["component"] == "lines"), key=lambda s: s["time"])
+    restarted = spouts[-1]
+    first_emits = restarted["counters"].get("emitted", 0) - restarted["counters"].get("replayed", 0)
+    assert first_emits == 30000 - committed  # it resumed exactly at the committed offset
+    assert summary.trees_failed == 0

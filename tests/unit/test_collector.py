@@ -1,0 +1,77 @@
+"""The collector algebra against Storm's: anchoring, multi-anchoring, coalescing, unanchored."""
+
+from __future__ import annotations
+
+from acker.ledger import Ledger
+from acker.partition import acker_partition
+from streams.collector import AckBuffer
+from streams.tuple import Tuple
+from tests.unit.sim import Capture, apply_ops, as_tuple, collector
+
+
+def spout_tuple(root: int, edge: int) -> Tuple:
+    return Tuple(["a"], "default", "s", 0, {root: edge}, {"v": 0})
+
+
+def test_anchored_emit_xors_edge_into_anchor_and_child() -> None:
+    cap, acks = Capture(), AckBuffer("acker", 1)
+    coll = collector(cap, acks)
+    parent = spout_tuple(11, 0b0100)
+    coll.emit(["b"], anchors=parent)
+    child = as_tuple(cap.records[0][1])
+    edge = child.anchors[11]
+    assert parent.ack_val == edge != 0
+    coll.ack(parent)
+    assert acks.acks == {11: 0b0100 ^ edge}
+
+
+def test_multi_anchoring_joins_two_trees() -> None:
+    cap, acks = Capture(), AckBuffer("acker", 1)
+    coll = collector(cap, acks)
+    left, right = spout_tuple(1, 0b01), spout_tuple(2, 0b10)
+    coll.emit(["joined"], anchors=[left, right])
+    child = as_tuple(cap.records[0][1])
+    assert set(child.anchors) == {1, 2}
+    ledger = Ledger(30)
+    apply_ops(ledger, [[0, 1, 0b01, 0], [0, 2, 0b10, 0]])
+    coll.ack(left)
+    coll.ack(right)
+    outs = apply_ops(ledger, [op for ops in acks.drain().values() for op in ops])
+    assert outs == []  # the joined child is still pending in both trees
+    coll.fail(child)
+    outs = apply_ops(ledger, [op for ops in acks.drain().values() for op in ops])
+    assert sorted((o.root, o.acked) for o in outs) == [(1, False), (2, False)]
+
+
+def test_acks_for_one_root_coalesce_into_one_op_per_flush() -> None:
+    cap, acks = Capture(), AckBuffer("acker", 4)
+    coll = collector(cap, acks)
+    parent = spout_tuple(99, 0b1000)
+    for _ in range(5):
+        coll.emit(["w"], anchors=parent)
+    children = [as_tuple(raw) for _, raw in cap.records]
+    coll.ack(parent)
+    for c in children:
+        coll.ack(c)
+    drained = acks.drain()
+    ops = [op for part in drained.values() for op in part]
+    assert ops == [[1, 99, 0b1000]]  # one op; XOR of everything
+    assert list(drained) == [acker_partition(99, 4)]
+
+
+def test_unanchored_emit_is_untracked() -> None:
+    cap, acks = Capture(), AckBuffer("acker", 1)
+    coll = collector(cap, acks)
+    parent = spout_tuple(5, 7)
+    coll.emit(["free"], anchors=None)
+    assert as_tuple(cap.records[0][1]).anchors == {}
+    assert parent.ack_val == 0
+
+
+def test_fail_drops_pending_acks_for_that_root() -> None:
+    cap, acks = Capture(), AckBuffer("acker", 1)
+    coll = collector(cap, acks)
+    a, b = spout_tuple(5, 7), spout_tuple(5, 9)
+    coll.ack(a)
+    coll.fail(b)
+    assert [op for ops in acks.drain().values() for op in ops] == [[2, 5]]

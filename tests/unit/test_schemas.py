@@ -1,0 +1,51 @@
+"""What the encoders really produce validates against schemas/ (and bad shapes do not)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from acker.wire import encode_entry, encode_ops, encode_results
+from streams.codec import encode_tuple
+from streams.stats import ExecutorStats
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+
+
+def schema(name: str) -> dict:
+    return json.loads((SCHEMAS / name).read_text())
+
+
+def check(name: str, raw: bytes) -> None:
+    jsonschema.validate(json.loads(raw), schema(name))
+
+
+def test_tuple_envelope() -> None:
+    check("tuple.schema.json", encode_tuple("default", "split", 3, ["word", 1], {2**64 - 1: 5}))
+    with pytest.raises(jsonschema.ValidationError):
+        check("tuple.schema.json", b'[1,"s","c",0,[],[-1,2]]')
+
+
+def test_acker_ops_results_and_changelog() -> None:
+    check("acker-ops.schema.json", encode_ops([[0, 1, 2, 3], [1, 2**64 - 1, 7], [2, 4], [3, 5]]))
+    with pytest.raises(jsonschema.ValidationError):
+        check("acker-ops.schema.json", b"[[9, 1]]")
+    check("ack-result.schema.json", encode_results([[0, 12, 0.25], [1, 13, 30.0]]))
+    check("acker-changelog.schema.json", encode_entry(12345, None, 1.8e9))
+    check("acker-changelog.schema.json", encode_entry(12345, 2, 1.8e9))
+
+
+def test_stats_snapshot() -> None:
+    s = ExecutorStats("t", "split", "bolt", "w0")
+    s.inc("acked", 3)
+    s.hist("execute_latency").record(0.002)
+    s.partition_lag["t[0]"] = 5
+    jsonschema.validate(json.loads(json.dumps(s.snapshot())), schema("stats.schema.json"))
+
+
+@pytest.mark.parametrize("path", sorted(SCHEMAS.glob("*.json")), ids=lambda p: p.name)
+def test_every_schema_is_a_valid_draft_2020_12_schema(path: Path) -> None:
+    jsonschema.Draft202012Validator.check_schema(json.loads(path.read_text()))
