@@ -21,6 +21,7 @@ def test_wordcount_slice_counts_exactly_with_no_failures(settings: ServiceSettin
     job = Job(EXAMPLES / "wordcount.py", src, out, settings)
     try:
         job.start()
+        assert job.broker is None  # bootstrap.servers was given: no embedded broker
         summary = job.wait(300)
     finally:
         job.close()
