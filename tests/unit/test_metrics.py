@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from service.metrics import StatsCollector
 from streams.stats import ExecutorStats
+
+
+def samples(registry: CollectorRegistry) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    text = generate_latest(registry).decode()
+    return {(s.name, frozenset(s.labels.items())): s.value for fam in text_string_to_metric_families(text) for s in fam.samples}
 
 
 def test_stats_are_exposed_with_component_labels_and_base_units() -> None:
@@ -18,16 +24,19 @@ def test_stats_are_exposed_with_component_labels_and_base_units() -> None:
         spout.hist("complete_latency").record(v)
     registry = CollectorRegistry()
     registry.register(StatsCollector(lambda: [spout]))
-    text = generate_latest(registry).decode()
-    labels = 'component="lines",kind="spout",topology="wc",worker="w0"'
-    assert f"squall_acked_total{{{labels}}} 42.0" in text
-    assert f"squall_failed_total{{{labels}}} 2.0" in text
-    assert f"squall_pending{{{labels}}} 7.0" in text
-    lag = 'component="lines",kind="spout",partition="squall.wc.lines[0]",topology="wc",worker="w0"'
-    assert f"squall_lag{{{lag}}} 13.0" in text
-    assert f'squall_complete_latency_seconds_bucket{{{labels},le="0.025"}} 3.0' in text
-    assert f'squall_complete_latency_seconds_bucket{{{labels},le="+Inf"}} 4.0' in text
-    assert f"squall_complete_latency_seconds_count{{{labels}}} 4.0" in text
+    got = samples(registry)
+    labels = {"component": "lines", "kind": "spout", "topology": "wc", "worker": "w0"}
+
+    def key(name: str, **extra: str) -> tuple[str, frozenset[tuple[str, str]]]:
+        return name, frozenset({**labels, **extra}.items())
+
+    assert got[key("squall_acked_total")] == 42
+    assert got[key("squall_failed_total")] == 2
+    assert got[key("squall_pending")] == 7
+    assert got[key("squall_lag", partition="squall.wc.lines[0]")] == 13
+    assert got[key("squall_complete_latency_seconds_bucket", le="0.025")] == 3
+    assert got[key("squall_complete_latency_seconds_bucket", le="+Inf")] == 4
+    assert got[key("squall_complete_latency_seconds_count")] == 4
 
 
 def test_registry_is_not_the_global_one() -> None:
