@@ -1,7 +1,10 @@
 """The acker's pure ledger: Storm's Acker bolt + RotatingMap, with no I/O.
 
-State: ``root -> [ack_val, spout_task, start_time]`` (``spout_task`` is ``None`` until
-the init arrives; ``start_time`` in seconds from the injected clock).
+State per pending tree: ``root -> (ack_val, spout_task, start_time, tag)``, stored in
+:class:`acker.table.CompactTable` buckets (64-128 bytes per tree). ``spout_task`` is
+``None`` until the init arrives; ``start_time`` is seconds on the injected clock
+(kept to the millisecond); ``tag`` is the source position of the last op applied
+(see *Idempotence*).
 
 Algebra (Storm Acker; ../shared/seeds/000, 002):
   * ``init(root, val, task)`` XORs ``val`` (the XOR of the edge ids the spout emitted)
@@ -11,23 +14,29 @@ Algebra (Storm Acker; ../shared/seeds/000, 002):
     arrive before its init, so a 0 without a task waits.
   * ``fail(root)`` fails the tree at once. Completed and failed entries are removed.
 
-Timeouts (Storm's RotatingMap): entries live in ``buckets`` dicts, newest first. Every
+Timeouts (Storm's RotatingMap): entries live in ``buckets`` tables, newest first. Every
 ``timeout_s / (buckets - 1)`` seconds :meth:`Ledger.tick` drops the oldest bucket and
-fails everything in it. Cost: O(1) per message (at most ``buckets`` dict probes), O(n)
+fails everything in it. Cost: O(1) per message (at most ``buckets`` probes), O(capacity)
 per expired bucket, no per-entry timers. Precision: an entry expires between
-``timeout_s`` and ``timeout_s * buckets / (buckets - 1)`` after it was last (re)started,
-plus the tick interval. ``reset_timeout`` moves an entry to the newest bucket.
+``timeout_s`` and ``timeout_s * buckets / (buckets - 1)`` after it was created (or
+``reset_timeout``), plus the tick interval. ``reset_timeout`` moves it to the newest bucket.
 
 Expired roots are remembered for one more rotation: a late ``ack`` for one yields a
-*fail* outcome (never an ack), and it does not re-create the entry.
+*fail* outcome (never an ack) and does not re-create the entry.
+
+Idempotence: every op may carry a ``tag`` (an int that grows with the source position,
+e.g. ``offset << 20 | index``). An op whose tag is not above the entry's tag is ignored
+and returns :data:`SKIP`, so replaying already-applied messages after a crash is harmless.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+
+from acker.table import CompactTable
 
 Clock = Callable[[], float]
 
@@ -43,7 +52,9 @@ class Outcome:
 
     ``acked`` is True only for a complete tree. ``spout_task`` may be ``None`` when the
     init never arrived (nobody to tell). ``latency_s`` is seconds since the entry started.
-    ``reason`` is one of ``complete``, ``fail``, ``timeout``, ``late``.
+    ``reason`` is one of ``complete``, ``fail``, ``timeout``, ``late``. ``tag`` is the
+    tag of the finishing op (-1 for a timeout) and ``persisted`` says whether the entry
+    had been marked persisted (see :meth:`Ledger.mark_persisted`).
     """
 
     root: int
@@ -51,6 +62,12 @@ class Outcome:
     acked: bool
     latency_s: float
     reason: str
+    tag: int = -1
+    persisted: bool = False
+
+
+SKIP = Outcome(0, None, False, 0.0, "skip")
+"""Returned for an op whose tag shows it was already applied."""
 
 
 class Ledger:
@@ -58,7 +75,7 @@ class Ledger:
 
     Args:
       timeout_s: ``topology.message.timeout.secs`` (seconds, > 0).
-      clock: returns seconds (monotonic); injectable for tests.
+      clock: returns seconds; injectable for tests.
       buckets: RotatingMap bucket count (>= 2).
     Raises:
       ValueError: on a non-positive timeout or fewer than 2 buckets.
@@ -72,7 +89,7 @@ class Ledger:
         self.timeout_s = timeout_s
         self.clock = clock
         self.period_s = timeout_s / (buckets - 1)
-        self._buckets: deque[dict[int, list]] = deque({} for _ in range(buckets))
+        self._buckets: deque[CompactTable] = deque(CompactTable() for _ in range(buckets))
         # Recently expired or failed-before-init roots, two generations (new, old).
         self._grave_new: dict[int, int | None] = {}
         self._grave_old: dict[int, int | None] = {}
@@ -83,34 +100,35 @@ class Ledger:
         return sum(len(b) for b in self._buckets)
 
     def __contains__(self, root: int) -> bool:
-        return self._find(root) is not None
+        return self._find(root)[0] is not None
 
-    def get(self, root: int) -> tuple[int, int | None, float] | None:
-        """``(ack_val, spout_task, start_time)`` for a pending root, else ``None``."""
-        found = self._find(root)
-        if found is None:
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the pending-tree tables."""
+        return sum(b.nbytes for b in self._buckets)
+
+    def _find(self, root: int) -> tuple[CompactTable | None, int]:
+        for table in self._buckets:
+            slot = table.find(root)
+            if slot >= 0:
+                return table, slot
+        return None, -1
+
+    def get(self, root: int) -> tuple[int, int | None, float, int] | None:
+        """``(ack_val, spout_task, start_time, tag)`` for a pending root, else ``None``."""
+        table, slot = self._find(root)
+        if table is None:
             return None
-        val, task, start = found[1][root]
-        return val, task, start
+        meta = table.meta[slot]
+        return table.vals[slot], CompactTable.task_of(meta), CompactTable.start_of(meta), (table.aux[slot] >> 1) - 1
 
-    def items(self) -> list[tuple[int, int, int | None, float]]:
-        """Every pending ``(root, ack_val, spout_task, start_time)``, oldest bucket last."""
-        return [(r, e[0], e[1], e[2]) for b in self._buckets for r, e in b.items()]
-
-    def _find(self, root: int) -> tuple[int, dict[int, list]] | None:
-        for i, bucket in enumerate(self._buckets):
-            if root in bucket:
-                return i, bucket
-        return None
+    def items(self) -> Iterator[tuple[int, int, int | None, float, int]]:
+        """Every pending ``(root, ack_val, spout_task, start_time, tag)``."""
+        for table in self._buckets:
+            for root, val, meta, aux in table.items():
+                yield root, val, CompactTable.task_of(meta), CompactTable.start_of(meta), (aux >> 1) - 1
 
     # -- messages --------------------------------------------------------------------
-    def _entry(self, root: int) -> tuple[dict[int, list], list] | None:
-        for bucket in self._buckets:
-            entry = bucket.get(root)
-            if entry is not None:
-                return bucket, entry
-        return None
-
     def _late(self, root: int, spout_task: int | None = None) -> Outcome | None:
         for grave in (self._grave_new, self._grave_old):
             if root in grave:
@@ -118,59 +136,104 @@ class Ledger:
                 return Outcome(root, task if task is not None else spout_task, False, 0.0, LATE)
         return None
 
-    def init(self, root: int, val: int, spout_task: int) -> Outcome | None:
+    def _new(self, root: int, val: int, task: int | None, tag: int) -> int:
+        return self._buckets[0].insert(root, val, CompactTable.pack_meta(task, self.clock()), (tag + 1) << 1)
+
+    def init(self, root: int, val: int, spout_task: int, tag: int = -1) -> Outcome | None:
         """Apply ``init(root, val, spout_task)``; returns an Outcome if the tree finished."""
-        found = self._entry(root)
-        if found is None:
+        table, slot = self._find(root)
+        if table is None:
             late = self._late(root, spout_task)
             if late is not None:
                 return late
-            self._buckets[0][root] = [val, spout_task, self.clock()]
-            return self._check(self._buckets[0], root, self._buckets[0][root])
-        bucket, entry = found
-        entry[0] ^= val
-        entry[1] = spout_task
-        return self._check(bucket, root, entry)
+            table = self._buckets[0]
+            slot = self._new(root, val, spout_task, tag)
+            return self._check(table, slot, tag)
+        aux = table.aux[slot]
+        if 0 <= tag <= (aux >> 1) - 1:
+            return SKIP
+        table.vals[slot] ^= val
+        table.meta[slot] = (table.meta[slot] & ~0xFFFF) | (spout_task + 1)
+        table.aux[slot] = ((tag + 1) << 1) | (aux & 1) if tag >= 0 else aux
+        return self._check(table, slot, tag)
 
-    def ack(self, root: int, val: int) -> Outcome | None:
+    def ack(self, root: int, val: int, tag: int = -1) -> Outcome | None:
         """Apply ``ack(root, val)``; returns an Outcome if the tree finished."""
-        found = self._entry(root)
-        if found is None:
+        table, slot = self._find(root)
+        if table is None:
             late = self._late(root)
             if late is not None:
                 return late
-            self._buckets[0][root] = [val, None, self.clock()]
+            self._new(root, val, None, tag)
             return None
-        bucket, entry = found
-        entry[0] ^= val
-        return self._check(bucket, root, entry)
+        aux = table.aux[slot]
+        if 0 <= tag <= (aux >> 1) - 1:
+            return SKIP
+        table.vals[slot] ^= val
+        if tag >= 0:
+            table.aux[slot] = ((tag + 1) << 1) | (aux & 1)
+        return self._check(table, slot, tag)
 
-    def fail(self, root: int) -> Outcome | None:
-        """Apply ``fail(root)``: the tree fails now (if its spout task is unknown the entry
-        is kept as failed-on-arrival: a later init then fails at once)."""
-        found = self._entry(root)
-        if found is None:
+    def fail(self, root: int, tag: int = -1) -> Outcome | None:
+        """Apply ``fail(root)``: the tree fails now. A fail before the init is remembered,
+        so the init then fails the tree at once."""
+        table, slot = self._find(root)
+        if table is None:
             if root not in self._grave_old:
-                # Fail before init: remember it so the init fails the tree at once.
                 self._grave_new.setdefault(root, None)
             return None
-        bucket, entry = found
-        del bucket[root]
-        return Outcome(root, entry[1], False, self.clock() - entry[2], FAILED)
+        aux = table.aux[slot]
+        if 0 <= tag <= (aux >> 1) - 1:
+            return SKIP
+        meta = table.meta[slot]
+        out = Outcome(root, CompactTable.task_of(meta), False, self.clock() - CompactTable.start_of(meta), FAILED, tag, bool(aux & 1))
+        table.delete_slot(slot)
+        return out
 
-    def reset_timeout(self, root: int) -> None:
+    def reset_timeout(self, root: int, tag: int = -1) -> Outcome | None:
         """Restart ``root``'s timeout clock (moves it to the newest bucket)."""
-        found = self._entry(root)
-        if found is not None:
-            bucket, entry = found
-            del bucket[root]
-            self._buckets[0][root] = entry
-
-    def _check(self, bucket: dict[int, list], root: int, entry: list) -> Outcome | None:
-        if entry[0] == 0 and entry[1] is not None:
-            del bucket[root]
-            return Outcome(root, entry[1], True, self.clock() - entry[2], COMPLETE)
+        table, slot = self._find(root)
+        if table is None:
+            return None
+        aux = table.aux[slot]
+        if 0 <= tag <= (aux >> 1) - 1:
+            return SKIP
+        val, meta = table.vals[slot], table.meta[slot]
+        if tag >= 0:
+            aux = ((tag + 1) << 1) | (aux & 1)
+        table.delete_slot(slot)
+        self._buckets[0].insert(root, val, meta, aux)
         return None
+
+    def _check(self, table: CompactTable, slot: int, tag: int) -> Outcome | None:
+        if table.vals[slot] == 0:
+            meta = table.meta[slot]
+            task = CompactTable.task_of(meta)
+            if task is not None:
+                out = Outcome(table.keys[slot], task, True, self.clock() - CompactTable.start_of(meta), COMPLETE, tag, bool(table.aux[slot] & 1))
+                table.delete_slot(slot)
+                return out
+        return None
+
+    # -- persistence hooks -----------------------------------------------------------
+    def mark_persisted(self, root: int) -> None:
+        """Flag ``root`` as having a live record in the changelog."""
+        table, slot = self._find(root)
+        if table is not None:
+            table.aux[slot] |= 1
+
+    def restore(self, root: int, val: int, spout_task: int | None, start: float, tag: int) -> None:
+        """Put an entry back from the changelog (persisted; no completion check)."""
+        table, slot = self._find(root)
+        if table is not None:
+            table.delete_slot(slot)
+        self._buckets[0].insert(root, val, CompactTable.pack_meta(spout_task, start), ((tag + 1) << 1) | 1)
+
+    def forget(self, root: int) -> None:
+        """Drop an entry without an outcome."""
+        table, slot = self._find(root)
+        if table is not None:
+            table.delete_slot(slot)
 
     # -- time ------------------------------------------------------------------------
     def tick(self) -> list[Outcome]:
@@ -180,20 +243,11 @@ class Ledger:
         while now >= self._next_rotation:
             self._next_rotation += self.period_s
             expired = self._buckets.pop()
-            self._buckets.appendleft({})
+            self._buckets.appendleft(CompactTable())
             self._grave_old = self._grave_new
-            self._grave_new = {root: entry[1] for root, entry in expired.items()}
-            for root, entry in expired.items():
-                out.append(Outcome(root, entry[1], False, now - entry[2], TIMEOUT))
+            self._grave_new = {}
+            for root, _val, meta, aux in expired.items():
+                task = CompactTable.task_of(meta)
+                self._grave_new[root] = task
+                out.append(Outcome(root, task, False, now - CompactTable.start_of(meta), TIMEOUT, -1, bool(aux & 1)))
         return out
-
-    # -- restore ---------------------------------------------------------------------
-    def restore(self, root: int, val: int, spout_task: int | None, start: float) -> None:
-        """Put an entry back from the changelog (no completion check)."""
-        self._buckets[0][root] = [val, spout_task, start]
-
-    def forget(self, root: int) -> None:
-        """Drop an entry (a changelog tombstone) without an outcome."""
-        found = self._find(root)
-        if found is not None:
-            del found[1][root]

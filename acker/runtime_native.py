@@ -1,11 +1,11 @@
-"""The native acker runtime: a confluent-kafka batch loop over :class:`acker.ledger.Ledger`.
+"""The native acker runtime (the default): a confluent-kafka batch loop.
 
-One ledger per assigned ``__acker`` partition (acker task). Per batch: apply ops; per
-flush (``squall.flush.interval.secs``): write the changelog (final state per touched root;
-a tombstone for a finished root that was persisted), flush, send ack results (one record
-per spout task), flush, then commit the input offsets. On assignment the table is
-restored from ``squall.T.__acker.changelog`` read to its true end (the high watermark
-of a Fetch response, not ListOffsets, which the embedded broker under-reports).
+One :class:`acker.durable.DurableLedger` per assigned ``__acker`` partition (acker task).
+Per batch: apply ops. Per flush (``squall.flush.interval.secs``), in this order:
+ack results -> wait for the broker -> changelog records -> wait -> commit input offsets
+-> done-record tombstones (see :mod:`acker.durable` for why). On assignment the table
+is restored from ``squall.T.__acker.changelog`` read to its true end (the high watermark
+of a Fetch response; ListOffsets under-reports on the embedded broker).
 
 Ledger clock: wall time (``time.time``), so start times survive a restore.
 """
@@ -18,11 +18,12 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, TopicPartition
 
+from acker.durable import DurableLedger
 from acker.exceptions import RestoreError
 from acker.ledger import Ledger, Outcome
 from acker.partition import root_key
-from acker.wire import OP_ACK, OP_FAIL, OP_INIT, OP_RESET, RESULT_ACK, RESULT_FAIL, decode_list, encode_entry, encode_results
-from streams.exceptions import DecodeError
+from acker.wire import RESULT_ACK, RESULT_FAIL, decode_list, encode_results
+from streams.exceptions import DecodeError, FatalError
 from streams.executor import Executor
 from streams.kafka_io import consumer_config
 from streams.naming import ack_result_topic, acker_changelog_topic, acker_topic, component_group
@@ -30,6 +31,43 @@ from streams.naming import ack_result_topic, acker_changelog_topic, acker_topic,
 log = logging.getLogger("squall.acker")
 
 ACKER_COMPONENT = "__acker"
+
+
+def restore_partition(bootstrap: str, group: str, changelog: str, p: int, into: DurableLedger, conf: Any, timeout_s: float = 120.0) -> int:
+    """Read changelog partition ``p`` from the start to its true end into ``into``.
+
+    Returns the number of records read. Raises RestoreError if the end is not reached.
+    """
+    c = Consumer(consumer_config(bootstrap, group, conf))
+    tp = TopicPartition(changelog, p, OFFSET_BEGINNING)
+    c.assign([tp])
+    n = empty = 0
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            msgs = c.consume(10000, 0.2)
+            for m in msgs:
+                key = m.key()
+                if m.error() or key is None:
+                    continue
+                raw = m.value()
+                value = None if raw is None else decode_list(raw, component=ACKER_COMPONENT, topic=changelog, partition=p, offset=m.offset() or 0)
+                into.restore(int.from_bytes(key, "big"), value)
+                n += 1
+            if msgs:
+                empty = 0
+                continue
+            empty += 1
+            _, high = c.get_watermark_offsets(TopicPartition(changelog, p), cached=True)
+            pos = c.position([TopicPartition(changelog, p)])[0].offset
+            # The high watermark is known only once a Fetch response arrived (-1001 before).
+            known = high is not None and high >= 0
+            if empty >= 2 and known and (high == 0 or (pos is not None and pos >= high)):
+                return n
+            if time.monotonic() > deadline:
+                raise RestoreError(f"[{ACKER_COMPONENT}] restore of {changelog}[{p}] stopped at {pos} before the end {high}")
+    finally:
+        c.close()
 
 
 class AckerExecutor(Executor):
@@ -43,10 +81,9 @@ class AckerExecutor(Executor):
         self.topic = acker_topic(name)
         self.changelog = acker_changelog_topic(name)
         self.result_topic = ack_result_topic(name)
-        self.ledgers: dict[int, Ledger] = {}
-        self.persisted: dict[int, set[int]] = {}
-        self.dirty: dict[int, set[int]] = {}
+        self.ledgers: dict[int, DurableLedger] = {}
         self.next_offset: dict[int, int] = {}
+        self.committed: dict[int, int] = {}
         self.results: dict[int, list[list[Any]]] = {}
         self.clock = time.time
 
@@ -54,61 +91,19 @@ class AckerExecutor(Executor):
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             p = tp.partition
-            ledger = Ledger(self.conf.message_timeout_secs, clock=self.clock, buckets=self.conf.acker_buckets)
-            self.persisted[p] = self._restore(p, ledger)
-            self.ledgers[p] = ledger
-            self.dirty[p] = set()
+            dl = DurableLedger(Ledger(self.conf.message_timeout_secs, clock=self.clock, buckets=self.conf.acker_buckets))
+            n = restore_partition(self.bootstrap, component_group(self.topology.name, "__acker.restore"), self.changelog, p, dl, self.conf)
+            if n:
+                self.stats.inc("restored_trees", len(dl))
+                log.info("[%s] restored %d pending and %d done trees from %s[%d] (%d records)", ACKER_COMPONENT, len(dl), len(dl.done), self.changelog, p, n)
+            self.ledgers[p] = dl
         log.info("[%s] %s assigned acker tasks %s", ACKER_COMPONENT, self.worker, sorted(self.ledgers))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._flush(consumer)
         for tp in partitions:
-            for d in (self.ledgers, self.persisted, self.dirty, self.next_offset):
+            for d in (self.ledgers, self.next_offset, self.committed):
                 d.pop(tp.partition, None)
-
-    def _restore(self, p: int, ledger: Ledger) -> set[int]:
-        """Rebuild partition ``p``'s table from the changelog; returns the persisted roots."""
-        c = Consumer(consumer_config(self.bootstrap, component_group(self.topology.name, "__acker.restore"), self.conf, self.kafka.get("consumer")))
-        tp = TopicPartition(self.changelog, p, OFFSET_BEGINNING)
-        c.assign([tp])
-        persisted: set[int] = set()
-        restored = empty_rounds = 0
-        deadline = time.monotonic() + 120
-        try:
-            while True:
-                msgs = c.consume(5000, 0.2)
-                for m in msgs:
-                    if m.error():
-                        continue
-                    key = m.key()
-                    if key is None:
-                        continue
-                    root = int.from_bytes(key, "big")
-                    value = m.value()
-                    if value is None:
-                        ledger.forget(root)
-                        persisted.discard(root)
-                    else:
-                        val, task, start = decode_list(value, component=ACKER_COMPONENT, topic=self.changelog, partition=p, offset=m.offset() or 0)
-                        ledger.restore(root, val, task, start)
-                        persisted.add(root)
-                    restored += 1
-                if msgs:
-                    empty_rounds = 0
-                    continue
-                empty_rounds += 1
-                _, high = c.get_watermark_offsets(TopicPartition(self.changelog, p), cached=True)
-                pos = c.position([TopicPartition(self.changelog, p)])[0].offset
-                caught_up = (high is None or high <= 0) or (pos is not None and pos >= high)
-                if empty_rounds >= 2 and caught_up:
-                    break
-                if time.monotonic() > deadline:
-                    raise RestoreError(f"[{ACKER_COMPONENT}] restore of {self.changelog}[{p}] did not reach the end (at {pos}, end {high})")
-        finally:
-            c.close()
-        if restored:
-            log.info("[%s] restored %d pending trees from %s[%d] (%d records)", ACKER_COMPONENT, len(persisted), self.changelog, p, restored)
-        return persisted
 
     # -- processing ------------------------------------------------------------------
     def _apply(self, msg: Message) -> None:
@@ -117,37 +112,21 @@ class AckerExecutor(Executor):
             return
         p = msg.partition() or 0
         off = msg.offset() or 0
-        ledger = self.ledgers.get(p)
-        if ledger is None:
+        dl = self.ledgers.get(p)
+        if dl is None:
             return
         try:
             ops = decode_list(msg.value(), component=ACKER_COMPONENT, topic=self.topic, partition=p, offset=off)
-        except DecodeError as exc:
+            outs = dl.apply(off, ops)
+        except (DecodeError, ValueError, IndexError, TypeError) as exc:
             self.stats.inc("poison")
-            self.dead_letter(msg, str(exc), 0)
+            self.dead_letter(msg, f"[{ACKER_COMPONENT}] bad acker record {self.topic}[{p}]@{off}: {exc}", 0)
             self.next_offset[p] = off + 1
             return
-        dirty = self.dirty[p]
         counters = self.stats.counters
         counters["ops"] = counters.get("ops", 0) + len(ops)
-        for op in ops:
-            code = op[0]
-            root = op[1]
-            if code == OP_ACK:
-                out = ledger.ack(root, op[2])
-            elif code == OP_INIT:
-                out = ledger.init(root, op[2], op[3])
-            elif code == OP_FAIL:
-                out = ledger.fail(root)
-            elif code == OP_RESET:
-                ledger.reset_timeout(root)
-                out = None
-            else:
-                self.stats.inc("unknown_ops")
-                continue
-            dirty.add(root)
-            if out is not None:
-                self._outcome(out)
+        for out in outs:
+            self._outcome(out)
         self.next_offset[p] = off + 1
 
     def _outcome(self, out: Outcome) -> None:
@@ -157,49 +136,52 @@ class AckerExecutor(Executor):
         self.stats.inc(out.reason)
         if out.acked:
             self.stats.hist("complete_latency").record(max(out.latency_s, 0.0))
-        self.results.setdefault(out.spout_task, []).append([RESULT_ACK if out.acked else RESULT_FAIL, out.root, round(out.latency_s, 6)])
+        self.results.setdefault(out.spout_task, []).append([RESULT_ACK if out.acked else RESULT_FAIL, out.root, round(max(out.latency_s, 0.0), 6)])
 
     def _tick(self) -> None:
-        for p, ledger in self.ledgers.items():
-            expired = ledger.tick()
-            if expired:
-                dirty = self.dirty[p]
-                for out in expired:
-                    dirty.add(out.root)
-                    self._outcome(out)
+        for dl in self.ledgers.values():
+            for out in dl.expire():
+                self._outcome(out)
+
+    def _confirm(self, what: str) -> None:
+        before = self.delivery.failures
+        self.producer.flush()
+        if self.delivery.failures != before:
+            raise FatalError(f"[{ACKER_COMPONENT}] {what} not confirmed by the broker; stopping so that a restart replays")
 
     def _flush(self, consumer: Consumer) -> None:
         produce = self.produce
-        for p, roots in self.dirty.items():
-            if not roots:
-                continue
-            ledger = self.ledgers[p]
-            persisted = self.persisted[p]
-            for root in roots:
-                entry = ledger.get(root)
-                if entry is not None:
-                    produce(self.changelog, encode_entry(*entry), key=root_key(root), partition=p)
-                    persisted.add(root)
-                elif root in persisted:
-                    produce(self.changelog, None, key=root_key(root), partition=p)  # type: ignore[arg-type]
-                    persisted.discard(root)
-            roots.clear()
         if self.results:
-            self.producer.flush()
             for task, results in self.results.items():
                 produce(self.result_topic, encode_results(results), partition=task)
             self.results = {}
-        self.producer.flush()
-        offsets = [TopicPartition(self.topic, p, off) for p, off in self.next_offset.items()]
+            self._confirm("ack results")
+        wrote = False
+        for p, dl in self.ledgers.items():
+            for root, value in dl.changelog():
+                produce(self.changelog, value, key=root_key(root), partition=p)  # type: ignore[arg-type]
+                wrote = True
+        if wrote:
+            self._confirm("changelog records")
+        offsets = [TopicPartition(self.topic, p, off) for p, off in self.next_offset.items() if self.committed.get(p) != off]
         if offsets:
             try:
-                consumer.commit(offsets=offsets, asynchronous=True)
+                consumer.commit(offsets=offsets, asynchronous=False)
+                for tp in offsets:
+                    self.committed[tp.partition] = tp.offset
             except KafkaException as exc:
                 log.warning("[%s] offset commit failed (will retry): %s", ACKER_COMPONENT, exc)
+        for p, dl in self.ledgers.items():
+            if p in self.committed:
+                for root, value in dl.gc(self.committed[p]):
+                    produce(self.changelog, value, key=root_key(root), partition=p)  # type: ignore[arg-type]
+        self.producer.poll(0)
 
     def _update_gauges(self) -> None:
-        self.stats.gauges["pending"] = sum(len(ledger) for ledger in self.ledgers.values())
+        self.stats.gauges["pending"] = sum(len(dl) for dl in self.ledgers.values())
         self.stats.gauges["tasks"] = len(self.ledgers)
+        self.stats.counters["skipped"] = sum(dl.skipped for dl in self.ledgers.values())
+        self.stats.gauges["table_bytes"] = sum(dl.ledger.nbytes for dl in self.ledgers.values())
 
     def _run(self) -> None:
         conf = self.conf

@@ -13,9 +13,7 @@ Ack result (``squall.T.__ack_result``, partition = the spout's global task id)::
     [[0, root, latency_s],         # tree complete
      [1, root, latency_s]]         # tree failed (fail, timeout or late)
 
-Changelog (``squall.T.__acker.changelog``, partition = acker partition, key = 8-byte
-big-endian root, value = ``[ack_val, spout_task|null, start_time_s]``; a null value
-is a tombstone).
+Changelog (``squall.T.__acker.changelog``): see :mod:`acker.durable`.
 """
 
 from __future__ import annotations
@@ -54,7 +52,3 @@ def decode_list(raw: bytes | None, *, component: str, topic: str, partition: int
 
 def encode_results(results: list[list[Any]]) -> bytes:
     return encode_json(results)
-
-
-def encode_entry(val: int, spout_task: int | None, start: float) -> bytes:
-    return encode_json([val, spout_task, start])

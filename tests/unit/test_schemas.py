@@ -8,7 +8,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from acker.wire import encode_entry, encode_ops, encode_results
+from acker.durable import DurableLedger
+from acker.ledger import Ledger
+from acker.wire import encode_ops, encode_results
 from streams.codec import encode_tuple
 from streams.stats import ExecutorStats
 
@@ -34,8 +36,18 @@ def test_acker_ops_results_and_changelog() -> None:
     with pytest.raises(jsonschema.ValidationError):
         check("acker-ops.schema.json", b"[[9, 1]]")
     check("ack-result.schema.json", encode_results([[0, 12, 0.25], [1, 13, 30.0]]))
-    check("acker-changelog.schema.json", encode_entry(12345, None, 1.8e9))
-    check("acker-changelog.schema.json", encode_entry(12345, 2, 1.8e9))
+    ledger = DurableLedger(Ledger(30))
+    ledger.apply(7, [[0, 12345, 5, 2], [1, 999, 3]])
+    ledger.apply(8, [[1, 12345, 5]])  # completes 12345, which was never persisted
+    ledger.apply(9, [[0, 999, 3 ^ 4, 1]])
+    records = ledger.changelog()
+    assert records
+    for _root, value in records:
+        check("acker-changelog.schema.json", value or b"null")
+    ledger.apply(10, [[1, 999, 4]])  # 999 was persisted: it leaves a done record
+    (done,) = ledger.changelog()
+    check("acker-changelog.schema.json", done[1] or b"null")
+    assert json.loads(done[1] or b"null") == [10 << 20]
 
 
 def test_stats_snapshot() -> None:
