@@ -22,7 +22,7 @@ from acker.durable import DurableLedger
 from acker.exceptions import RestoreError
 from acker.ledger import Ledger, Outcome
 from acker.partition import root_key
-from acker.wire import RESULT_ACK, RESULT_FAIL, decode_list, encode_results
+from acker.wire import RESULT_ACK, RESULT_FAIL, chunks, decode_list, encode_results
 from streams.exceptions import DecodeError, FatalError
 from streams.executor import Executor
 from streams.kafka_io import consumer_config
@@ -153,7 +153,8 @@ class AckerExecutor(Executor):
         produce = self.produce
         if self.results:
             for task, results in self.results.items():
-                produce(self.result_topic, encode_results(results), partition=task)
+                for chunk in chunks(results):
+                    produce(self.result_topic, encode_results(chunk), partition=task)
             self.results = {}
             self._confirm("ack results")
         wrote = False

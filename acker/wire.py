@@ -32,6 +32,16 @@ OP_RESET = 3
 RESULT_ACK = 0
 RESULT_FAIL = 1
 
+MAX_ITEMS_PER_RECORD = 4096
+"""Ops or results per record: keeps every record far below the broker's message size limit
+(an op is at most ~70 bytes of JSON, so a record stays under ~300 KB)."""
+
+
+def chunks(items: list[Any]) -> list[list[Any]]:
+    """Split ``items`` into lists of at most :data:`MAX_ITEMS_PER_RECORD`."""
+    n = MAX_ITEMS_PER_RECORD
+    return [items] if len(items) <= n else [items[i : i + n] for i in range(0, len(items), n)]
+
 
 def encode_ops(ops: list[list[int]]) -> bytes:
     return encode_json(ops)

@@ -9,7 +9,6 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from service.exceptions import BrokerError
 from streams.config import TopologyConfig
-from streams.kafka_spout import KafkaSpout
 from streams.naming import (
     ack_result_topic,
     acker_changelog_topic,
@@ -29,9 +28,7 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, int]:
     name = topology.name
     topics: dict[str, int] = {}
     for cdef in topology.components.values():
-        obj = cdef.obj
-        topic = obj.source_topic(name, cdef.id) if isinstance(obj, KafkaSpout) else component_topic(name, cdef.id)
-        topics[topic] = cdef.num_tasks
+        topics[component_topic(name, cdef.id)] = cdef.num_tasks
     ackers = max(conf.ackers, 1)
     topics[acker_topic(name)] = ackers
     topics[acker_changelog_topic(name)] = ackers

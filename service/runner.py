@@ -69,7 +69,7 @@ class Summary:
 def source_spout(topology: Topology) -> tuple[str, int]:
     """The KafkaSpout that reads its own topic (where ``--input`` is produced) and its tasks."""
     for cdef in topology.spouts:
-        if isinstance(cdef.obj, KafkaSpout) and cdef.obj.topic is None:
+        if isinstance(cdef.obj, KafkaSpout) and cdef.obj.reads_own_topic:
             return cdef.id, cdef.num_tasks
     raise InputError(f"[{topology.name}] no KafkaSpout reads its own topic, so there is nowhere to produce --input")
 

@@ -20,7 +20,7 @@ from random import getrandbits
 from typing import Any
 
 from acker.partition import acker_partition
-from acker.wire import OP_ACK, OP_FAIL, OP_INIT, OP_RESET, encode_ops
+from acker.wire import OP_ACK, OP_FAIL, OP_INIT, OP_RESET, chunks, encode_ops
 from streams.codec import encode_json, encode_tuple
 from streams.component import DEFAULT_STREAM
 from streams.context import TopologyContext
@@ -153,7 +153,8 @@ class AckBuffer:
         """Produce one record per acker partition; returns the number of ops sent."""
         sent = 0
         for part, ops in self.drain().items():
-            produce(self.topic, encode_ops(ops), partition=part)
+            for chunk in chunks(ops):
+                produce(self.topic, encode_ops(chunk), partition=part)
             sent += len(ops)
         return sent
 

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import OFFSET_END, Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaException, Message, TopicPartition
 
 from acker.wire import RESULT_ACK, decode_list
 from streams.codec import decode_tuple, encode_json
@@ -28,7 +28,7 @@ from streams.config import TopologyConfig
 from streams.context import LocalTasks, TopologyContext
 from streams.exceptions import DecodeError, FailedException
 from streams.kafka_io import consumer_config, make_producer, produce_fn
-from streams.kafka_spout import KafkaSpout, SourceIO
+from streams.kafka_spout import KafkaSpout, SourceIO, task_of
 from streams.naming import (
     ack_result_topic,
     acker_topic,
@@ -299,40 +299,48 @@ class BoltExecutor(Executor):
 @dataclass
 class _SpoutTask:
     task_id: int
-    partition: int
+    index: int
     spout: Spout
     collector: SpoutOutputCollector
     pending: int = 0
-    committed: int = -1
+    sources: list[tuple[str, int]] = field(default_factory=list)
+    committed: dict[tuple[str, int], int] = field(default_factory=dict)
     immediate: list[Any] = field(default_factory=list)
 
 
 class SpoutExecutor(Executor):
-    """Runs a spout's tasks: one per partition of its source topic assigned by the group.
+    """Runs a spout's tasks: the partitions of ``squall.T.<spout>`` the group assigns it.
 
-    Tracks ``root -> (task, msg_id, emit_time)`` for every tracked tree, reads ack results
-    from ``squall.T.__ack_result`` (partition = spout task id), bounds in-flight trees per
-    task by ``topology.max.spout.pending`` and fails trees past
+    Three consumers: *membership* (the group; its partitions are paused, so it only
+    carries assignments and commits the source offsets), *data* (assign-only: the source
+    partitions owned by this executor's tasks, see :func:`streams.kafka_spout.task_of`)
+    and *results* (assign-only: ``squall.T.__ack_result`` partitions = its task ids).
+
+    Tracks ``root -> (task, msg_id, emit_time)`` for every tracked tree, bounds in-flight
+    trees per task by ``topology.max.spout.pending`` and fails trees past
     ``topology.message.timeout.secs`` itself (as Storm's spout does).
     """
 
     kind = "spout"
+    REFRESH_SECS = 5.0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.cdef = self.topology.components[self.component]
-        proto = self.cdef.obj
-        self.topic = (
-            proto.source_topic(self.topology.name, self.component) if isinstance(proto, KafkaSpout) else component_topic(self.topology.name, self.component)
-        )
+        self.proto = self.cdef.obj
+        self.own_topic = component_topic(self.topology.name, self.component)
         self.result_topic = ack_result_topic(self.topology.name)
         self.tasks: dict[int, _SpoutTask] = {}
+        self.owner: dict[tuple[str, int], _SpoutTask] = {}
         self.pending: dict[int, tuple[_SpoutTask, Any, float]] = {}
         self._paused = False
+        self._next_refresh = 0.0
 
     # -- assignment ------------------------------------------------------------------
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        added = []
+        consumer.assign(partitions)
+        consumer.pause(partitions)  # membership only: never fetch the own topic here
+        added: list[_SpoutTask] = []
         for tp in partitions:
             task_id = self.cdef.task_base + tp.partition
             ctx = TopologyContext(self.topology, self.component, task_id, self.worker, self.local)
@@ -341,47 +349,86 @@ class SpoutExecutor(Executor):
             assert isinstance(spout, Spout)
             task = _SpoutTask(task_id, tp.partition, spout, None)  # type: ignore[arg-type]
             task.collector = SpoutOutputCollector(
-                Router(self.topology, self.component, ctx),
-                task_id,
-                self.produce,
-                self.acks,
-                self._tracker_for(task),
-                task.immediate.append,
+                Router(self.topology, self.component, ctx), task_id, self.produce, self.acks, self._tracker_for(task), task.immediate.append
             )
             spout.open(self.conf_dict, ctx, task.collector)
             if isinstance(spout, KafkaSpout):
-                spout.bind(SourceIO(self.topic, tp.partition, self.dead_letter))
+                spout.bind(SourceIO(self.dead_letter))
             self.tasks[tp.partition] = task
-            added.append(TopicPartition(self.result_topic, task_id, OFFSET_END))
+            added.append(task)
         if added and self.acks is not None:
-            self.results.incremental_assign(added)
-        self.local.add(self.component, [t.task_id for t in self.tasks.values()])
-        log.info("[%s] %s assigned tasks %s", self.component, self.worker, sorted(self.cdef.task_base + tp.partition for tp in partitions))
+            self.results.incremental_assign([TopicPartition(self.result_topic, t.task_id, OFFSET_END) for t in added])
+        self._assign_sources(added)
+        self.local.add(self.component, [t.task_id for t in added])
+        log.info("[%s] %s assigned tasks %s", self.component, self.worker, sorted(t.task_id for t in added))
+
+    def _source_partitions(self) -> list[tuple[str, int]]:
+        if not isinstance(self.proto, KafkaSpout):
+            return []
+        md = self.data.list_topics(timeout=10)
+        topics = self.proto.source_topics(self.topology.name, self.component, list(md.topics))
+        out = []
+        for topic in topics:
+            meta = md.topics.get(topic)
+            if meta is None or meta.error is not None:
+                log.warning("[%s] source topic %s is not available yet", self.component, topic)
+                continue
+            out += [(topic, p) for p in sorted(meta.partitions)]
+        return out
+
+    def _assign_sources(self, tasks: list[_SpoutTask]) -> None:
+        if not isinstance(self.proto, KafkaSpout) or not tasks:
+            return
+        by_index = {t.index: t for t in tasks}
+        n = self.cdef.num_tasks
+        new = [tp for tp in self._source_partitions() if tp not in self.owner and task_of(tp[0], tp[1], n) in by_index]
+        if not new:
+            return
+        mode = self.proto.first_poll_offset
+        if mode == "committed":
+            got = self.consumer.committed([TopicPartition(t, p) for t, p in new], timeout=10)
+            starts = {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else OFFSET_BEGINNING for tp in got}
+        else:
+            starts = dict.fromkeys(new, OFFSET_BEGINNING if mode == "earliest" else OFFSET_END)
+        for tp in new:
+            task = by_index[task_of(tp[0], tp[1], n)]
+            task.sources.append(tp)
+            self.owner[tp] = task
+        self.data.incremental_assign([TopicPartition(t, p, starts[(t, p)]) for t, p in new])
+        log.info("[%s] reading %s", self.component, ", ".join(f"{t}[{p}]" for t, p in new))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._flush()
-        self._commit(consumer)
+        self._commit()
         gone = []
         for tp in partitions:
             task = self.tasks.pop(tp.partition, None)
             if task is None:
                 continue
             gone.append(task)
-            self._base["emitted"] += task.collector.emitted
-            if isinstance(task.spout, KafkaSpout):
-                self._base["replayed"] += task.spout.replayed
-                self._base["poison"] += task.spout.poison
-            try:
-                task.spout.close()
-            except Exception:
-                log.exception("[%s] task %d close failed", self.component, task.task_id)
+            self._retire(task)
         if gone:
             ids = {id(t) for t in gone}
             for root in [r for r, e in self.pending.items() if id(e[0]) in ids]:
                 del self.pending[root]
             if self.acks is not None:
                 self.results.incremental_unassign([TopicPartition(self.result_topic, t.task_id) for t in gone])
+            sources = [src for t in gone for src in t.sources]
+            if sources:
+                self.data.incremental_unassign([TopicPartition(t, p) for t, p in sources])
+                for src in sources:
+                    self.owner.pop(src, None)
             self.local.remove(self.component, [t.task_id for t in gone])
+
+    def _retire(self, task: _SpoutTask) -> None:
+        self._base["emitted"] += task.collector.emitted
+        if isinstance(task.spout, KafkaSpout):
+            self._base["replayed"] += task.spout.replayed
+            self._base["poison"] += task.spout.poison
+        try:
+            task.spout.close()
+        except Exception:
+            log.exception("[%s] task %d close failed", self.component, task.task_id)
 
     def _tracker_for(self, task: _SpoutTask) -> Any:
         pending = self.pending
@@ -395,11 +442,12 @@ class SpoutExecutor(Executor):
     # -- loop pieces -------------------------------------------------------------------
     def _feed(self, msgs: list[Message]) -> int:
         n = 0
+        owner = self.owner
         for msg in msgs:
             if msg.error():
                 log.warning("[%s] consumer error: %s", self.component, msg.error())
                 continue
-            task = self.tasks.get(msg.partition() or 0)
+            task = owner.get((msg.topic() or "", msg.partition() or 0))
             if task is not None and isinstance(task.spout, KafkaSpout):
                 task.spout.on_records([msg])
                 n += 1
@@ -467,6 +515,10 @@ class SpoutExecutor(Executor):
                     self.stats.inc("acked", len(task.immediate))
                     task.immediate.clear()
                 if collector.emitted == before:
+                    if isinstance(spout, KafkaSpout) and spout.commit_needed:
+                        self._commit()  # at-most-once: commit *before* emitting
+                        spout.released()
+                        continue
                     break
                 total += 1
         return total
@@ -476,19 +528,20 @@ class SpoutExecutor(Executor):
             self.stats.inc("acker_ops", self.acks.flush(self.produce))
         self.producer.poll(0)
 
-    def _commit(self, consumer: Consumer) -> None:
+    def _commit(self) -> None:
         offsets = []
-        for p, task in self.tasks.items():
+        for task in self.tasks.values():
             if isinstance(task.spout, KafkaSpout):
-                off = task.spout.committable()
-                if off is not None and off != task.committed:
-                    offsets.append(TopicPartition(self.topic, p, off))
+                for tp, off in task.spout.committable().items():
+                    if task.committed.get(tp) != off and tp in self.owner:
+                        offsets.append(TopicPartition(tp[0], tp[1], off))
         if not offsets:
             return
         try:
-            consumer.commit(offsets=offsets, asynchronous=False)
-            for tp in offsets:
-                self.tasks[tp.partition].committed = tp.offset
+            self.consumer.commit(offsets=offsets, asynchronous=False)
+            for done in offsets:
+                key = (done.topic, done.partition)
+                self.owner[key].committed[key] = done.offset
         except KafkaException as exc:
             log.warning("[%s] offset commit failed (will retry): %s", self.component, exc)
 
@@ -502,10 +555,11 @@ class SpoutExecutor(Executor):
             if isinstance(task.spout, KafkaSpout):
                 replayed += task.spout.replayed
                 poison += task.spout.poison
-                _, high = self.consumer.get_watermark_offsets(TopicPartition(self.topic, task.partition), cached=True)
-                if high is not None and high >= 0:
-                    committed = max(task.committed, 0)
-                    s.partition_lag[f"{self.topic}[{task.partition}]"] = max(0, high - committed)
+                for topic, p in task.sources:
+                    _, high = self.data.get_watermark_offsets(TopicPartition(topic, p), cached=True)
+                    if high is not None and high >= 0:
+                        done = task.committed.get((topic, p), 0)
+                        s.partition_lag[f"{topic}[{p}]"] = max(0, high - done)
         s.counters["emitted"] = self._base["emitted"] + emitted
         s.counters["replayed"] = self._base["replayed"] + replayed
         s.counters["poison"] = self._base["poison"] + poison
@@ -514,9 +568,11 @@ class SpoutExecutor(Executor):
         conf = self.conf
         self._base = {"emitted": 0, "replayed": 0, "poison": 0}
         group = component_group(self.topology.name, self.component)
-        self.consumer = consumer = Consumer(consumer_config(self.bootstrap, group, conf, self.kafka.get("consumer")))
-        self.results = Consumer(consumer_config(self.bootstrap, group + ".__results", conf, self.kafka.get("consumer")))
-        consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke)
+        consumer_overrides = self.kafka.get("consumer")
+        self.consumer = consumer = Consumer(consumer_config(self.bootstrap, group, conf, consumer_overrides))
+        self.data = Consumer(consumer_config(self.bootstrap, group + ".__data", conf, consumer_overrides))
+        self.results = Consumer(consumer_config(self.bootstrap, group + ".__results", conf, consumer_overrides))
+        consumer.subscribe([self.own_topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke)
         now = time.monotonic()
         next_flush = now
         next_commit = now + conf.commit_period_secs
@@ -525,14 +581,17 @@ class SpoutExecutor(Executor):
         idle = False
         try:
             while not self.stop_event.is_set():
+                consumer.consume(1, 0)  # rebalance callbacks and heartbeats only
                 buffered = sum(t.spout.buffered for t in self.tasks.values() if isinstance(t.spout, KafkaSpout))
-                self._pause(consumer, buffered > 20 * batch)
-                fed = self._feed(consumer.consume(batch, 0.02 if idle and not self.pending else 0))
+                self._pause(buffered > 20 * batch)
+                fed = self._feed(self.data.consume(batch, 0.02 if idle and not self.pending else 0)) if self.owner else 0
                 done = 0
-                if self.acks is not None:
+                if self.acks is not None and self.tasks:
                     done = self._results(self.results.consume(batch, 0.01 if idle and self.pending else 0))
                 emitted = self._emit()
                 idle = not (fed or done or emitted)
+                if idle and not self.tasks:
+                    time.sleep(0.02)
                 now = time.monotonic()
                 if now >= next_timeout:
                     self._timeouts(now)
@@ -541,28 +600,30 @@ class SpoutExecutor(Executor):
                     self._flush()
                     next_flush = now + conf.flush_interval_secs
                 if now >= next_commit:
-                    self._commit(consumer)
+                    self._commit()
                     next_commit = now + conf.commit_period_secs
+                if now >= self._next_refresh and isinstance(self.proto, KafkaSpout):
+                    self._next_refresh = now + self.REFRESH_SECS
+                    self._assign_sources(list(self.tasks.values()))
                 self._maybe_stats(now)
         finally:
             self._flush()
-            self._commit(consumer)
+            self._commit()
             for task in self.tasks.values():
-                try:
-                    task.spout.close()
-                except Exception:
-                    log.exception("[%s] task %d close failed", self.component, task.task_id)
+                self._retire(task)
+            self.tasks.clear()
             self._maybe_stats(time.monotonic(), final=True)
             self.producer.flush(5)
             consumer.close()
+            self.data.close()
             self.results.close()
 
-    def _pause(self, consumer: Consumer, full: bool) -> None:
+    def _pause(self, full: bool) -> None:
         if full == self._paused:
             return
-        assignment = consumer.assignment()
+        assignment = self.data.assignment()
         if full:
-            consumer.pause(assignment)
+            self.data.pause(assignment)
         else:
-            consumer.resume(assignment)
+            self.data.resume(assignment)
         self._paused = full

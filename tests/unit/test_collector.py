@@ -75,3 +75,17 @@ def test_fail_drops_pending_acks_for_that_root() -> None:
     coll.ack(a)
     coll.fail(b)
     assert [op for ops in acks.drain().values() for op in ops] == [[2, 5]]
+
+
+def test_a_large_flush_is_split_into_bounded_records() -> None:
+    from acker.wire import MAX_ITEMS_PER_RECORD
+
+    acks = AckBuffer("acker", 1)
+    for root in range(1, 10_001):
+        acks.ack(root, root)
+    records: list[bytes] = []
+    assert acks.flush(lambda topic, value, partition=-1: records.append(value)) == 10_000
+    assert len(records) == 3 and all(len(r) < 400_000 for r in records)
+    import json
+
+    assert sum(len(json.loads(r)) for r in records) == 10_000 and max(len(json.loads(r)) for r in records) == MAX_ITEMS_PER_RECORD

@@ -1,0 +1,1 @@
+"""Squall benchmarks: ``python -m bench <acker|...> [--json PATH]`` (see bench/README.md)."""

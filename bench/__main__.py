@@ -1,0 +1,30 @@
+"""``python -m bench <command>``: see bench/README.md."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    sub = parser.add_subparsers(dest="command", required=True)
+    a = sub.add_parser("acker", help="acker throughput, complete latency and memory")
+    a.add_argument("--trees", type=int, default=200_000)
+    a.add_argument("--rate", type=int, default=5_000, help="trees/s for the latency run")
+    a.add_argument("--seconds", type=float, default=10.0)
+    a.add_argument("--pending", type=int, default=1_000_000)
+    a.add_argument("--runtimes", nargs="+", default=["native", "faust"])
+    for p in (a,):
+        p.add_argument("--json", default=None, help="write results as JSON here")
+        p.add_argument("--bootstrap", default=None, help="use this Kafka instead of an embedded broker")
+        p.add_argument("--workdir", default=tempfile.mkdtemp(prefix="squall-bench-"))
+    args = parser.parse_args(argv)
+    if args.command == "acker":
+        from bench import acker
+
+        acker.run(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""Shared bench helpers: a broker, worker processes, tables, JSON output, RSS."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from service.broker import EmbeddedBroker
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextmanager
+def broker(bootstrap: str | None = None) -> Iterator[str]:
+    """``bootstrap`` if given, else a fresh embedded broker for the run."""
+    if bootstrap:
+        yield bootstrap
+        return
+    with EmbeddedBroker() as b:
+        yield b.bootstrap
+
+
+def spawn_worker(plan: dict[str, Any], workdir: Path, index: int = 0) -> subprocess.Popen[bytes]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / "plan.json"
+    path.write_text(json.dumps(plan))
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = open(workdir / f"worker-{index}.log", "ab")  # noqa: SIM115
+    return subprocess.Popen([sys.executable, "-m", "service.worker", str(path), str(index)], stdout=out, stderr=subprocess.STDOUT, env=env)
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set size of ``pid`` (bytes), from /proc."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def print_table(title: str, header: list[str], rows: list[list[Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title)
+    for h in header:
+        t.add_column(h, justify="right")
+    for r in rows:
+        t.add_row(*[fmt(v) for v in r])
+    Console().print(t)
+
+
+def fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.4g}" if abs(v) < 1000 else f"{v:,.0f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
+def write_json(path: str | None, data: dict[str, Any]) -> None:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(data, indent=2))
+
+
+def wait_until(pred: Any, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not pred():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"bench: {what} not reached in {timeout_s} s")
+        time.sleep(0.05)
