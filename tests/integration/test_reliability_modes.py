@@ -1,0 +1,146 @@
+"""Reliability switched off three ways, at-most-once, dead letters, poison records and a
+multi-anchored join -- each on a real broker with fresh topics."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from service.config import ServiceSettings
+from service.runner import Job, Summary, read_topic
+from streams.naming import acker_topic, dead_letter_topic
+from tests.integration.conftest import TOPOLOGIES, corpus_slice, direct_count
+
+pytestmark = pytest.mark.broker
+
+
+def run_mode(mode: str, settings: ServiceSettings, src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Job, Summary, dict[str, int]]:
+    monkeypatch.setenv("SQUALL_TEST_MODE", mode)
+    out = tmp_path / "out.json"
+    job = Job(TOPOLOGIES / "modes.py", src, out, settings)
+    try:
+        job.start()
+        summary = job.wait(300)
+    finally:
+        job.close()
+    return job, summary, json.loads(out.read_text())
+
+
+def acker_ops(job: Job) -> list[Any]:
+    return [op for rec in read_topic(job.bootstrap, acker_topic(job.name)) for op in rec]
+
+
+def flaky(src: Path) -> int:
+    return sum(1 for line in src.read_bytes().splitlines() if line.strip() and zlib.crc32(line.decode("utf-8", "replace").encode()) % 10 == 0)
+
+
+@pytest.fixture
+def src(corpus: Path, tmp_path: Path) -> Path:
+    return corpus_slice(corpus, tmp_path / "slice.txt", 1500)
+
+
+def test_zero_ackers_acks_at_emit_and_sends_no_tracking(settings: ServiceSettings, src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    job, summary, counts = run_mode("zero_ackers", settings, src, tmp_path, monkeypatch)
+    assert summary.trees_acked == 1500  # the spout's ack ran right after each emit
+    assert summary.trees_failed == 0 and summary.replayed == 0  # the failing split changed nothing
+    assert acker_ops(job) == []
+    assert sum(counts.values()) < sum(direct_count(src).values())  # the failed lines' words are lost
+
+
+def test_no_message_id_is_untracked(settings: ServiceSettings, src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    job, summary, counts = run_mode("no_msg_id", settings, src, tmp_path, monkeypatch)
+    assert acker_ops(job) == []  # no init, and untracked tuples carry no anchors to ack
+    assert summary.trees_acked == 0 and summary.trees_failed == 0 and summary.replayed == 0
+    assert sum(counts.values()) < sum(direct_count(src).values())
+
+
+def test_unanchored_emits_leave_the_tree(settings: ServiceSettings, src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    job, summary, counts = run_mode("unanchored", settings, src, tmp_path, monkeypatch)
+    assert summary.trees_acked == 1500 and summary.trees_failed == 0 and summary.replayed == 0
+    assert counts == {}  # count failed every word, but those words were not in any tree
+    ops = acker_ops(job)
+    assert {op[0] for op in ops} <= {0, 1}  # inits and acks only: no fail reached the acker
+
+
+def test_at_most_once_loses_and_never_replays(settings: ServiceSettings, src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    job, summary, counts = run_mode("at_most_once", settings, src, tmp_path, monkeypatch)
+    assert summary.replayed == 0 and summary.trees_failed == 0
+    assert acker_ops(job) == []
+    expected = direct_count(src)
+    assert sum(counts.values()) < sum(expected.values())
+    assert all(counts[w] <= n for w, n in expected.items() if w in counts)
+    assert job.committed()[0] == 1500
+
+
+def dead_letters(job: Job) -> list[tuple[bytes, dict[str, str]]]:
+    c = Consumer({"bootstrap.servers": job.bootstrap, "group.id": f"t.{job.name}.dlq", "fetch.wait.max.ms": 50, "log_level": 0})
+    c.assign([TopicPartition(dead_letter_topic(job.name), 0, OFFSET_BEGINNING)])
+    out = []
+    for _ in range(20):
+        for m in c.consume(1000, 0.3):
+            if not m.error():
+                out.append((m.value(), {k: v.decode() for k, v in (m.headers() or [])}))
+    c.close()
+    return out
+
+
+def test_dead_letter_after_max_retries_with_headers(settings: ServiceSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = tmp_path / "in.txt"
+    lines = [f"line {i} fine words" if i % 17 else f"line {i} poison-me" for i in range(1, 61)]
+    lines = [line for line in lines if zlib.crc32(line.encode()) % 10 != 0 or "poison-me" in line]
+    src.write_text("\n".join(lines) + "\n")
+    job, summary, counts = run_mode("dlq", settings, src, tmp_path, monkeypatch)
+    poisoned = [line for line in lines if "poison-me" in line]
+    letters = dead_letters(job)
+    assert sorted(v.decode() for v, _ in letters) == sorted(poisoned)
+    for _value, h in letters:
+        assert h["squall.component"] == "lines"
+        assert h["squall.topic"] == f"squall.{job.name}.lines" and h["squall.partition"] == "0"
+        assert int(h["squall.offset"]) >= 0
+        assert h["squall.attempts"] == "3"  # the first try and 2 retries
+        assert "[lines] gave up after 3 failures" in h["squall.error"]
+    assert summary.dead_lettered == len(poisoned)
+    assert summary.replayed == 2 * len(poisoned)
+    assert counts["fine"] == len(lines) - len(poisoned)  # everything else went through
+    assert job.committed()[0] == len(lines)  # dead-lettered records count as done
+
+
+def test_poison_record_mid_stream_is_dead_lettered_and_the_rest_flows(settings: ServiceSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = tmp_path / "in.jsonl"
+    rows = [json.dumps({"text": f"alpha beta {i}"}) for i in range(100)]
+    rows[50] = "{not json"
+    src.write_text("\n".join(rows) + "\n")
+    job, summary, counts = run_mode("poison", settings, src, tmp_path, monkeypatch)
+    letters = dead_letters(job)
+    assert [v for v, _ in letters] == [b"{not json"]
+    h = letters[0][1]
+    assert h["squall.offset"] == "50" and h["squall.attempts"] == "0"
+    assert f"[lines] cannot decode record squall.{job.name}.lines[0]@50" in h["squall.error"]
+    assert counts["alpha"] == 99 and counts["beta"] == 99
+    assert summary.trees_acked == 99 and summary.dead_lettered == 1
+    assert job.committed()[0] == 100
+
+
+def test_multi_anchored_join_failure_replays_both_input_trees(settings: ServiceSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SQUALL_TEST_MODE", "join")
+    keys = [f"k{i}" for i in range(30)]
+    job = Job(TOPOLOGIES / "modes.py", Path("/dev/null"), tmp_path / "joined.json", settings)
+    try:
+        job.start(produce_input=False)
+        job.wait_ready()
+        job.produce("left", (k.encode() for k in keys))
+        job.produce("right", (k.encode() for k in keys))
+        summary = job.wait(300)
+    finally:
+        job.close()
+    spouts = {s["component"]: s["counters"] for s in job.board_snapshots() if s["kind"] == "spout" and s.get("final")}
+    assert spouts["left"]["replayed"] == len(keys) and spouts["right"]["replayed"] == len(keys)
+    assert spouts["left"]["failed"] == len(keys) and spouts["right"]["failed"] == len(keys)
+    assert spouts["left"]["acked"] == len(keys) and spouts["right"]["acked"] == len(keys)
+    assert json.loads((tmp_path / "joined.json").read_text()) == dict.fromkeys(keys, 1)
+    assert summary.trees_failed == 2 * len(keys)
