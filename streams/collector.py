@@ -14,9 +14,10 @@ executor flushes: one op per root per flush, one record per acker partition.
 from __future__ import annotations
 
 import copy
+import os
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from random import getrandbits
 from typing import Any
 
 from acker.partition import acker_partition
@@ -31,6 +32,12 @@ from streams.topology import Topology
 from streams.tuple import Tuple
 
 ProduceFn = Callable[..., None]
+
+# Root and edge ids come from a private generator seeded from the OS, never from the
+# global ``random``: a user who seeds ``random`` (say in prepare()) would otherwise make
+# tasks draw the same ids, and equal edge ids cancel in the XOR.
+_ids = random.Random(int.from_bytes(os.urandom(32), "big"))
+getrandbits = _ids.getrandbits
 
 
 def new_id() -> int:

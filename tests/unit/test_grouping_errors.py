@@ -77,7 +77,7 @@ def test_emit_direct_on_a_non_direct_stream_is_an_error() -> None:
 
 
 def test_emit_direct_to_a_task_that_does_not_subscribe_directly() -> None:
-    coll, t = collector_for("a")
+    coll, _ = collector_for("a")
     with pytest.raises(FatalError, match=r"\[a\] emit_direct to task 0, which does not subscribe directly"):
         coll.emit_direct(0, ["v"], stream="d")
 

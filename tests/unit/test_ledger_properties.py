@@ -27,7 +27,7 @@ class Clock:
 
 def build_tree(seed: int, n_roots: int, steps: int, fanout_max: int) -> tuple[list[list[int]], list[int]]:
     """Run spout + bolts through the real collector; return (ops one per message, roots)."""
-    rnd = random.Random(seed)
+    rnd = random.Random(f"tree-{seed}")
     ops: list[list[int]] = []
     roots = []
     tuples = []
