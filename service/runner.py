@@ -107,7 +107,7 @@ class Job:
         self.supervisor: Supervisor | None = None
         self.board: StatsBoard | None = None
         self.records = 0
-        self.ends: dict[str, dict[int, int]] = {}
+        self.ends: dict[tuple[str, str], dict[int, int]] = {}
         self.started = 0.0
         self._snapshots: dict[str, dict[str, Any]] = {}
 
@@ -121,7 +121,7 @@ class Job:
             self.broker = EmbeddedBroker(log_path=workdir / "broker.log")
             bootstrap = self.broker.start()
         self.bootstrap = bootstrap
-        self.spout_id, self.spout_tasks = source_spout(self.topology)
+        self.spout_id = self.topology.spouts[0].id
         ensure_topics(bootstrap, topology_topics(self.topology, self.conf))
         self.supervisor = Supervisor(
             self.topology_file,
@@ -163,21 +163,23 @@ class Job:
 
     def produce_input(self) -> None:
         """Produce the ``--input`` lines (default: the Shakespeare corpus) into the source spout."""
+        self.spout_id, _ = source_spout(self.topology)
         path = self.input_path or shakespeare_texts(self.settings.data_dir)
         lines = read_lines(path)
         if self.max_records is not None:
             lines = itertools.islice(lines, self.max_records)
         self.records += self.produce(self.spout_id, lines)
 
-    def produce(self, spout_id: str, records: Iterable[bytes]) -> int:
-        """Produce raw ``records`` into ``spout_id``'s own topic, round-robin over its tasks;
-        the job is done only once every one of them is committed. Returns the count."""
-        topic = component_topic(self.name, spout_id)
-        tasks = self.topology.components[spout_id].num_tasks
+    def produce(self, spout_id: str, records: Iterable[bytes], topic: str | None = None, partitions: int | None = None) -> int:
+        """Produce raw ``records`` round-robin into ``topic`` (default: ``spout_id``'s own
+        topic, over its tasks); the job is done only once ``spout_id`` has committed every
+        one of them. Returns the count."""
+        topic = topic or component_topic(self.name, spout_id)
+        tasks = partitions or self.topology.components[spout_id].num_tasks
         producer = Producer(
             {"bootstrap.servers": self.bootstrap, "linger.ms": 50, "batch.num.messages": 10000, "queue.buffering.max.messages": 1_000_000, "log_level": 3}
         )
-        ends = self.ends.setdefault(spout_id, {})
+        ends = self.ends.setdefault((spout_id, topic), {})
         errors: list[str] = []
 
         def delivered(err: Any, msg: Any) -> None:
@@ -204,21 +206,21 @@ class Job:
         log.info("[%s] produced %d records into %s", spout_id, n, topic)
         return n
 
-    def committed(self, spout_id: str | None = None) -> dict[int, int]:
-        """Committed offsets of a spout's group for its own topic, per partition."""
+    def committed(self, spout_id: str | None = None, topic: str | None = None, partitions: int | None = None) -> dict[int, int]:
+        """Committed offsets of a spout's group for ``topic`` (default: its own topic), per partition."""
         spout_id = spout_id or self.spout_id
+        topic = topic or component_topic(self.name, spout_id)
+        n = partitions or self.topology.components[spout_id].num_tasks
         c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": component_group(self.name, spout_id), "log_level": 0})
         try:
-            topic = component_topic(self.name, spout_id)
-            tasks = self.topology.components[spout_id].num_tasks
-            tps = c.committed([TopicPartition(topic, p) for p in range(tasks)], timeout=10)
+            tps = c.committed([TopicPartition(topic, p) for p in range(n)], timeout=10)
             return {tp.partition: tp.offset for tp in tps}
         finally:
             c.close()
 
     def done(self) -> bool:
-        for spout_id, ends in self.ends.items():
-            committed = self.committed(spout_id)
+        for (spout_id, topic), ends in self.ends.items():
+            committed = self.committed(spout_id, topic, max(ends) + 1 if ends else 1)
             if not all(committed.get(p, -1) >= end for p, end in ends.items()):
                 return False
         return True

@@ -27,7 +27,7 @@ from streams.component import Bolt, Spout
 from streams.config import TopologyConfig
 from streams.context import LocalTasks, TopologyContext
 from streams.exceptions import DecodeError, FailedException
-from streams.kafka_io import consumer_config, make_producer, produce_fn
+from streams.kafka_io import consumer_config, make_producer, produce_fn, true_end_offsets
 from streams.kafka_spout import KafkaSpout, SourceIO, task_of
 from streams.naming import (
     ack_result_topic,
@@ -389,8 +389,10 @@ class SpoutExecutor(Executor):
         if mode == "committed":
             got = self.consumer.committed([TopicPartition(t, p) for t, p in new], timeout=10)
             starts = {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else OFFSET_BEGINNING for tp in got}
-        else:
-            starts = dict.fromkeys(new, OFFSET_BEGINNING if mode == "earliest" else OFFSET_END)
+        elif mode == "earliest":
+            starts = dict.fromkeys(new, OFFSET_BEGINNING)
+        else:  # latest: from Fetch high watermarks (ListOffsets may under-report)
+            starts = true_end_offsets(self.bootstrap, new)
         for tp in new:
             task = by_index[task_of(tp[0], tp[1], n)]
             task.sources.append(tp)

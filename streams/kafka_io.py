@@ -90,3 +90,41 @@ def produce_fn(producer: Producer) -> Callable[..., None]:
                 poll(0.05)
 
     return produce
+
+
+def true_end_offsets(bootstrap: str, tps: list[tuple[str, int]], timeout_s: float = 10.0) -> dict[tuple[str, int], int]:
+    """The end offset (high watermark) of each partition, taken from Fetch responses.
+
+    ListOffsets(LATEST) can sit below the true end on the embedded broker, so
+    ``OFFSET_END`` cannot be trusted there; a Fetch response's high watermark can.
+    Raises ``TimeoutError`` if a partition's high watermark is not known in time.
+    """
+    import time
+
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "squall.__watermarks",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 50,
+            "log_level": 0,
+        }
+    )
+    try:
+        c.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in tps])
+        ends: dict[tuple[str, int], int] = {}
+        deadline = time.monotonic() + timeout_s
+        while len(ends) < len(tps):
+            c.consume(1, 0.1)
+            for t, p in tps:
+                high = c.get_watermark_offsets(TopicPartition(t, p), cached=True)[1]
+                if high is not None and high >= 0:
+                    ends[(t, p)] = high
+            if time.monotonic() > deadline:
+                missing = [tp for tp in tps if tp not in ends]
+                raise TimeoutError(f"no high watermark for {missing} after {timeout_s} s")
+        return ends
+    finally:
+        c.close()

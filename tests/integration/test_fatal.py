@@ -1,0 +1,29 @@
+"""A fatal error stops the worker with a non-zero exit and names the component."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from service.config import ServiceSettings
+from service.exceptions import WorkerDied
+from service.runner import Job
+from tests.integration.conftest import TOPOLOGIES
+
+pytestmark = pytest.mark.broker
+
+
+def test_fatal_error_in_a_spout_stops_its_worker_non_zero(settings: ServiceSettings, tmp_path: Path) -> None:
+    src = tmp_path / "in.txt"
+    src.write_text("a b c\n")
+    job = Job(TOPOLOGIES / "broken.py", src, None, settings)
+    try:
+        job.start()
+        with pytest.raises(WorkerDied) as exc:
+            job.wait(120)
+    finally:
+        job.close()
+    msg = str(exc.value)
+    assert "worker w0 exited with 1" in msg
+    assert "[src] cannot reach the source system" in msg
