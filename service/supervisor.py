@@ -30,11 +30,15 @@ def plan_workers(topology: Topology, conf: TopologyConfig) -> list[list[str]]:
     executors: list[str] = []
     for cdef in topology.components.values():
         executors += [cdef.id] * cdef.parallelism
-    executors += [ACKER_COMPONENT] * conf.ackers
+    faust = conf.acker_runtime == "faust"
+    if not faust:
+        executors += [ACKER_COMPONENT] * conf.ackers
     n = max(1, min(conf.workers, len(executors)))
     workers: list[list[str]] = [[] for _ in range(n)]
     for i, e in enumerate(executors):
         workers[i % n].append(e)
+    if faust and conf.ackers:
+        workers.append([ACKER_COMPONENT])  # faust owns its process's main thread
     return workers
 
 

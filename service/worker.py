@@ -36,7 +36,12 @@ def build_executors(plan: dict[str, Any], index: int) -> list[Executor]:
     for component in plan["workers"][index]:
         if component == ACKER_COMPONENT:
             conf = resolve(service_layer, topology.conf, where=component)
-            out.append(AckerExecutor(topology, component, conf, plan["bootstrap"], worker, local, kafka))
+            if conf.acker_runtime == "faust":
+                from acker.runtime_faust import FaustAckerExecutor
+
+                out.append(FaustAckerExecutor(topology, component, conf, plan["bootstrap"], worker, local, kafka))
+            else:
+                out.append(AckerExecutor(topology, component, conf, plan["bootstrap"], worker, local, kafka))
             continue
         cdef = topology.components[component]
         conf = resolve(service_layer, topology.conf, cdef.conf, where=component)
@@ -54,6 +59,11 @@ def main(argv: list[str] | None = None) -> int:
         format=f"%(asctime)s w{index} %(levelname)s %(name)s %(message)s",
     )
     executors = build_executors(plan, index)
+    faust = [e for e in executors if hasattr(e, "run_blocking")]
+    if faust:
+        log.info("[%s] worker w%d running the faust acker", plan["name"], index)
+        faust[0].run_blocking()  # type: ignore[attr-defined]
+        return 0
     registry = CollectorRegistry()
     registry.register(StatsCollector(lambda: [e.stats for e in executors]))
     if plan.get("metrics_port"):

@@ -49,6 +49,12 @@ class TopologyConfig(BaseModel):
     commit_period_secs: float = Field(1.0, alias="squall.spout.commit.period.secs", gt=0, description="offset commit period (seconds; default 1)")
     stats_interval_secs: float = Field(1.0, alias="squall.stats.interval.secs", gt=0, description="stats snapshot period (seconds; default 1)")
     acker_buckets: int = Field(3, alias="squall.acker.buckets", ge=2, description="RotatingMap buckets (default 3)")
+    acker_runtime: str = Field(
+        "native",
+        alias="squall.acker.runtime",
+        pattern="^(native|faust)$",
+        description="acker runtime: native (confluent-kafka, default) or faust (faust-streaming agent + Table)",
+    )
     fetch_wait_max_ms: int = Field(50, alias="squall.kafka.fetch.wait.max.ms", ge=1, description="ms; default 50")
     session_timeout_ms: int = Field(6000, alias="squall.kafka.session.timeout.ms", ge=1000, description="ms; default 6000")
     linger_ms: int = Field(20, alias="squall.kafka.linger.ms", ge=0, description="producer linger (ms; default 20)")

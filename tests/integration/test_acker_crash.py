@@ -15,7 +15,7 @@ from tests.integration.conftest import TOPOLOGIES, corpus_slice, direct_count
 pytestmark = pytest.mark.broker
 
 
-@pytest.mark.parametrize("runtime", ["native"])
+@pytest.mark.parametrize("runtime", ["native", "faust"])
 def test_acker_kill9_and_restart_loses_and_fails_nothing(runtime: str, settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "slice.txt", 20000)
     out = tmp_path / "counts.json"

@@ -20,7 +20,7 @@ KEYS = 20
 @pytest.fixture(scope="module")
 def run(bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     settings = ServiceSettings(bootstrap_servers=bootstrap, data_dir=tmp_path_factory.mktemp("groupings"))
-    job = Job(TOPOLOGIES / "groupings.py", Path("/dev/null"), None, settings)
+    job = Job(TOPOLOGIES / "groupings.py", Path("/dev/null"), settings.data_dir / "seen.json", settings)
     try:
         job.start(produce_input=False)
         job.wait_ready()

@@ -1,0 +1,150 @@
+"""The faust-streaming acker runtime: a faust agent with a faust Table.
+
+Same topics, same group, same changelog topic and record format as the native runtime
+(:mod:`acker.runtime_native`), and the same pure :class:`acker.durable.DurableLedger`,
+so the two are interchangeable (``squall.acker.runtime: faust``). Per batch of events
+(``take_events``, at most ``squall.flush.interval.secs`` apart): apply ops -> send ack
+results and flush -> write changelog records through the Table and flush -> faust
+commits the input offsets -> done records below the committed offset are tombstoned.
+
+It is much slower than native (a Python asyncio client); it exists for deployments that
+already run faust. Workarounds live in :mod:`acker.faust_compat`. It runs in its own
+worker process (the supervisor gives faust ackers a dedicated worker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any
+
+from acker import faust_compat
+from acker.durable import DurableLedger
+from acker.ledger import Ledger, Outcome
+from acker.partition import root_key
+from acker.runtime_native import ACKER_COMPONENT, restore_partition
+from acker.wire import RESULT_ACK, RESULT_FAIL, chunks, encode_results
+from streams.codec import encode_json
+from streams.executor import Executor
+from streams.naming import ack_result_topic, acker_changelog_topic, acker_topic, component_group, metrics_topic
+
+log = logging.getLogger("squall.acker.faust")
+
+
+class FaustAckerExecutor(Executor):
+    """Runs the acker as a faust app. :meth:`run_blocking` must run in the main thread."""
+
+    kind = "acker"
+
+    def build_app(self) -> Any:
+        import faust
+
+        faust_compat.patch_fetch_wait(self.conf.fetch_wait_max_ms)
+        name = self.topology.name
+        ackers = self.conf.ackers
+        app = faust.App(
+            component_group(name, ACKER_COMPONENT),
+            broker=f"kafka://{self.bootstrap}",
+            store="memory://",
+            topic_partitions=ackers,
+            topic_allow_declare=False,
+            web_enabled=False,
+            broker_session_timeout=self.conf.session_timeout_ms / 1000,
+            broker_heartbeat_interval=max(0.5, self.conf.session_timeout_ms / 6000),
+            broker_commit_interval=max(0.5, self.conf.flush_interval_secs),
+            consumer_auto_offset_reset="earliest",
+            producer_linger_ms=self.conf.linger_ms,
+            table_standby_replicas=0,
+            key_serializer="raw",
+            value_serializer="raw",
+        )
+        inp = app.topic(acker_topic(name), key_serializer="raw", value_serializer="raw", partitions=ackers)
+        results = app.topic(ack_result_topic(name), key_serializer="raw", value_serializer="raw")
+        changelog = app.topic(acker_changelog_topic(name), key_serializer="raw", value_serializer="raw", partitions=ackers)
+        table = app.Table("acker", partitions=ackers, changelog_topic=changelog, key_type=bytes, value_type=bytes)
+        self.ledgers: dict[int, DurableLedger] = {}
+        changelog_name = acker_changelog_topic(name)
+        input_name = acker_topic(name)
+        stats = self.stats
+
+        def outcome(out: Outcome, into: dict[int, list[list[Any]]]) -> None:
+            if out.spout_task is None:
+                stats.inc("orphaned")
+                return
+            stats.inc(out.reason)
+            if out.acked:
+                stats.hist("complete_latency").record(max(out.latency_s, 0.0))
+            into.setdefault(out.spout_task, []).append([RESULT_ACK if out.acked else RESULT_FAIL, out.root, round(max(out.latency_s, 0.0), 6)])
+
+        async def ledger_for(p: int) -> DurableLedger:
+            dl = self.ledgers.get(p)
+            if dl is None:
+                dl = DurableLedger(Ledger(self.conf.message_timeout_secs, clock=time.time, buckets=self.conf.acker_buckets))
+                loop = asyncio.get_running_loop()
+                group = component_group(name, "__acker.restore")
+                n = await loop.run_in_executor(None, restore_partition, self.bootstrap, group, changelog_name, p, dl, self.conf)
+                if n:
+                    stats.inc("restored_trees", len(dl))
+                    log.info("[%s] restored %d pending trees from %s[%d]", ACKER_COMPONENT, len(dl), changelog_name, p)
+                self.ledgers[p] = dl
+            return dl
+
+        @app.agent(inp)
+        async def acker(stream: Any) -> None:
+            async for events in stream.take_events(4096, within=self.conf.flush_interval_secs):
+                out: dict[int, list[list[Any]]] = {}
+                for ev in events:
+                    p, off = ev.message.partition, ev.message.offset
+                    dl = await ledger_for(p)
+                    ops = json.loads(ev.value)
+                    stats.inc("ops", len(ops))
+                    for o in dl.apply(off, ops):
+                        outcome(o, out)
+                for dl in self.ledgers.values():
+                    for o in dl.expire():
+                        outcome(o, out)
+                if out:
+                    for task, items in out.items():
+                        for chunk in chunks(items):
+                            await results.send(value=encode_results(chunk), partition=task)
+                    await app.producer.flush()  # results confirmed before done records
+                for p, dl in self.ledgers.items():
+                    for root, value in dl.changelog():
+                        faust_compat.table_put(table, p, root_key(root), value)
+                await app.producer.flush()  # changelog durable before faust commits offsets
+                committed = faust_compat.committed_offsets(app, input_name)
+                for p, dl in self.ledgers.items():
+                    if p in committed:
+                        for root, value in dl.gc(committed[p]):
+                            faust_compat.table_put(table, p, root_key(root), value)
+
+        @app.on_partitions_revoked.connect  # type: ignore[arg-type]
+        async def revoked(app_: Any, revoked: Any, **kwargs: Any) -> None:
+            for tp in revoked:
+                if tp.topic == input_name:
+                    self.ledgers.pop(tp.partition, None)
+
+        @app.timer(interval=self.conf.stats_interval_secs)
+        async def publish_stats() -> None:
+            self.stats.gauges["pending"] = sum(len(dl) for dl in self.ledgers.values())
+            self.stats.tasks = sorted(self.ledgers)
+            self.produce(metrics_topic(name), encode_json(self.stats.snapshot()), key=self.stats.instance.encode())
+            self.producer.poll(0)
+
+        return app
+
+    def run_blocking(self) -> None:
+        """Run the faust worker until SIGTERM (it installs its own signal handlers)."""
+        from faust.worker import Worker
+
+        app = self.build_app()
+        try:
+            Worker(app, loglevel="WARNING", quiet=True).execute_from_commandline()
+        finally:
+            self.produce(metrics_topic(self.topology.name), encode_json(self.stats.snapshot(final=True)), key=self.stats.instance.encode())
+            self.producer.flush(5)
+
+    def _run(self) -> None:  # pragma: no cover - faust must own the main thread
+        raise RuntimeError("the faust acker runs in the main thread via run_blocking()")
