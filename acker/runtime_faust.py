@@ -120,6 +120,13 @@ class FaustAckerExecutor(Executor):
                         for root, value in dl.gc(committed[p]):
                             faust_compat.table_put(table, p, root_key(root), value)
 
+        @app.on_partitions_assigned.connect  # type: ignore[arg-type]
+        async def assigned(app_: Any, assigned: Any, **kwargs: Any) -> None:
+            mine = sorted(tp.partition for tp in assigned if tp.topic == input_name)
+            for p in mine:
+                await ledger_for(p)  # restore before the first event of the partition
+            log.warning("[%s] %s assigned acker tasks %s", ACKER_COMPONENT, self.worker, mine)
+
         @app.on_partitions_revoked.connect  # type: ignore[arg-type]
         async def revoked(app_: Any, revoked: Any, **kwargs: Any) -> None:
             for tp in revoked:

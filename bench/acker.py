@@ -158,18 +158,29 @@ def latency(bootstrap: str, runtime: str, rate: int, seconds: float, workdir: Pa
         proc.wait(30)
 
 
-def memory_per_pending_tree(trees: int = 1_000_000) -> tuple[float, float]:
-    """(table bytes per tree, all Python heap bytes per tree) with ``trees`` pending."""
+def memory_per_pending_tree(trees: int = 1_000_000, faust_table: bool = False) -> tuple[float, float]:
+    """(ledger table bytes per tree, all Python heap bytes per tree) with ``trees`` pending.
+
+    With ``faust_table`` the heap also holds what the faust runtime's Table keeps: a dict
+    ``root key -> changelog value`` for every persisted tree (``acker.faust_compat.table_put``).
+    """
     gc.collect()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     dl = DurableLedger(Ledger(30))
+    mirror: dict[bytes, bytes | None] = {}
     rnd = random.Random(3)
+
+    def flush() -> None:
+        for root, value in dl.changelog():  # a flush: what a runtime keeps between flushes is bounded
+            if faust_table:
+                mirror[root.to_bytes(8, "big")] = value
+
     for off in range(trees // 1000):
         dl.apply(off, [[OP_INIT, rnd.getrandbits(64) | 1, 5, 0] for _ in range(1000)])
         if off % 10 == 9:
-            dl.changelog()  # a flush: what a runtime keeps between flushes is bounded
-    dl.changelog()
+            flush()
+    flush()
     gc.collect()
     heap = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()
@@ -179,7 +190,7 @@ def memory_per_pending_tree(trees: int = 1_000_000) -> tuple[float, float]:
 def run(args: Any) -> dict[str, Any]:
     workdir = Path(args.workdir)
     out: dict[str, Any] = {}
-    table_b, heap_b = memory_per_pending_tree(args.pending)
+    memory = {rt: memory_per_pending_tree(args.pending, faust_table=rt == "faust") for rt in args.runtimes}
     with broker(args.bootstrap) as bootstrap:
         for runtime in args.runtimes:
             row: dict[str, Any] = {"runtime": runtime}
@@ -188,8 +199,7 @@ def run(args: Any) -> dict[str, Any]:
                 row["complete_latency_p50_s"], row["complete_latency_p99_s"] = latency(bootstrap, runtime, args.rate, args.seconds, workdir)
             except Exception as exc:  # a runtime that cannot run here is reported, not hidden
                 row["error"] = f"{type(exc).__name__}: {exc}"
-            row["bytes_per_pending_tree"] = table_b if runtime == "native" else None
-            row["heap_bytes_per_pending_tree"] = heap_b if runtime == "native" else None
+            row["bytes_per_pending_tree"], row["heap_bytes_per_pending_tree"] = memory[runtime]
             out[runtime] = row
     print_table(
         f"acker benchmark ({args.trees:,} trees x 3 msgs; latency at {args.rate:,} trees/s; memory at {args.pending:,} pending)",
