@@ -15,7 +15,12 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("--seconds", type=float, default=10.0)
     a.add_argument("--pending", type=int, default=1_000_000)
     a.add_argument("--runtimes", nargs="+", default=["native", "faust"])
-    for p in (a,):
+    c = sub.add_parser("all", help="every contender on both workloads, side by side")
+    c.add_argument("--smoke", action="store_true", help="tiny input, every contender, correctness only")
+    c.add_argument("--workloads", nargs="+", default=["wordcount", "flights"])
+    c.add_argument("--contenders", nargs="+", default=None)
+    c.add_argument("--latency-seconds", type=float, default=10.0)
+    for p in (a, c):
         p.add_argument("--json", default=None, help="write results as JSON here")
         p.add_argument("--bootstrap", default=None, help="use this Kafka instead of an embedded broker")
         p.add_argument("--workdir", default=tempfile.mkdtemp(prefix="squall-bench-"))
@@ -24,6 +29,11 @@ def main(argv: list[str] | None = None) -> None:
         from bench import acker
 
         acker.run(args)
+    elif args.command == "all":
+        from bench import compare
+
+        args.contenders = args.contenders or compare.CONTENDERS
+        compare.run(args)
 
 
 if __name__ == "__main__":

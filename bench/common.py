@@ -56,7 +56,7 @@ def print_table(title: str, header: list[str], rows: list[list[Any]]) -> None:
         t.add_column(h, justify="right")
     for r in rows:
         t.add_row(*[fmt(v) for v in r])
-    Console().print(t)
+    Console(width=200).print(t)
 
 
 def fmt(v: Any) -> str:

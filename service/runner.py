@@ -92,12 +92,15 @@ class Job:
         name: str | None = None,
         conf_overrides: dict[str, Any] | None = None,
         max_records: int | None = None,
+        topology_overrides: dict[str, Any] | None = None,
     ) -> None:
         self.settings = settings or ServiceSettings()
         self.topology_file = Path(topology_file)
         base = load_topology(self.topology_file)
         self.name = name or f"{base.name}-{uuid.uuid4().hex[:8]}"
         self.topology = load_topology(self.topology_file, self.name)
+        self.topology_overrides = dict(topology_overrides or {})
+        self.topology.conf.update(self.topology_overrides)
         self.service_conf = {**self.settings.topology_layer(), **(conf_overrides or {})}
         self.conf: TopologyConfig = resolve(self.service_conf, self.topology.conf, where=self.name)
         self.input_path = input_path
@@ -304,11 +307,15 @@ class Job:
 
 
 def fold(merged: dict[str, Any], out: OutputDef, obj: dict[str, Any]) -> None:
+    """Fold one output record into ``merged``: ``{key: value}`` for one value field,
+    ``{key: {field: value}}`` for several; ``sum`` adds, ``last`` replaces."""
     key = str(obj[out.key_field])
-    if out.merge == "sum":
-        merged[key] = merged.get(key, 0) + obj[out.value_field]
-    else:
-        merged[key] = obj[out.value_field]
+    if isinstance(out.value_field, str):
+        merged[key] = merged.get(key, 0) + obj[out.value_field] if out.merge == "sum" else obj[out.value_field]
+        return
+    slot = merged.setdefault(key, {})
+    for f in out.value_fields:
+        slot[f] = slot.get(f, 0) + obj[f] if out.merge == "sum" else obj[f]
 
 
 def read_topic(bootstrap: str, topic: str, idle_s: float = 1.0) -> list[dict[str, Any]]:

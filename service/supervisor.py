@@ -56,6 +56,7 @@ class Supervisor:
         kafka: dict[str, Any] | None = None,
         metrics_port: int = 0,
         log_level: str = "INFO",
+        topology_overrides: dict[str, Any] | None = None,
     ) -> None:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -70,6 +71,7 @@ class Supervisor:
             "workers": self.workers,
             "metrics_port": metrics_port,
             "log_level": log_level,
+            "topology_overrides": topology_overrides or {},
         }
         self.plan_path = self.workdir / "plan.json"
         self.plan_path.write_text(json.dumps(self.plan, indent=2))

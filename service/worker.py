@@ -28,6 +28,7 @@ log = logging.getLogger("squall.worker")
 
 def build_executors(plan: dict[str, Any], index: int) -> list[Executor]:
     topology = load_topology(plan["topology_file"], plan["name"])
+    topology.conf.update(plan.get("topology_overrides", {}))  # e.g. a benchmark's ackers=0
     service_layer = plan.get("service_conf", {})
     local = LocalTasks()
     worker = f"w{index}"

