@@ -232,7 +232,8 @@ def run_squall(
         p50, p99 = hist.quantile(0.5), hist.quantile(0.99)
         correct, dups = verdict(watcher.state, exp, at_least_once=True)
         watcher.close()
-        return {"seconds": end - start, "peak_rss_bytes": peak, "correct": correct, "duplicates": dups, "p50_s": p50, "p99_s": p99}
+        acker_ops = int(job.board.total("spout", "acker_ops") + job.board.total("bolt", "acker_ops"))
+        return {"seconds": end - start, "peak_rss_bytes": peak, "correct": correct, "duplicates": dups, "p50_s": p50, "p99_s": p99, "acker_ops": acker_ops}
     finally:
         job.close()
 

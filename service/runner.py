@@ -136,6 +136,7 @@ class Job:
             kafka=self.settings.kafka_overrides(),
             metrics_port=self.settings.metrics_port,
             log_level=self.settings.log_level,
+            topology_overrides=self.topology_overrides,
         )
         self.supervisor.start()
         self.board = StatsBoard(bootstrap, self.name)

@@ -144,3 +144,18 @@ def test_multi_anchored_join_failure_replays_both_input_trees(settings: ServiceS
     assert spouts["left"]["acked"] == len(keys) and spouts["right"]["acked"] == len(keys)
     assert json.loads((tmp_path / "joined.json").read_text()) == dict.fromkeys(keys, 1)
     assert summary.trees_failed == 2 * len(keys)
+
+
+def test_topology_overrides_reach_the_workers(settings: ServiceSettings, src: Path, tmp_path: Path) -> None:
+    from tests.integration.conftest import EXAMPLES
+
+    job = Job(EXAMPLES / "wordcount.py", src, tmp_path / "out.json", settings, topology_overrides={"topology.acker.executors": 0})
+    try:
+        job.start()
+        assert job.supervisor is not None
+        assert job.supervisor.plan["topology_overrides"] == {"topology.acker.executors": 0}
+        summary = job.wait(300)
+    finally:
+        job.close()
+    assert acker_ops(job) == []  # the workers saw 0 ackers, so nothing was sent to __acker
+    assert summary.trees_acked == 1500 and summary.trees_failed == 0

@@ -1,0 +1,33 @@
+"""The benchmark's smoke run: tiny input, every contender, the correctness check.
+
+It keeps bench/ from rotting; it asserts correctness, never speed.
+"""
+
+from __future__ import annotations
+
+from argparse import Namespace
+
+import pytest
+
+from bench import compare
+
+pytestmark = pytest.mark.broker
+
+
+def test_bench_smoke_every_contender_runs_and_is_correct(bootstrap: str) -> None:
+    args = Namespace(smoke=True, bootstrap=bootstrap, workloads=["wordcount", "flights"], contenders=compare.CONTENDERS, json=None, latency_seconds=1.0)
+    result = compare.run(args)
+    assert set(result["workloads"]) == {"wordcount", "flights"}
+    for workload, rows in result["workloads"].items():
+        assert list(rows) == compare.CONTENDERS
+        assert "not run" in rows["quixstreams-eos"]["note"]
+        for name, row in rows.items():
+            if name == "quixstreams-eos":
+                continue
+            assert row.get("error") is None, (workload, name, row)
+            assert row["correct"] is True, (workload, name, row)
+            assert row["records_per_s"] and row["records_per_s"] > 0
+            assert row["peak_rss_bytes"] and row["peak_rss_bytes"] > 0
+        assert rows["squall-acked"]["p99_s"] is not None  # complete latency was measured
+        assert rows["squall-unacked"]["p99_s"] is None  # nothing is tracked with 0 ackers
+        assert rows["squall-unacked"]["acker_ops"] == 0 and rows["squall-acked"]["acker_ops"] > 0
