@@ -269,7 +269,16 @@ def run_peer(
         end, peak = run_until(watcher, exp, lambda: [proc.pid, *children(proc.pid)], quiet_s, limit_s)
         correct, dups = verdict(watcher.state, exp, at_least_once=True)
         lat = watcher.latency
-        return {"seconds": end - start, "peak_rss_bytes": peak, "correct": correct, "duplicates": dups, "p50_s": lat.quantile(0.5), "p99_s": lat.quantile(0.99)}
+        short = sum(1 for k, e in exp.items() if k not in watcher.state or watcher.state[k][0] < e[0])
+        return {
+            "seconds": end - start,
+            "peak_rss_bytes": peak,
+            "correct": correct,
+            "duplicates": dups,
+            "keys_short": short,
+            "p50_s": lat.quantile(0.5),
+            "p99_s": lat.quantile(0.99),
+        }
     finally:
         watcher.close()
         proc.send_signal(signal.SIGTERM)
@@ -282,7 +291,7 @@ def run_peer(
 
 def run(args: Any) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="squall-bench-"))
-    quiet_s, limit_s = (20.0, 300.0) if args.smoke else (30.0, 1800.0)
+    quiet_s, limit_s = (20.0, 300.0) if args.smoke else (60.0, 1800.0)
     result: dict[str, Any] = {"workloads": {}, "smoke": bool(args.smoke)}
     with broker(args.bootstrap) as bootstrap:
         for workload in args.workloads:

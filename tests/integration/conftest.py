@@ -10,15 +10,18 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from service.broker import EmbeddedBroker
 from service.config import ServiceSettings
 from service.corpus import read_lines, shakespeare_texts
+from service.runner import Job, Summary
 
 CACHE = Path(os.environ.get("SQUALL_DATA_DIR", Path.home() / ".cache" / "squall"))
 TOPOLOGIES = Path(__file__).parent / "topologies"
@@ -75,3 +78,29 @@ def direct_count(path: Path) -> Counter[str]:
     for line in read_lines(path):
         c.update(WORD.findall(line.decode("utf-8", "replace").lower()))
     return c
+
+
+def run_job(topology_file: Path, src: Path, out: Path | None, settings: ServiceSettings, **kwargs: Any) -> tuple[Job, Summary]:
+    """Start a job on ``src``, wait until every record is committed, stop it."""
+    job = Job(topology_file, src, out, settings, **kwargs)
+    try:
+        job.start()
+        summary = job.wait(300)
+    finally:
+        job.close()
+    return job, summary
+
+
+def kill_and_restart(job: Job, component: str, after_acked: int) -> int:
+    """Once ``after_acked`` trees are acked, SIGKILL the worker hosting ``component`` (alone
+    in its worker), wait a second and start it again. Returns the worker index."""
+    assert job.supervisor is not None and job.board is not None
+    w = job.supervisor.worker_of(component)
+    assert job.supervisor.workers[w] == [component]
+    deadline = time.monotonic() + 120
+    while job.board.total("spout", "acked") < after_acked:
+        assert time.monotonic() < deadline, "the topology made no progress"
+        job.board.poll(0.2)
+    job.supervisor.kill(w)  # SIGKILL: no flush, no final commit
+    time.sleep(1.0)
+    return w

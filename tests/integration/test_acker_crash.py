@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 
 from service.config import ServiceSettings
 from service.runner import Job
-from tests.integration.conftest import TOPOLOGIES, corpus_slice, direct_count
+from tests.integration.conftest import TOPOLOGIES, corpus_slice, direct_count, kill_and_restart
 
 pytestmark = pytest.mark.broker
 
@@ -23,15 +22,8 @@ def test_acker_kill9_and_restart_loses_and_fails_nothing(runtime: str, settings:
     job = Job(TOPOLOGIES / "single_spout_wordcount.py", src, out, settings, conf_overrides={"squall.acker.runtime": runtime})
     try:
         job.start()
-        assert job.supervisor is not None and job.board is not None
-        w = job.supervisor.worker_of("__acker")
-        assert job.supervisor.workers[w] == ["__acker"]
-        deadline = time.monotonic() + 120
-        while job.board.total("spout", "acked") < 4000:
-            assert time.monotonic() < deadline, "the topology made no progress"
-            job.board.poll(0.2)
-        job.supervisor.kill(w)
-        time.sleep(1.0)
+        w = kill_and_restart(job, "__acker", after_acked=4000)
+        assert job.supervisor is not None
         job.supervisor.restart(w)
         summary = job.wait(300)
     finally:

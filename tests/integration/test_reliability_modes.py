@@ -14,7 +14,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from service.config import ServiceSettings
 from service.runner import Job, Summary, read_topic
 from streams.naming import acker_topic, dead_letter_topic
-from tests.integration.conftest import TOPOLOGIES, corpus_slice, direct_count
+from tests.integration.conftest import TOPOLOGIES, corpus_slice, direct_count, run_job
 
 pytestmark = pytest.mark.broker
 
@@ -22,12 +22,7 @@ pytestmark = pytest.mark.broker
 def run_mode(mode: str, settings: ServiceSettings, src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Job, Summary, dict[str, int]]:
     monkeypatch.setenv("SQUALL_TEST_MODE", mode)
     out = tmp_path / "out.json"
-    job = Job(TOPOLOGIES / "modes.py", src, out, settings)
-    try:
-        job.start()
-        summary = job.wait(300)
-    finally:
-        job.close()
+    job, summary = run_job(TOPOLOGIES / "modes.py", src, out, settings)
     return job, summary, json.loads(out.read_text())
 
 
@@ -149,13 +144,8 @@ def test_multi_anchored_join_failure_replays_both_input_trees(settings: ServiceS
 def test_topology_overrides_reach_the_workers(settings: ServiceSettings, src: Path, tmp_path: Path) -> None:
     from tests.integration.conftest import EXAMPLES
 
-    job = Job(EXAMPLES / "wordcount.py", src, tmp_path / "out.json", settings, topology_overrides={"topology.acker.executors": 0})
-    try:
-        job.start()
-        assert job.supervisor is not None
-        assert job.supervisor.plan["topology_overrides"] == {"topology.acker.executors": 0}
-        summary = job.wait(300)
-    finally:
-        job.close()
+    job, summary = run_job(EXAMPLES / "wordcount.py", src, tmp_path / "out.json", settings, topology_overrides={"topology.acker.executors": 0})
+    assert job.supervisor is not None
+    assert job.supervisor.plan["topology_overrides"] == {"topology.acker.executors": 0}
     assert acker_ops(job) == []  # the workers saw 0 ackers, so nothing was sent to __acker
     assert summary.trees_acked == 1500 and summary.trees_failed == 0

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
 
 from service.config import ServiceSettings
 from service.runner import Job
-from tests.integration.conftest import EXAMPLES, TOPOLOGIES, corpus_slice, direct_count
+from tests.integration.conftest import EXAMPLES, TOPOLOGIES, corpus_slice, direct_count, kill_and_restart, run_job
 
 pytestmark = pytest.mark.broker
 
@@ -37,12 +36,7 @@ def test_non_utf8_input_is_decoded_with_replacement(settings: ServiceSettings, t
     src = tmp_path / "bytes.txt"
     src.write_bytes(b"caf\xe9 au lait\n\xff\xfe hello world\nHELLO don't\n")
     out = tmp_path / "counts.json"
-    job = Job(EXAMPLES / "wordcount.py", src, out, settings)
-    try:
-        job.start()
-        job.wait(120)
-    finally:
-        job.close()
+    run_job(EXAMPLES / "wordcount.py", src, out, settings)
     # \xe9 becomes U+FFFD, which the regex does not match: "caf" is a word of its own.
     assert json.loads(out.read_text()) == {"caf": 1, "au": 1, "lait": 1, "hello": 2, "world": 1, "don't": 1}
 
@@ -50,12 +44,7 @@ def test_non_utf8_input_is_decoded_with_replacement(settings: ServiceSettings, t
 def test_failed_tuples_are_replayed_until_every_record_is_acked(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "slice.txt", 3000)
     out = tmp_path / "counts.json"
-    job = Job(TOPOLOGIES / "flaky_wordcount.py", src, out, settings)
-    try:
-        job.start()
-        summary = job.wait(300)
-    finally:
-        job.close()
+    _, summary = run_job(TOPOLOGIES / "flaky_wordcount.py", src, out, settings)
     expected = direct_count(src)
     counts = json.loads(out.read_text())
     assert set(counts) == set(expected)  # no word missing
@@ -74,17 +63,10 @@ def test_spout_worker_killed_and_restarted_resumes_from_committed_offset(setting
     job = Job(TOPOLOGIES / "single_spout_wordcount.py", src, out, settings)
     try:
         job.start()
-        assert job.supervisor is not None and job.board is not None
-        w = job.supervisor.worker_of("lines")
-        assert job.supervisor.workers[w] == ["lines"]
-        deadline = time.monotonic() + 120
-        while job.board.total("spout", "acked") < 3000:
-            assert time.monotonic() < deadline, "the topology made no progress"
-            job.board.poll(0.2)
-        job.supervisor.kill(w)  # SIGKILL: no flush, no final commit
-        time.sleep(1.0)
+        w = kill_and_restart(job, "lines", after_acked=3000)
         committed = job.committed()[0]
         assert 0 < committed < 30000
+        assert job.supervisor is not None
         job.supervisor.restart(w)
         summary = job.wait(300)
     finally:
