@@ -36,11 +36,11 @@ def spawn_worker(plan: dict[str, Any], workdir: Path, index: int = 0) -> subproc
     return subprocess.Popen([sys.executable, "-m", "service.worker", str(path), str(index)], stdout=out, stderr=subprocess.STDOUT, env=env)
 
 
-def rss_bytes(pid: int) -> int:
-    """Resident set size of ``pid`` (bytes), from /proc."""
+def proc_status_bytes(pid: int, field: str = "VmRSS") -> int:
+    """A memory field of ``/proc/PID/status`` in bytes (``VmRSS`` now, ``VmHWM`` peak); 0 if gone."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
     except OSError:
         pass

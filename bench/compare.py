@@ -35,7 +35,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from bench.common import ROOT, broker, print_table, rss_bytes, write_json
+from bench.common import ROOT, broker, print_table, proc_status_bytes, write_json
 from bench.peers.workloads import expected_flights, expected_wordcount, words
 from service.admin import ensure_topics
 from service.config import ServiceSettings
@@ -141,14 +141,8 @@ def run_until(watcher: Watcher, exp: dict[str, list[int]], pids: Callable[[], It
 
 
 def rss_hwm(pid: int) -> int:
-    """Peak resident set (VmHWM, bytes) of ``pid``; falls back to VmRSS."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        return 0
-    return rss_bytes(pid)
+    """Peak resident set (VmHWM, bytes) of ``pid``."""
+    return proc_status_bytes(pid, "VmHWM")
 
 
 def children(pid: int) -> list[int]:

@@ -104,3 +104,9 @@ def kill_and_restart(job: Job, component: str, after_acked: int) -> int:
     job.supervisor.kill(w)  # SIGKILL: no flush, no final commit
     time.sleep(1.0)
     return w
+
+
+def assert_at_least(counts: dict[str, int], expected: Counter[str]) -> None:
+    """At-least-once output: no word missing, none extra, every count >= the true count."""
+    assert set(counts) == set(expected)
+    assert all(counts[word] >= n for word, n in expected.items())

@@ -9,7 +9,7 @@ import pytest
 
 from service.config import ServiceSettings
 from service.runner import Job
-from tests.integration.conftest import TOPOLOGIES, corpus_slice, direct_count, kill_and_restart
+from tests.integration.conftest import TOPOLOGIES, assert_at_least, corpus_slice, direct_count, kill_and_restart
 
 pytestmark = pytest.mark.broker
 
@@ -18,8 +18,12 @@ pytestmark = pytest.mark.broker
 def test_acker_kill9_and_restart_loses_and_fails_nothing(runtime: str, settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "slice.txt", 20000)
     out = tmp_path / "counts.json"
-    # max.spout.pending 300 keeps the offered load near 1,000 trees/s
-    job = Job(TOPOLOGIES / "single_spout_wordcount.py", src, out, settings, conf_overrides={"squall.acker.runtime": runtime})
+    # max.spout.pending 500 on one spout task keeps the offered load near 1,000-1,500 trees/s.
+    # The timeout is 60 s so that a slow group rejoin (the dead member is evicted only after the
+    # 6 s session timeout) on a loaded CI machine cannot time trees out while the acker is down.
+    job = Job(
+        TOPOLOGIES / "single_spout_wordcount.py", src, out, settings, conf_overrides={"squall.acker.runtime": runtime, "topology.message.timeout.secs": 60}
+    )
     try:
         job.start()
         w = kill_and_restart(job, "__acker", after_acked=4000)
@@ -30,12 +34,11 @@ def test_acker_kill9_and_restart_loses_and_fails_nothing(runtime: str, settings:
         job.close()
     expected = direct_count(src)
     counts = json.loads(out.read_text())
-    assert set(counts) == set(expected)
-    assert all(counts[w] >= n for w, n in expected.items())
-    assert summary.trees_failed == 0  # no tree failed or timed out because of the crash
-    assert summary.trees_acked >= summary.records == 20000
+    assert_at_least(counts, expected)
+    assert summary.trees_failed == 0, summary  # no tree failed or timed out because of the crash
+    assert summary.trees_acked >= summary.records == 20000, summary
     ackers = [s for s in job.board_snapshots() if s["kind"] == "acker"]
-    assert len(ackers) >= 2  # the killed instance and the restarted one
-    assert sum(s["counters"].get("restored_trees", 0) for s in ackers) > 0
+    assert len(ackers) >= 2, ackers  # the killed instance and the restarted one
+    assert sum(s["counters"].get("restored_trees", 0) for s in ackers) > 0, ackers
     duplicates = sum(s["counters"].get("ignored_results", 0) for s in job.board_snapshots() if s["kind"] == "spout")
     print(f"acker crash ({runtime}): duplicate completions ignored by the spout = {duplicates}")

@@ -9,7 +9,7 @@ import pytest
 
 from service.config import ServiceSettings
 from service.runner import Job
-from tests.integration.conftest import EXAMPLES, TOPOLOGIES, corpus_slice, direct_count, kill_and_restart, run_job
+from tests.integration.conftest import EXAMPLES, TOPOLOGIES, assert_at_least, corpus_slice, direct_count, kill_and_restart, run_job
 
 pytestmark = pytest.mark.broker
 
@@ -47,8 +47,7 @@ def test_failed_tuples_are_replayed_until_every_record_is_acked(settings: Servic
     _, summary = run_job(TOPOLOGIES / "flaky_wordcount.py", src, out, settings)
     expected = direct_count(src)
     counts = json.loads(out.read_text())
-    assert set(counts) == set(expected)  # no word missing
-    assert all(counts[w] >= n for w, n in expected.items())  # at least the true counts
+    assert_at_least(counts, expected)  # no word missing, at least the true counts
     assert sum(counts.values()) > sum(expected.values())  # the half-emitted lines were duplicated
     flaky_lines = summary.trees_failed
     assert 150 < flaky_lines < 450  # about 10% of 3000 distinct-ish lines
@@ -73,8 +72,7 @@ def test_spout_worker_killed_and_restarted_resumes_from_committed_offset(setting
         job.close()
     expected = direct_count(src)
     counts = json.loads(out.read_text())
-    assert set(counts) == set(expected)
-    assert all(counts[word] >= n for word, n in expected.items())
+    assert_at_least(counts, expected)
     assert job.committed()[0] == 30000
     spouts = sorted((s for s in job.board_snapshots() if s["component"] == "lines"), key=lambda s: s["time"])
     restarted = spouts[-1]
