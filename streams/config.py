@@ -29,7 +29,13 @@ class TopologyConfig(BaseModel):
         description="acker tasks = partitions of __acker (count; 0 turns tracking off; default 1)",
     )
     message_timeout_secs: float = Field(30.0, alias="topology.message.timeout.secs", gt=0, description="tree timeout (seconds; default 30)")
-    max_spout_pending: int = Field(1000, alias="topology.max.spout.pending", ge=1, description="in-flight trees per spout task (count; default 1000)")
+    max_spout_pending: int = Field(
+        1000,
+        alias="topology.max.spout.pending",
+        ge=1,
+        description="in-flight trees per spout task (count; default 1000). Higher values raise throughput on "
+        "slow-latency brokers, but see the known issue in docs/design.md",
+    )
     tick_tuple_freq_secs: float | None = Field(None, alias="topology.tick.tuple.freq.secs", gt=0, description="tick tuple period (seconds; default off)")
     flush_interval_secs: float = Field(
         0.05,
