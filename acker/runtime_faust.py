@@ -85,6 +85,7 @@ class FaustAckerExecutor(Executor):
                 loop = asyncio.get_running_loop()
                 group = component_group(name, "__acker.restore")
                 n = await loop.run_in_executor(None, restore_partition, self.bootstrap, group, changelog_name, p, dl, self.conf)
+                stats.inc("restored_records", n)
                 if n:
                     stats.inc("restored_trees", len(dl))
                     log.info("[%s] restored %d pending trees from %s[%d]", ACKER_COMPONENT, len(dl), changelog_name, p)

@@ -93,6 +93,7 @@ class AckerExecutor(Executor):
             p = tp.partition
             dl = DurableLedger(Ledger(self.conf.message_timeout_secs, clock=self.clock, buckets=self.conf.acker_buckets))
             n = restore_partition(self.bootstrap, component_group(self.topology.name, "__acker.restore"), self.changelog, p, dl, self.conf)
+            self.stats.inc("restored_records", n)
             if n:
                 self.stats.inc("restored_trees", len(dl))
                 log.info("[%s] restored %d pending and %d done trees from %s[%d] (%d records)", ACKER_COMPONENT, len(dl), len(dl.done), self.changelog, p, n)

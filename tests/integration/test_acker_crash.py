@@ -39,6 +39,9 @@ def test_acker_kill9_and_restart_loses_and_fails_nothing(runtime: str, settings:
     assert summary.trees_acked >= summary.records == 20000, summary
     ackers = [s for s in job.board_snapshots() if s["kind"] == "acker"]
     assert len(ackers) >= 2, ackers  # the killed instance and the restarted one
-    assert sum(s["counters"].get("restored_trees", 0) for s in ackers) > 0, ackers
+    # The restarted acker rebuilt its table from the changelog the first life wrote. (How many
+    # trees were still pending in it depends on the crash instant, so that is only printed.)
+    assert sum(s["counters"].get("restored_records", 0) for s in ackers) > 0, ackers
+    restored = sum(s["counters"].get("restored_trees", 0) for s in ackers)
     duplicates = sum(s["counters"].get("ignored_results", 0) for s in job.board_snapshots() if s["kind"] == "spout")
-    print(f"acker crash ({runtime}): duplicate completions ignored by the spout = {duplicates}")
+    print(f"acker crash ({runtime}): restored pending trees = {restored}, duplicate completions ignored by the spout = {duplicates}")
