@@ -67,11 +67,11 @@ class Summary:
         ]
 
 
-def source_spout(topology: Topology) -> tuple[str, int]:
-    """The KafkaSpout that reads its own topic (where ``--input`` is produced) and its tasks."""
+def source_spout(topology: Topology) -> str:
+    """The KafkaSpout that reads its own topic (where ``--input`` is produced)."""
     for cdef in topology.spouts:
         if isinstance(cdef.obj, KafkaSpout) and cdef.obj.reads_own_topic:
-            return cdef.id, cdef.num_tasks
+            return cdef.id
     raise InputError(f"[{topology.name}] no KafkaSpout reads its own topic, so there is nowhere to produce --input")
 
 
@@ -167,7 +167,7 @@ class Job:
 
     def produce_input(self) -> None:
         """Produce the ``--input`` lines (default: the Shakespeare corpus) into the source spout."""
-        self.spout_id, _ = source_spout(self.topology)
+        self.spout_id = source_spout(self.topology)
         path = self.input_path or shakespeare_texts(self.settings.data_dir)
         lines = read_lines(path)
         if self.max_records is not None:

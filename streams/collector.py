@@ -40,11 +40,6 @@ _ids = random.Random(int.from_bytes(os.urandom(32), "big"))
 getrandbits = _ids.getrandbits
 
 
-def new_id() -> int:
-    """A random non-zero 64-bit id (root or edge)."""
-    return getrandbits(64) or 1
-
-
 @dataclass
 class Route:
     """One subscriber of a stream: where and how to send."""

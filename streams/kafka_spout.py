@@ -276,7 +276,3 @@ class KafkaSpout(Spout):
         tracker = self._trackers.get(mid[:2])
         if tracker is not None:
             tracker.finished(mid[2])
-
-    @property
-    def waiting_retries(self) -> int:
-        return len(self._retry)

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,19 +91,27 @@ def run_job(topology_file: Path, src: Path, out: Path | None, settings: ServiceS
     return job, summary
 
 
-def kill_and_restart(job: Job, component: str, after_acked: int) -> int:
-    """Once ``after_acked`` trees are acked, SIGKILL the worker hosting ``component`` (alone
-    in its worker), wait a second and start it again. Returns the worker index."""
-    assert job.supervisor is not None and job.board is not None
-    w = job.supervisor.worker_of(component)
-    assert job.supervisor.workers[w] == [component]
-    deadline = time.monotonic() + 120
-    while job.board.total("spout", "acked") < after_acked:
-        assert time.monotonic() < deadline, "the topology made no progress"
-        job.board.poll(0.2)
-    job.supervisor.kill(w)  # SIGKILL: no flush, no final commit
-    time.sleep(1.0)
-    return w
+def crash_and_recover(job: Job, component: str, after_acked: int, while_down: Callable[[], None] | None = None) -> Summary:
+    """Start ``job``; once ``after_acked`` trees are acked, SIGKILL the worker hosting
+    ``component`` (alone in its worker), wait a second (calling ``while_down``), start it
+    again and wait until every record is committed. Always closes the job."""
+    try:
+        job.start()
+        assert job.supervisor is not None and job.board is not None
+        w = job.supervisor.worker_of(component)
+        assert job.supervisor.workers[w] == [component]
+        deadline = time.monotonic() + 120
+        while job.board.total("spout", "acked") < after_acked:
+            assert time.monotonic() < deadline, "the topology made no progress"
+            job.board.poll(0.2)
+        job.supervisor.kill(w)  # SIGKILL: no flush, no final commit
+        time.sleep(1.0)
+        if while_down is not None:
+            while_down()
+        job.supervisor.restart(w)
+        return job.wait(300)
+    finally:
+        job.close()
 
 
 def assert_at_least(counts: dict[str, int], expected: Counter[str]) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from service.config import ServiceSettings
 from service.runner import Job
-from tests.integration.conftest import TOPOLOGIES, assert_at_least, corpus_slice, direct_count, kill_and_restart
+from tests.integration.conftest import TOPOLOGIES, assert_at_least, corpus_slice, crash_and_recover, direct_count
 
 pytestmark = pytest.mark.broker
 
@@ -24,14 +24,7 @@ def test_acker_kill9_and_restart_loses_and_fails_nothing(runtime: str, settings:
     job = Job(
         TOPOLOGIES / "single_spout_wordcount.py", src, out, settings, conf_overrides={"squall.acker.runtime": runtime, "topology.message.timeout.secs": 60}
     )
-    try:
-        job.start()
-        w = kill_and_restart(job, "__acker", after_acked=4000)
-        assert job.supervisor is not None
-        job.supervisor.restart(w)
-        summary = job.wait(300)
-    finally:
-        job.close()
+    summary = crash_and_recover(job, "__acker", after_acked=4000)
     expected = direct_count(src)
     counts = json.loads(out.read_text())
     assert_at_least(counts, expected)

@@ -9,7 +9,7 @@ import pytest
 
 from service.config import ServiceSettings
 from service.runner import Job
-from tests.integration.conftest import EXAMPLES, TOPOLOGIES, assert_at_least, corpus_slice, direct_count, kill_and_restart, run_job
+from tests.integration.conftest import EXAMPLES, TOPOLOGIES, assert_at_least, corpus_slice, crash_and_recover, direct_count, run_job
 
 pytestmark = pytest.mark.broker
 
@@ -60,16 +60,14 @@ def test_spout_worker_killed_and_restarted_resumes_from_committed_offset(setting
     src = corpus_slice(corpus, tmp_path / "slice.txt", 30000)
     out = tmp_path / "counts.json"
     job = Job(TOPOLOGIES / "single_spout_wordcount.py", src, out, settings)
-    try:
-        job.start()
-        w = kill_and_restart(job, "lines", after_acked=3000)
-        committed = job.committed()[0]
+    at_kill: dict[str, int] = {}
+
+    def while_down() -> None:
+        at_kill["committed"] = committed = job.committed()[0]
         assert 0 < committed < 30000
-        assert job.supervisor is not None
-        job.supervisor.restart(w)
-        summary = job.wait(300)
-    finally:
-        job.close()
+
+    summary = crash_and_recover(job, "lines", after_acked=3000, while_down=while_down)
+    committed = at_kill["committed"]
     expected = direct_count(src)
     counts = json.loads(out.read_text())
     assert_at_least(counts, expected)
