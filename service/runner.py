@@ -142,6 +142,7 @@ class Job:
         self.board = StatsBoard(bootstrap, self.name)
         self.started = time.monotonic()
         if produce_input:
+            self.wait_ready()  # e.g. a SparkBolt's driver takes ~20 s to start
             self.produce_input()
 
     def wait_ready(self, timeout_s: float = 120.0) -> None:

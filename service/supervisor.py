@@ -26,9 +26,17 @@ log = logging.getLogger("squall.supervisor")
 
 
 def plan_workers(topology: Topology, conf: TopologyConfig) -> list[list[str]]:
-    """``workers[i]`` = the executors (component ids, repeated per executor) of worker i."""
+    """``workers[i]`` = the executors (component ids, repeated per executor) of worker i.
+
+    A SparkBolt gets a worker of its own (its Spark driver); its parallelism is its
+    task count, and Spark runs the tasks.
+    """
     executors: list[str] = []
+    spark: list[str] = []
     for cdef in topology.components.values():
+        if is_spark_bolt(cdef.obj):
+            spark.append(cdef.id)  # one Spark driver per SparkBolt, in its own worker
+            continue
         executors += [cdef.id] * cdef.parallelism
     faust = conf.acker_runtime == "faust"
     if not faust:
@@ -39,7 +47,14 @@ def plan_workers(topology: Topology, conf: TopologyConfig) -> list[list[str]]:
         workers[i % n].append(e)
     if faust and conf.ackers:
         workers.append([ACKER_COMPONENT])  # faust owns its process's main thread
+    workers += [[cid] for cid in spark]
     return workers
+
+
+def is_spark_bolt(obj: Any) -> bool:
+    from streams.spark.bolt import SparkBolt
+
+    return isinstance(obj, SparkBolt)
 
 
 class Supervisor:
@@ -72,6 +87,7 @@ class Supervisor:
             "metrics_port": metrics_port,
             "log_level": log_level,
             "topology_overrides": topology_overrides or {},
+            "workdir": str(self.workdir.resolve()),
         }
         self.plan_path = self.workdir / "plan.json"
         self.plan_path.write_text(json.dumps(self.plan, indent=2))

@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 from acker.runtime_native import ACKER_COMPONENT, AckerExecutor
 from service.loader import load_topology
 from service.metrics import StatsCollector, serve
+from service.supervisor import is_spark_bolt
 from streams.config import resolve
 from streams.context import LocalTasks
 from streams.executor import BoltExecutor, Executor, SpoutExecutor
@@ -46,6 +47,11 @@ def build_executors(plan: dict[str, Any], index: int) -> list[Executor]:
             continue
         cdef = topology.components[component]
         conf = resolve(service_layer, topology.conf, cdef.conf, where=component)
+        if is_spark_bolt(cdef.obj):
+            from streams.spark.runtime import SparkBoltExecutor
+
+            out.append(SparkBoltExecutor(topology, component, conf, plan["bootstrap"], worker, local, kafka, plan=plan))
+            continue
         cls = SpoutExecutor if cdef.is_spout else BoltExecutor
         out.append(cls(topology, component, conf, plan["bootstrap"], worker, local, kafka))
     return out

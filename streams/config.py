@@ -65,6 +65,19 @@ class TopologyConfig(BaseModel):
     session_timeout_ms: int = Field(6000, alias="squall.kafka.session.timeout.ms", ge=1000, description="ms; default 6000")
     linger_ms: int = Field(20, alias="squall.kafka.linger.ms", ge=0, description="producer linger (ms; default 20)")
     batch_size: int = Field(500, alias="squall.consume.batch", ge=1, description="records per consume call (count; default 500)")
+    spark_master: str = Field(
+        "local[*]",
+        alias="spark.master",
+        description="Spark master of SparkBolt queries: local[*] (default), spark://host:7077, k8s://https://host:443, yarn",
+    )
+    spark_trigger_secs: float = Field(0.1, alias="squall.spark.trigger.secs", gt=0, description="SparkBolt micro-batch trigger (seconds; default 0.1)")
+    spark_max_offsets_per_trigger: int | None = Field(
+        None, alias="squall.spark.max.offsets.per.trigger", ge=1, description="records per SparkBolt micro-batch (count; default all available)"
+    )
+    spark_max_tasks: int | None = Field(None, alias="squall.spark.max.tasks", ge=1, description="Spark tasks per micro-batch (count; default the cores)")
+    spark_checkpoint_dir: str | None = Field(
+        None, alias="squall.spark.checkpoint.dir", description="SparkBolt checkpoints (path; default <service data dir>/<topology>/spark)"
+    )
 
     def get(self, key: str, default: Any = None) -> Any:
         """Look a value up by its key (alias) or attribute name."""

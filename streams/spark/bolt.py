@@ -1,0 +1,454 @@
+"""SparkBolt: a bolt whose tuples are processed by a Spark Structured Streaming query.
+
+The query reads the bolt's input topic ``squall.T.<bolt>`` with the ``squall-kafka``
+source (its partitions are the bolt's tasks), runs :class:`BoltProcessor` over each
+partition of a micro-batch with ``mapInArrow``, and writes with the ``squall-bolt`` sink
+(:mod:`streams.spark.bolt_sink`). The processor keeps Storm's envelope algebra by
+running the ordinary :class:`~streams.collector.OutputCollector`: every output is
+anchored to its input with fresh 64-bit edge ids and routed by the subscribers'
+groupings; every input is acked (``edge ^ ack_val``) or, if the user function raised on
+it, failed. Acks travel to the driver, which sends one coalesced op per root per
+micro-batch, only after the batch's outputs are durable.
+
+User functions (``batch=``):
+
+* ``"rows"`` (default): ``fn(tuple) -> iterable``. Each item is a values list for the
+  default stream, or an :class:`Emit` for another stream, a direct task or an
+  unanchored emit. An exception fails that tuple only.
+* ``"pandas"`` / ``"arrow"``: ``fn(frame) -> frame``. The input holds one column per
+  input field plus ``_row`` (int, the row's position). The output holds the output
+  fields plus ``_row`` (the input row each output row is anchored to; -1 or null for
+  unanchored) and optionally ``_stream``. If ``fn`` raises on a batch, it is called
+  again row by row so that only the rows that raise are failed (so in these modes a
+  row may be passed to ``fn`` twice; side effects belong in a committer).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from streams.codec import decode_tuple
+from streams.component import DEFAULT_STREAM, Bolt, OutputFieldsDeclarer
+from streams.exceptions import DecodeError, FailedException, FatalError
+from streams.spark.exceptions import SparkBoltError
+from streams.stats import LogHistogram
+from streams.tuple import Tuple
+
+log = logging.getLogger("squall.spark.bolt")
+
+BATCH_MODES = ("rows", "pandas", "arrow")
+
+# Rows of the processor's output (``OUT_SCHEMA``), read by the squall-bolt sink.
+KIND_RECORD = 0  # produce (topic, partition, key, value, headers)
+KIND_ACK = 1  # XOR val into root's ack
+KIND_FAIL = 2  # fail root
+KIND_STATS = 3  # value = JSON counters of one task run
+KIND_STATE = 4  # committer: key = JSON key, value = JSON delta
+
+OUT_SCHEMA_DDL = "kind tinyint, topic string, partition int, key binary, value binary, headers string, root long, val long"
+
+_U64 = 1 << 64
+_I64 = 1 << 63
+
+
+def to_signed(v: int) -> int:
+    """Unsigned 64-bit id -> Spark's signed long (two's complement)."""
+    return v - _U64 if v >= _I64 else v
+
+
+def to_unsigned(v: int) -> int:
+    return v + _U64 if v < 0 else v
+
+
+@dataclass
+class Emit:
+    """One output of a rows-mode function: ``values`` on ``stream``; ``task`` for a direct
+    stream; ``anchored=False`` for an unanchored (untracked) emit."""
+
+    values: list[Any]
+    stream: str = DEFAULT_STREAM
+    task: int | None = None
+    anchored: bool = True
+
+
+class SparkBolt(Bolt):
+    """A bolt run by Spark (see the module doc).
+
+    ``fn``: the user function. ``output_fields``: fields of the default stream;
+    ``streams``: more streams ``{name: fields}``. ``batch``: ``rows`` | ``pandas`` |
+    ``arrow``. ``committer``: a :class:`streams.spark.committer.Committer` makes this a
+    committer bolt whose state is written once per micro-batch id (the txid).
+
+    Raises :class:`SparkBoltError` on a bad ``batch`` or missing ``fn``.
+    """
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        output_fields: list[str] | tuple[str, ...] | None = None,
+        streams: dict[str, list[str] | tuple[str, ...]] | None = None,
+        batch: str = "rows",
+        committer: Any = None,
+    ) -> None:
+        if not callable(fn):
+            raise SparkBoltError(f"SparkBolt needs a callable, got {type(fn).__name__}")
+        if batch not in BATCH_MODES:
+            raise SparkBoltError(f"SparkBolt batch must be one of {BATCH_MODES}, not {batch!r}")
+        self.fn = fn
+        self.output_fields = tuple(output_fields) if output_fields is not None else None
+        self.extra_streams = {k: tuple(v) for k, v in (streams or {}).items()}
+        self.batch = batch
+        self.committer = committer
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        if self.output_fields is not None:
+            declarer.declare(list(self.output_fields))
+        for name, fields in self.extra_streams.items():
+            declarer.declare(list(fields), stream=name)
+
+    def execute(self, tuple: Tuple) -> None:  # noqa: A002
+        raise FatalError("a SparkBolt runs in a Spark query (streams.spark.runtime), not in a Python bolt executor")
+
+
+# -- the processor (runs in Spark's Python workers) ---------------------------------------
+@dataclass
+class _RunStats:
+    executed: int = 0
+    failed: int = 0
+    errors: int = 0
+    poison: int = 0
+    emitted: int = 0
+    hist: LogHistogram = field(default_factory=LogHistogram)
+
+    def to_json(self) -> bytes:
+        return json.dumps(
+            {
+                "executed": self.executed,
+                "failed": self.failed,
+                "errors": self.errors,
+                "poison": self.poison,
+                "emitted": self.emitted,
+                "execute_latency": self.hist.to_json(),
+            }
+        ).encode()
+
+
+class _Rows:
+    """Output columns being built (``OUT_SCHEMA``)."""
+
+    def __init__(self) -> None:
+        self.kind: list[int] = []
+        self.topic: list[str | None] = []
+        self.partition: list[int | None] = []
+        self.key: list[bytes | None] = []
+        self.value: list[bytes | None] = []
+        self.headers: list[str | None] = []
+        self.root: list[int | None] = []
+        self.val: list[int | None] = []
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    def add(self, kind: int, topic: str | None = None, partition: int | None = None, key: bytes | None = None, value: bytes | None = None,
+            headers: str | None = None, root: int | None = None, val: int | None = None) -> None:  # fmt: skip
+        self.kind.append(kind)
+        self.topic.append(topic)
+        self.partition.append(partition)
+        self.key.append(key)
+        self.value.append(value)
+        self.headers.append(headers)
+        self.root.append(root)
+        self.val.append(val)
+
+    def produce(self, topic: str, value: bytes, key: bytes | None = None, partition: int = -1, headers: Any = None) -> None:
+        """The collectors' ``produce``: outputs become rows for the sink."""
+        self.add(KIND_RECORD, topic, partition, key, value, json.dumps(headers) if headers else None)
+
+    def batch(self) -> Any:
+        import pyarrow as pa
+
+        from streams.spark.bolt_sink import OUT_ARROW_SCHEMA
+
+        cols = [self.kind, self.topic, self.partition, self.key, self.value, self.headers, self.root, self.val]
+        return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, OUT_ARROW_SCHEMA, strict=True)], schema=OUT_ARROW_SCHEMA)
+
+
+class BoltProcessor:
+    """``mapInArrow`` function of a SparkBolt: input records -> output/ack/fail rows.
+
+    Picklable: it holds the topology file, name and overrides; the topology is loaded
+    once per Python worker process (as every Squall worker loads it) and cached.
+    """
+
+    def __init__(self, topology_file: str, name: str, overrides: dict[str, Any], service_conf: dict[str, Any], component: str) -> None:
+        self.topology_file = topology_file
+        self.name = name
+        self.overrides = overrides
+        self.service_conf = service_conf
+        self.component = component
+        self._state: _ProcessorState | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_state": None}
+
+    def state(self) -> _ProcessorState:
+        if self._state is None:
+            self._state = _ProcessorState.load(self.topology_file, self.name, self.overrides, self.service_conf, self.component)
+        return self._state
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        return self.state().run(batches)
+
+
+class _ProcessorState:
+    """What a Python worker keeps between micro-batches: topology, bolt, per-task collectors."""
+
+    _cache: dict[tuple[str, str, str, str], _ProcessorState] = {}
+
+    def __init__(self, topology: Any, component: str, conf: Any) -> None:
+        from streams.naming import acker_topic, component_topic
+
+        self.topology = topology
+        self.component = component
+        self.conf = conf
+        self.cdef = topology.components[component]
+        self.bolt: SparkBolt = self.cdef.obj
+        self.topic = component_topic(topology.name, component)
+        self.acker_topic = acker_topic(topology.name)
+        self.collectors: dict[int, Any] = {}
+        self.index_cache: dict[tuple[str, str], dict[str, int]] = {}
+        self.input_fields = self._input_fields()
+        self.committer = self.bolt.committer
+        self.updates: list[tuple[Any, Any]] = []
+
+    @classmethod
+    def load(cls, topology_file: str, name: str, overrides: dict[str, Any], service_conf: dict[str, Any], component: str) -> _ProcessorState:
+        key = (topology_file, name, json.dumps(overrides, sort_keys=True), component)
+        got = cls._cache.get(key)
+        if got is None:
+            from service.loader import load_topology
+            from streams.config import resolve
+
+            topology = load_topology(topology_file, name)
+            topology.conf.update(overrides)
+            cdef = topology.components[component]
+            if not isinstance(cdef.obj, SparkBolt):
+                raise SparkBoltError(f"[{component}] is not a SparkBolt")
+            conf = resolve(service_conf, topology.conf, cdef.conf, where=component)
+            got = cls._cache[key] = cls(topology, component, conf)
+        return got
+
+    def _input_fields(self) -> tuple[str, ...]:
+        fields = {self.topology.fields(sub.component, sub.stream) for sub in self.cdef.inputs}
+        if self.bolt.batch != "rows" and len(fields) > 1:
+            raise SparkBoltError(f"[{self.component}] batch={self.bolt.batch!r} needs every input stream to have the same fields, got {sorted(fields)}")
+        return next(iter(fields)) if fields else ()
+
+    def _index(self, source: str, stream: str) -> dict[str, int]:
+        key = (source, stream)
+        idx = self.index_cache.get(key)
+        if idx is None:
+            try:
+                fields = self.topology.fields(source, stream)
+            except KeyError:
+                fields = ()
+            idx = self.index_cache[key] = {f: i for i, f in enumerate(fields)}
+        return idx
+
+    def _collector(self, partition: int, rows: _Rows, acks: Any) -> Any:
+        from streams.collector import OutputCollector, Router
+        from streams.context import TopologyContext
+
+        c = self.collectors.get(partition)
+        if c is None:
+            task_id = self.cdef.task_base + partition
+            ctx = TopologyContext(self.topology, self.component, task_id, "spark")
+            ctx.conf = self.conf.as_dict()
+            c = self.collectors[partition] = OutputCollector(Router(self.topology, self.component, ctx), task_id, rows.produce, acks)
+        c.produce = rows.produce
+        c.acks = acks
+        return c
+
+    # -- one task run ----------------------------------------------------------------
+    def run(self, batches: Iterator[Any]) -> Iterator[Any]:
+        from streams.collector import AckBuffer
+
+        acks = AckBuffer(self.acker_topic, max(1, self.conf.ackers)) if self.conf.ackers > 0 else None
+        stats = _RunStats()
+        for batch in batches:
+            rows = _Rows()
+            tuples = self._decode(batch, rows, stats, acks)
+            if self.bolt.batch == "rows":
+                self._rows(tuples, rows, stats, acks)
+            else:
+                self._frames(tuples, rows, stats, acks)
+            if len(rows):
+                yield rows.batch()
+        tail = _Rows()
+        if self.committer is not None:
+            for k, v in self.committer.fold(self.updates).items():
+                tail.add(KIND_STATE, key=k.encode(), value=json.dumps(v).encode())
+            self.updates = []
+        if acks is not None:
+            for root, val in acks.acks.items():
+                if val:
+                    tail.add(KIND_ACK, root=to_signed(root), val=to_signed(val))
+            for root in acks.fails:
+                tail.add(KIND_FAIL, root=to_signed(root))
+        tail.add(KIND_STATS, value=stats.to_json())
+        yield tail.batch()
+        self.updates = []
+
+    def _decode(self, batch: Any, rows: _Rows, stats: _RunStats, acks: Any) -> list[tuple[Tuple, Any]]:
+        values = batch.column("value").to_pylist()
+        parts = batch.column("partition").to_pylist()
+        offsets = batch.column("offset").to_pylist()
+        out = []
+        for raw, p, off in zip(values, parts, offsets, strict=True):
+            try:
+                stream, source, source_task, vals, anchors = decode_tuple(raw, component=self.component, topic=self.topic, partition=p, offset=off)
+            except DecodeError as exc:
+                stats.poison += 1
+                from streams.naming import dead_letter_topic
+
+                headers = [
+                    ("squall.error", str(exc)),
+                    ("squall.component", self.component),
+                    ("squall.topic", self.topic),
+                    ("squall.partition", str(p)),
+                    ("squall.offset", str(off)),
+                    ("squall.attempts", "0"),
+                ]
+                rows.add(KIND_RECORD, dead_letter_topic(self.topology.name), -1, None, raw or b"", json.dumps(headers))
+                log.warning("%s", exc)
+                continue
+            t = Tuple(vals, stream, source, source_task, anchors, self._index(source, stream), self.topic, p, off)
+            out.append((t, self._collector(p, rows, acks)))
+        return out
+
+    def _fail(self, t: Tuple, collector: Any, stats: _RunStats, exc: BaseException) -> None:
+        stats.failed += 1
+        if not isinstance(exc, FailedException):
+            stats.errors += 1
+            log.warning("[%s] task %d failed on %s: %r", self.component, collector.task_id, t.where, exc)
+        collector.fail(t)
+
+    def _rows(self, tuples: list[tuple[Tuple, Any]], rows: _Rows, stats: _RunStats, acks: Any) -> None:
+        fn = self.bolt.fn
+        clock = time.perf_counter
+        for t, collector in tuples:
+            start = clock()
+            stats.executed += 1
+            try:
+                outs = list(fn(t) or ())
+            except FatalError:
+                raise
+            except Exception as exc:
+                self._fail(t, collector, stats, exc)
+                stats.hist.record(clock() - start)
+                continue
+            for out in outs:
+                self._emit(collector, t, out, stats)
+            collector.ack(t)
+            stats.hist.record(clock() - start)
+
+    def _emit(self, collector: Any, t: Tuple | None, out: Any, stats: _RunStats) -> None:
+        if self.committer is not None:
+            values = out.values if isinstance(out, Emit) else out
+            if not isinstance(values, list | tuple) or len(values) != 2:
+                raise SparkBoltError(f"[{self.component}] a committer's function must return [key, delta] items, got {values!r}")
+            self.updates.append((values[0], values[1]))
+            return
+        if isinstance(out, Emit):
+            anchor = t if out.anchored else None
+            if out.task is not None:
+                collector.emit_direct(out.task, list(out.values), anchors=anchor, stream=out.stream)
+                stats.emitted += 1
+            else:
+                stats.emitted += len(collector.emit(list(out.values), anchors=anchor, stream=out.stream))
+        elif isinstance(out, list | tuple):
+            stats.emitted += len(collector.emit(list(out), anchors=t))
+        else:
+            raise SparkBoltError(f"[{self.component}] the function returned {type(out).__name__}; expected a values list or an Emit")
+
+    # -- pandas / arrow batches -----------------------------------------------------------
+    def _call_frame(self, tuples: list[tuple[Tuple, Any]]) -> dict[str, list[Any]]:
+        import pyarrow as pa
+
+        cols: dict[str, list[Any]] = {f: [t.values[i] if i < len(t.values) else None for t, _ in tuples] for i, f in enumerate(self.input_fields)}
+        cols["_row"] = list(range(len(tuples)))
+        table = pa.table(cols)
+        if self.bolt.batch == "pandas":
+            result = self.bolt.fn(table.to_pandas())
+            if result is None:
+                return {}
+            return {str(k): v for k, v in result.to_dict("list").items()}
+        result = self.bolt.fn(table)
+        return {} if result is None else result.to_pydict()
+
+    def _frames(self, tuples: list[tuple[Tuple, Any]], rows: _Rows, stats: _RunStats, acks: Any) -> None:
+        if not tuples:
+            return
+        start = time.perf_counter()
+        try:
+            self._frame_outputs(tuples, self._call_frame(tuples), stats)
+            for t, collector in tuples:
+                collector.ack(t)
+            stats.executed += len(tuples)
+            per = (time.perf_counter() - start) / len(tuples)
+            for _ in tuples:
+                stats.hist.record(per)
+            return
+        except FatalError:
+            raise
+        except Exception:
+            pass  # isolate the rows that raise: call fn row by row
+        for one in tuples:
+            t, collector = one
+            start = time.perf_counter()
+            stats.executed += 1
+            try:
+                out = self._call_frame([one])
+            except FatalError:
+                raise
+            except Exception as exc:
+                self._fail(t, collector, stats, exc)
+            else:
+                self._frame_outputs([one], out, stats)
+                collector.ack(t)
+            stats.hist.record(time.perf_counter() - start)
+
+    def _frame_outputs(self, tuples: list[tuple[Tuple, Any]], out: dict[str, list[Any]], stats: _RunStats) -> None:
+        if not out:
+            return
+        if "_row" not in out:
+            raise SparkBoltError(f"[{self.component}] the {self.bolt.batch} function's result has no _row column (got {sorted(out)})")
+        n = len(out["_row"])
+        streams = out.get("_stream") or [DEFAULT_STREAM] * n
+        declared = self.cdef.streams
+        for i in range(n):
+            stream = streams[i] or DEFAULT_STREAM
+            if stream not in declared:
+                raise FatalError(f"[{self.component}] emit on undeclared stream {stream!r} (declared: {sorted(declared)})")
+            fields = declared[stream][0]
+            try:
+                values = [out[f][i] for f in fields]
+            except KeyError as exc:
+                raise SparkBoltError(f"[{self.component}] the {self.bolt.batch} function's result lacks field {exc} of stream {stream!r}") from None
+            r = out["_row"][i]
+            if r is None or r != r or int(r) < 0:  # null, NaN or -1: unanchored
+                t, collector = None, tuples[0][1]
+            else:
+                t, collector = tuples[int(r)]
+            self._emit(collector, t, Emit(_plain(values), stream, anchored=t is not None), stats)
+
+
+def _plain(values: list[Any]) -> list[Any]:
+    """numpy scalars -> Python values (the envelope is JSON)."""
+    return [v.item() if hasattr(v, "item") else v for v in values]

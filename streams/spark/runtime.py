@@ -1,0 +1,205 @@
+"""Runs a SparkBolt: a Spark driver inside a Squall worker process.
+
+:class:`SparkBoltExecutor` builds the SparkSession (``spark.master`` from the config,
+``local[*]`` by default), then the query
+
+    squall-kafka source (squall.T.<bolt>, all partitions = the bolt's tasks)
+      -> mapInArrow(BoltProcessor)        # user function, anchoring, routing
+      -> squall-bolt sink                 # outputs, then coalesced acks from the driver
+
+with ``trigger(processingTime=squall.spark.trigger.secs)`` (default 100 ms) and a
+checkpoint under ``squall.spark.checkpoint.dir`` (default ``<run dir>/spark/<bolt>``).
+A restarted worker resumes from that checkpoint. ``spark.*`` keys in the topology or
+component config are passed to the SparkSession.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from streams.exceptions import FatalError
+from streams.executor import Executor
+from streams.naming import component_group, component_topic
+
+log = logging.getLogger("squall.spark.runtime")
+
+
+def session_conf(conf: Any) -> dict[str, str]:
+    """SparkSession settings: Squall's defaults, then every ``spark.*`` config key."""
+    cores = os.cpu_count() or 1
+    out = {
+        "spark.master": conf.spark_master,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": str(cores),
+        "spark.python.worker.reuse": "true",
+        "spark.sql.streaming.stopTimeout": "30s",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+    }
+    for k, v in (conf.model_extra or {}).items():
+        if k.startswith("spark."):
+            out[k] = str(v)
+    return out
+
+
+def build_session(conf: Any, app_name: str) -> Any:
+    """A SparkSession for ``conf`` with ``squall-kafka`` and ``squall-bolt`` registered."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    from streams.spark.datasource import register
+
+    builder = SparkSession.builder.appName(app_name)
+    for k, v in session_conf(conf).items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    register(spark)
+    return spark
+
+
+def start_bolt_query(
+    spark: Any,
+    *,
+    topology_file: str,
+    name: str,
+    component: str,
+    conf: Any,
+    bootstrap: str,
+    checkpoint: str,
+    overrides: dict[str, Any] | None = None,
+    service_conf: dict[str, Any] | None = None,
+    worker: str = "spark",
+    consumer: dict[str, Any] | None = None,
+    producer: dict[str, Any] | None = None,
+) -> Any:
+    """Start the SparkBolt query of ``component``; returns the StreamingQuery."""
+    from streams.spark.bolt import OUT_SCHEMA_DDL, BoltProcessor
+
+    overrides = overrides or {}
+    service_conf = service_conf or {}
+    reader = (
+        spark.readStream.format("squall-kafka")
+        .option("bootstrap.servers", bootstrap)
+        .option("subscribe", component_topic(name, component))
+        .option("groupId", component_group(name, component))
+        .option("maxTasks", str(conf.spark_max_tasks or os.cpu_count() or 1))
+        .option("kafka.fetch.wait.max.ms", str(conf.fetch_wait_max_ms))
+    )
+    if conf.spark_max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(conf.spark_max_offsets_per_trigger))
+    for k, v in (consumer or {}).items():
+        reader = reader.option(f"kafka.{k}", str(v))
+    processor = BoltProcessor(topology_file, name, overrides, service_conf, component)
+    out = reader.load().mapInArrow(processor, OUT_SCHEMA_DDL)
+    plan = {
+        "component": component,
+        "name": name,
+        "ackers": conf.ackers,
+        "worker": worker,
+        "topology_file": topology_file,
+        "overrides": overrides,
+        "service_conf": service_conf,
+    }
+    writer = (
+        out.writeStream.format("squall-bolt")
+        .option("bootstrap.servers", bootstrap)
+        .option("squall.plan", json.dumps(plan))
+        .option("kafka.linger.ms", str(conf.linger_ms))
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime=f"{int(conf.spark_trigger_secs * 1000)} milliseconds")
+        .queryName(f"{name}.{component}".replace("-", "_").replace(".", "_"))
+    )
+    for k, v in (producer or {}).items():
+        writer = writer.option(f"kafka.{k}", str(v))
+    return writer.start()
+
+
+def warm_up(spark: Any, processor: Any, tasks: int) -> None:
+    """Start Spark's Python workers and load the topology in each before the first batch
+    (Python workers are reused across jobs, so the first micro-batch does not pay ~10 s)."""
+
+    def load(batches: Any) -> Any:
+        processor.state()
+        yield from batches
+
+    spark.range(tasks, numPartitions=tasks).mapInArrow(load, "id long").collect()
+
+
+class SparkBoltExecutor(Executor):
+    """The executor of a SparkBolt: one Spark driver per bolt (its tasks are Spark's).
+
+    Publishes ``kind="spark"`` stats (micro-batches, input rows, batch duration) from the
+    query's progress; the bolt's own counters come from the sink's per-batch commits.
+    Raises FatalError (naming the component) when the query dies.
+    """
+
+    kind = "spark"
+
+    def __init__(self, *args: Any, plan: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.plan = plan
+        default_dir = Path(plan.get("workdir", ".")) / "spark"
+        self.checkpoint = str(Path(self.conf.spark_checkpoint_dir or default_dir) / self.topology.name / self.component)
+        self.query: Any = None
+        self._last_batch = -1
+
+    def _update_gauges(self) -> None:
+        q = self.query
+        p = q.lastProgress if q is not None else None
+        if not p or p.get("batchId", -1) == self._last_batch:
+            return
+        self._last_batch = p["batchId"]
+        self.stats.gauges["spark_batch_id"] = p["batchId"]
+        self.stats.gauges["spark_input_rows_per_second"] = p.get("processedRowsPerSecond") or 0.0
+        self.stats.inc("spark_batches")
+        self.stats.inc("spark_input_rows", p.get("numInputRows", 0))
+        self.stats.hist("spark_batch_duration").record(p.get("durationMs", {}).get("triggerExecution", 0) / 1000.0)
+
+    def _run(self) -> None:
+        spark = build_session(self.conf, f"squall-{self.topology.name}-{self.component}")
+        try:
+            from streams.spark.bolt import BoltProcessor
+
+            tasks = self.conf.spark_max_tasks or os.cpu_count() or 1
+            processor = BoltProcessor(
+                self.plan["topology_file"], self.topology.name, self.plan.get("topology_overrides", {}), self.plan.get("service_conf", {}), self.component
+            )
+            warm_up(spark, processor, tasks)
+            self.query = start_bolt_query(
+                spark,
+                topology_file=self.plan["topology_file"],
+                name=self.topology.name,
+                component=self.component,
+                conf=self.conf,
+                bootstrap=self.bootstrap,
+                checkpoint=self.checkpoint,
+                overrides=self.plan.get("topology_overrides", {}),
+                service_conf=self.plan.get("service_conf", {}),
+                worker=self.worker,
+                consumer=self.kafka.get("consumer"),
+                producer=self.kafka.get("producer"),
+            )
+            log.info("[%s] Spark query started (master %s, checkpoint %s)", self.component, self.conf.spark_master, self.checkpoint)
+            cdef = self.topology.components[self.component]
+            self.stats.tasks = list(cdef.task_ids)  # ready: Spark owns every task
+            self.stats.gauges["tasks"] = cdef.num_tasks
+            while not self.stop_event.is_set():
+                if not self.query.isActive:
+                    raise FatalError(f"[{self.component}] Spark query stopped: {self.query.exception()}")
+                self.query.awaitTermination(0.5)
+                self._maybe_stats(time.monotonic())
+        finally:
+            if self.query is not None and self.query.isActive:
+                self.query.stop()
+            self._maybe_stats(time.monotonic(), final=True)
+            self.producer.flush(5)
+            spark.stop()
