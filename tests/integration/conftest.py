@@ -118,3 +118,27 @@ def assert_at_least(counts: dict[str, int], expected: Counter[str]) -> None:
     """At-least-once output: no word missing, none extra, every count >= the true count."""
     assert set(counts) == set(expected)
     assert all(counts[word] >= n for word, n in expected.items())
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local SparkSession (``squall-kafka`` registered) for in-process Spark tests."""
+    from streams.config import resolve
+    from streams.spark.runtime import build_session
+
+    session = build_session(resolve({"spark.master": "local[2]"}), "squall-tests")
+    yield session
+    session.stop()
+
+
+def wait_idle(query: Any, done: Callable[[], bool], timeout_s: float = 180.0) -> None:
+    """Wait until ``done()`` and the query has no batch running and no data pending."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if query.exception() is not None:
+            raise AssertionError(f"query failed: {query.exception()}")
+        status = query.status
+        if done() and not status["isTriggerActive"] and not status["isDataAvailable"]:
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"query not idle after {timeout_s} s: {query.status}")
