@@ -20,7 +20,10 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--workloads", nargs="+", default=["wordcount", "flights"])
     c.add_argument("--contenders", nargs="+", default=None)
     c.add_argument("--latency-seconds", type=float, default=10.0)
-    for p in (a, c):
+    s = sub.add_parser("spark", help="word count: split as a SparkBolt vs the same as a Python bolt")
+    s.add_argument("--smoke", action="store_true", help="tiny input, correctness only")
+    s.add_argument("--latency-seconds", type=float, default=10.0)
+    for p in (a, c, s):
         p.add_argument("--json", default=None, help="write results as JSON here")
         p.add_argument("--bootstrap", default=None, help="use this Kafka instead of an embedded broker")
         p.add_argument("--workdir", default=tempfile.mkdtemp(prefix="squall-bench-"))
@@ -33,6 +36,11 @@ def main(argv: list[str] | None = None) -> None:
         from bench import compare
 
         args.contenders = args.contenders or compare.CONTENDERS
+        compare.run(args)
+    elif args.command == "spark":
+        from bench import compare
+
+        args.workloads, args.contenders = ["wordcount"], ["squall-acked", "squall-spark"]
         compare.run(args)
 
 

@@ -6,6 +6,8 @@ Workloads: ``wordcount`` (Shakespeare lines -> split -> count by word) and ``fli
 * ``limit``           -- the broker's own produce + consume of the same messages per hop
 * ``squall-acked``    -- at-least-once, native acker
 * ``squall-unacked``  -- 0 ackers
+* ``squall-spark``    -- at-least-once, ``split`` as a SparkBolt (word count only;
+  ``python -m bench spark`` runs it against squall-acked alone)
 * ``quixstreams-alo`` -- Quix Streams at-least-once
 * ``quixstreams-eos`` -- not run; the reason is recorded
 * ``faust``           -- faust-streaming agents + a Table
@@ -44,7 +46,8 @@ from service.runner import Job
 from streams.stats import LogHistogram
 
 CACHE = Path(os.environ.get("SQUALL_DATA_DIR", Path.home() / ".cache" / "squall"))
-CONTENDERS = ["limit", "squall-acked", "squall-unacked", "quixstreams-alo", "quixstreams-eos", "faust"]
+CONTENDERS = ["limit", "squall-acked", "squall-unacked", "squall-spark", "quixstreams-alo", "quixstreams-eos", "faust"]
+SPARK_EXAMPLES = {"wordcount": "wordcount_spark.py"}  # split as a SparkBolt; same contract as wordcount.py
 EOS_REASON = (
     "not run: the embedded broker accepts transactions but read_committed readers still see aborted records, "
     "so Quix's exactly-once guarantees nothing here, and after a kill -9 Quix stays stuck on the open transaction"
@@ -153,6 +156,16 @@ def children(pid: int) -> list[int]:
         return []
 
 
+def descendants(pid: int) -> list[int]:
+    """``pid``'s whole process tree below it (a Spark driver's JVM and Python workers)."""
+    out, todo = [], [pid]
+    while todo:
+        kids = children(todo.pop())
+        out += kids
+        todo += kids
+    return out
+
+
 def produce(bootstrap: str, topic: str, lines: Iterable[bytes], wrap: bool, rate: float | None = None, partitions: int = 1) -> int:
     """Produce ``lines`` (as ``{"v", "ts"}`` JSON when ``wrap``), optionally paced to ``rate``/s."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000, "queue.buffering.max.messages": 1_000_000, "log_level": 0})
@@ -199,12 +212,21 @@ def run_limit(bootstrap: str, workload: str, lines: list[bytes], **_: Any) -> di
 
 
 def run_squall(
-    bootstrap: str, workload: str, lines: list[bytes], exp: dict[str, list[int]], acked: bool, rate: float | None, quiet_s: float, limit_s: float, workdir: Path
+    bootstrap: str,
+    workload: str,
+    lines: list[bytes],
+    exp: dict[str, list[int]],
+    acked: bool,
+    rate: float | None,
+    quiet_s: float,
+    limit_s: float,
+    workdir: Path,
+    example: str | None = None,
 ) -> dict[str, Any]:
     w = WORKLOADS[workload]
     settings = ServiceSettings(bootstrap_servers=bootstrap, data_dir=workdir, log_level="WARNING")
     overrides = {} if acked else {"topology.acker.executors": 0}
-    job = Job(ROOT / "examples" / w["example"], Path("/dev/null"), None, settings, topology_overrides=overrides)
+    job = Job(ROOT / "examples" / (example or w["example"]), Path("/dev/null"), None, settings, topology_overrides=overrides)
     try:
         job.start(produce_input=False)
         job.wait_ready()
@@ -219,7 +241,7 @@ def run_squall(
         produce(bootstrap, topic, lines[warm:], wrap=False, rate=rate, partitions=tasks)
         assert job.supervisor is not None
         procs = job.supervisor.procs
-        end, peak = run_until(watcher, exp, lambda: [p.pid for p in procs.values()], quiet_s, limit_s)
+        end, peak = run_until(watcher, exp, lambda: [q for p in procs.values() for q in (p.pid, *descendants(p.pid))], quiet_s, limit_s)
         assert job.board is not None
         job.board.poll(1.5)
         hist = job.board.hist("spout", "complete_latency")  # empty when unacked
@@ -298,6 +320,11 @@ def run(args: Any) -> dict[str, Any]:
                 try:
                     if name == "limit":
                         row = run_limit(bootstrap, workload, lines)
+                    elif name == "squall-spark":
+                        if workload not in SPARK_EXAMPLES:
+                            row = {"note": f"no SparkBolt version of {workload}"}
+                        else:
+                            row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir, SPARK_EXAMPLES[workload])
                     elif name.startswith("squall"):
                         row = run_squall(bootstrap, workload, lines, exp, name == "squall-acked", None, quiet_s, limit_s, workdir)
                     elif name == "quixstreams-eos":
@@ -314,11 +341,13 @@ def run(args: Any) -> dict[str, Any]:
                 sample = lines[: max(200, int(rate * args.latency_seconds))]
                 sexp = normalise(workload, expected(workload, sample))
                 for name in args.contenders:
-                    if name in ("limit", "quixstreams-eos") or "error" in rows[name]:
+                    if name in ("limit", "quixstreams-eos") or "error" in rows[name] or "note" in rows[name]:
                         continue
                     print(f"[bench] {workload}: {name} latency at {rate:,.0f} records/s ...", file=sys.stderr, flush=True)
                     try:
-                        if name.startswith("squall"):
+                        if name == "squall-spark":
+                            lat = run_squall(bootstrap, workload, sample, sexp, True, rate, quiet_s, limit_s, workdir, SPARK_EXAMPLES[workload])
+                        elif name.startswith("squall"):
                             lat = run_squall(bootstrap, workload, sample, sexp, name == "squall-acked", rate, quiet_s, limit_s, workdir)
                         else:
                             lat = run_peer(bootstrap, workload, sample, sexp, name, rate, quiet_s, limit_s, workdir)
