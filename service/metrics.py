@@ -2,7 +2,7 @@
 
 Stats are plain counters on the hot path (:class:`streams.stats.ExecutorStats`); this
 collector turns them into metric families at scrape time, so per-tuple cost is nil.
-Every family is labelled ``topology``, ``component``, ``kind`` (spout/bolt/acker), ``worker``.
+Every family is labelled ``topology``, ``component``, ``kind`` (spout/bolt/acker/spark), ``worker``.
 """
 
 from __future__ import annotations
@@ -36,10 +36,15 @@ COUNTERS = {
     "orphaned": "Trees that ended without an init (acker)",
     "ignored_results": "Ack results for roots the spout no longer tracks (duplicates)",
     "acker_ops": "Acker ops sent",
+    "spark_batches": "Spark micro-batches run (SparkBolt)",
+    "spark_input_rows": "Rows read by a SparkBolt's micro-batches",
+    "state_keys_written": "Committer state keys written at a new txid (SparkBolt)",
+    "state_keys_skipped": "Committer state keys skipped: their txid was already applied (SparkBolt)",
 }
 HISTS = {
     "complete_latency": "Spout emit to tree completion",
     "execute_latency": "Bolt execute() time per tuple",
+    "spark_batch_duration": "SparkBolt micro-batch duration (trigger execution)",
 }
 
 

@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         faust[0].run_blocking()  # type: ignore[attr-defined]
         return 0
     registry = CollectorRegistry()
-    registry.register(StatsCollector(lambda: [e.stats for e in executors]))
+    registry.register(StatsCollector(lambda: [s for e in executors for s in e.all_stats()]))
     if plan.get("metrics_port"):
         serve(registry, int(plan["metrics_port"]) + index)
     stop = threading.Event()

@@ -78,6 +78,10 @@ class Executor:
     def stop(self) -> None:
         self.stop_event.set()
 
+    def all_stats(self) -> list[ExecutorStats]:
+        """Every stats object this executor exposes on /metrics."""
+        return [self.stats]
+
     def run(self) -> None:
         """Run until :meth:`stop`; a fatal error is logged with the component id and kept in ``error``."""
         try:

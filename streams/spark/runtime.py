@@ -26,6 +26,7 @@ from typing import Any
 from streams.exceptions import FatalError
 from streams.executor import Executor
 from streams.naming import component_group, component_topic
+from streams.stats import ExecutorStats, LogHistogram
 
 log = logging.getLogger("squall.spark.runtime")
 
@@ -151,8 +152,33 @@ class SparkBoltExecutor(Executor):
         self.checkpoint = str(Path(self.conf.spark_checkpoint_dir or default_dir) / self.topology.name / self.component)
         self.query: Any = None
         self._last_batch = -1
+        # The bolt's own counters are published per micro-batch by the sink's driver-side
+        # commit (another process); fold them back here so this worker's /metrics has them.
+        self.bolt_stats = ExecutorStats(self.topology.name, self.component, "bolt", self.worker)
+        self._board: Any = None
+
+    def all_stats(self) -> list[ExecutorStats]:
+        return [self.stats, self.bolt_stats]
+
+    def _fold_bolt_stats(self) -> None:
+        if self._board is None:
+            from service.board import StatsBoard
+
+            self._board = StatsBoard(self.bootstrap, self.topology.name)
+        self._board.poll(0)
+        counters: dict[str, float] = {}
+        hist = LogHistogram()
+        for snap in self._board.latest.values():
+            if snap["component"] == self.component and snap["kind"] == "bolt":
+                for k, v in snap["counters"].items():
+                    counters[k] = counters.get(k, 0) + v
+                if "execute_latency" in snap["hists"]:
+                    hist.merge(LogHistogram.from_json(snap["hists"]["execute_latency"]))
+        self.bolt_stats.counters = counters
+        self.bolt_stats.hists = {"execute_latency": hist}
 
     def _update_gauges(self) -> None:
+        self._fold_bolt_stats()
         q = self.query
         p = q.lastProgress if q is not None else None
         if not p or p.get("batchId", -1) == self._last_batch:
@@ -202,4 +228,6 @@ class SparkBoltExecutor(Executor):
                 self.query.stop()
             self._maybe_stats(time.monotonic(), final=True)
             self.producer.flush(5)
+            if self._board is not None:
+                self._board.close()
             spark.stop()

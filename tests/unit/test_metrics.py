@@ -45,3 +45,23 @@ def test_registry_is_not_the_global_one() -> None:
     before = set(REGISTRY._names_to_collectors)
     CollectorRegistry().register(StatsCollector(list))
     assert set(REGISTRY._names_to_collectors) == before
+
+
+def test_spark_bolt_metrics_are_exposed() -> None:
+    spark = ExecutorStats("wc", "split", "spark", "w3")
+    spark.inc("spark_batches", 5)
+    spark.inc("spark_input_rows", 1200)
+    spark.hist("spark_batch_duration").record(0.3)
+    bolt = ExecutorStats("wc", "split", "bolt", "w3")  # folded from the driver's per-batch commits
+    bolt.inc("executed", 1200)
+    bolt.inc("state_keys_skipped", 9)
+    registry = CollectorRegistry()
+    registry.register(StatsCollector(lambda: [spark, bolt]))
+    got = samples(registry)
+    spark_labels = frozenset({"component": "split", "kind": "spark", "topology": "wc", "worker": "w3"}.items())
+    bolt_labels = frozenset({"component": "split", "kind": "bolt", "topology": "wc", "worker": "w3"}.items())
+    assert got[("squall_spark_batches_total", spark_labels)] == 5
+    assert got[("squall_spark_input_rows_total", spark_labels)] == 1200
+    assert got[("squall_spark_batch_duration_seconds_count", spark_labels)] == 1
+    assert got[("squall_executed_total", bolt_labels)] == 1200
+    assert got[("squall_state_keys_skipped_total", bolt_labels)] == 9

@@ -197,3 +197,30 @@ def test_plan_ranges_caps_tasks_and_covers_every_range() -> None:
     loads = [sum(hi - lo for _, _, lo, hi in b) for b in bins]
     assert max(loads) - min(loads) <= 50
     assert plan_ranges(start, start, 4) == []
+
+
+def test_source_options_errors_name_the_source_and_the_option() -> None:
+    from streams.exceptions import ConfigError
+    from streams.spark.source import KafkaStreamReader
+
+    with pytest.raises(ConfigError, match=r"\[squall-kafka\] option bootstrap.servers is required"):
+        KafkaStreamReader({"subscribe": "a"})
+    with pytest.raises(ConfigError, match=r"\[squall-kafka\] option subscribe"):
+        KafkaStreamReader({"bootstrap.servers": "x:1"})
+    with pytest.raises(ConfigError, match=r"maxOffsetsPerTrigger='lots' is not a number"):
+        KafkaStreamReader({"bootstrap.servers": "x:1", "subscribe": "a", "maxOffsetsPerTrigger": "lots"})
+    r = KafkaStreamReader({"kafka.bootstrap.servers": "x:1", "subscribe": "a, b", "kafka.fetch.wait.max.ms": "80", "maxTasks": "3"})
+    assert r.topics == ["a", "b"] and r.tasks == 3
+    assert r.consumer_conf["fetch.wait.max.ms"] == "80" and r.consumer_conf["bootstrap.servers"] == "x:1"
+    state = r.__getstate__()
+    assert state["_ends"] is None and state["_meta"] is None  # Kafka clients are never pickled
+
+
+def test_spark_bolt_rejects_bad_declarations() -> None:
+    from streams.spark import SparkBolt
+    from streams.spark.exceptions import SparkBoltError
+
+    with pytest.raises(SparkBoltError, match="batch must be one of"):
+        SparkBolt(lambda t: [], batch="polars")
+    with pytest.raises(SparkBoltError, match="needs a callable"):
+        SparkBolt("split")  # type: ignore[arg-type]
