@@ -35,4 +35,8 @@ def topology() -> Topology:
     builder.set_bolt("split", SparkBolt(split, output_fields=["word"]), 2).shuffle_grouping("lines")
     builder.set_bolt("count", Count(), 2).fields_grouping("split", ["word"])
     builder.set_output("squall.{topology}.counts", "count", "counts", key_field="word", value_field="count", merge="sum")
-    return builder.create_topology("wordcount_spark", {"topology.workers": 3, "topology.acker.executors": 1})
+    # A micro-batch bolt acks a whole batch at once, ~1 s apart: keep more trees in flight
+    # than the default 1000 per spout task, or the spout starves Spark (Storm's advice for
+    # batching bolts too).
+    conf = {"topology.workers": 3, "topology.acker.executors": 1, "topology.max.spout.pending": 5000}
+    return builder.create_topology("wordcount_spark", conf)

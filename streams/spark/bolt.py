@@ -50,6 +50,8 @@ KIND_FAIL = 2  # fail root
 KIND_STATS = 3  # value = JSON counters of one task run
 KIND_STATE = 4  # committer: key = JSON key, value = JSON delta
 
+WARMUP_STREAM = "__warmup"  # untracked records the driver writes at start; never reach user code
+
 OUT_SCHEMA_DDL = "kind tinyint, topic string, partition int, key binary, value binary, headers string, root long, val long"
 
 _U64 = 1 << 64
@@ -327,6 +329,8 @@ class _ProcessorState:
                 ]
                 rows.add(KIND_RECORD, dead_letter_topic(self.topology.name), -1, None, raw or b"", json.dumps(headers))
                 log.warning("%s", exc)
+                continue
+            if stream == WARMUP_STREAM:
                 continue
             t = Tuple(vals, stream, source, source_task, anchors, self._index(source, stream), self.topic, p, off)
             out.append((t, self._collector(p, rows, acks)))

@@ -124,15 +124,25 @@ def start_bolt_query(
     return writer.start()
 
 
-def warm_up(spark: Any, processor: Any, tasks: int) -> None:
-    """Start Spark's Python workers and load the topology in each before the first batch
-    (Python workers are reused across jobs, so the first micro-batch does not pay ~10 s)."""
+def warm_up(query: Any, producer: Any, topic: str, partitions: int, stop: Any, timeout_s: float = 120.0) -> None:
+    """Run one real micro-batch before the bolt reports ready.
 
-    def load(batches: Any) -> Any:
-        processor.state()
-        yield from batches
+    The first micro-batch starts Spark's Python workers for the source, the processor and
+    the sink (~8 s on 2 cores). One untracked ``__warmup`` record per partition (skipped
+    by the processor, never seen by user code) pays that cost before any tree is waiting.
+    """
+    from streams.codec import encode_tuple
+    from streams.spark.bolt import WARMUP_STREAM
+    from streams.tuple import SYSTEM_COMPONENT
 
-    spark.range(tasks, numPartitions=tasks).mapInArrow(load, "id long").collect()
+    for p in range(partitions):
+        producer.produce(topic, encode_tuple(WARMUP_STREAM, SYSTEM_COMPONENT, -1, [], {}), partition=p)
+    producer.flush(10)
+    deadline = time.monotonic() + timeout_s
+    while query.isActive and not stop.is_set() and time.monotonic() < deadline:
+        if any(p.get("numInputRows") for p in query.recentProgress):
+            return
+        time.sleep(0.1)
 
 
 class SparkBoltExecutor(Executor):
@@ -180,26 +190,23 @@ class SparkBoltExecutor(Executor):
     def _update_gauges(self) -> None:
         self._fold_bolt_stats()
         q = self.query
-        p = q.lastProgress if q is not None else None
-        if not p or p.get("batchId", -1) == self._last_batch:
-            return
-        self._last_batch = p["batchId"]
-        self.stats.gauges["spark_batch_id"] = p["batchId"]
-        self.stats.gauges["spark_input_rows_per_second"] = p.get("processedRowsPerSecond") or 0.0
-        self.stats.inc("spark_batches")
-        self.stats.inc("spark_input_rows", p.get("numInputRows", 0))
-        self.stats.hist("spark_batch_duration").record(p.get("durationMs", {}).get("triggerExecution", 0) / 1000.0)
+        for p in q.recentProgress if q is not None else []:
+            batch = p.get("batchId", -1)
+            if batch <= self._last_batch or not p.get("numInputRows"):
+                continue  # seen, or an empty trigger
+            self._last_batch = batch
+            self.stats.gauges["spark_batch_id"] = batch
+            self.stats.gauges["spark_input_rows_per_second"] = p.get("processedRowsPerSecond") or 0.0
+            self.stats.inc("spark_batches")
+            self.stats.inc("spark_input_rows", p["numInputRows"])
+            duration = p.get("durationMs", {}).get("triggerExecution", 0) / 1000.0
+            self.stats.hist("spark_batch_duration").record(duration)
+            if duration > 5:
+                log.info("[%s] slow micro-batch %d: %.1f s for %d rows %s", self.component, batch, duration, p["numInputRows"], p.get("durationMs"))
 
     def _run(self) -> None:
         spark = build_session(self.conf, f"squall-{self.topology.name}-{self.component}")
         try:
-            from streams.spark.bolt import BoltProcessor
-
-            tasks = self.conf.spark_max_tasks or os.cpu_count() or 1
-            processor = BoltProcessor(
-                self.plan["topology_file"], self.topology.name, self.plan.get("topology_overrides", {}), self.plan.get("service_conf", {}), self.component
-            )
-            warm_up(spark, processor, tasks)
             self.query = start_bolt_query(
                 spark,
                 topology_file=self.plan["topology_file"],
@@ -216,6 +223,7 @@ class SparkBoltExecutor(Executor):
             )
             log.info("[%s] Spark query started (master %s, checkpoint %s)", self.component, self.conf.spark_master, self.checkpoint)
             cdef = self.topology.components[self.component]
+            warm_up(self.query, self.producer, component_topic(self.topology.name, self.component), cdef.num_tasks, self.stop_event)
             self.stats.tasks = list(cdef.task_ids)  # ready: Spark owns every task
             self.stats.gauges["tasks"] = cdef.num_tasks
             while not self.stop_event.is_set():
