@@ -27,7 +27,7 @@ from service.config import ServiceSettings
 from service.corpus import read_lines, shakespeare_texts
 from service.exceptions import InputError
 from service.loader import load_topology
-from service.supervisor import Supervisor
+from service.supervisor import Supervisor, is_spark_bolt
 from streams.config import TopologyConfig, resolve
 from streams.kafka_spout import KafkaSpout
 from streams.naming import component_group, component_topic
@@ -65,6 +65,13 @@ class Summary:
             f"complete latency    p50 {self.complete_latency_p50_s * 1000:.1f} ms, p99 {self.complete_latency_p99_s * 1000:.1f} ms",
             f"output              {self.output} ({self.keys} keys)",
         ]
+
+
+def settled(owned: list[list[int]], tasks: int, executors: int) -> bool:
+    """True if ``owned`` (task lists, one per live executor instance) covers ``tasks``
+    tasks exactly once and at least ``executors`` executors own some."""
+    flat = [t for lists in owned for t in lists]
+    return len(flat) == tasks and len(set(flat)) == tasks and sum(1 for lists in owned if lists) >= executors
 
 
 def source_spout(topology: Topology) -> str:
@@ -146,25 +153,36 @@ class Job:
             self.produce_input()
 
     def wait_ready(self, timeout_s: float = 120.0) -> None:
-        """Block until every component's tasks (and the ackers) are assigned to executors."""
+        """Block until every component's tasks (and the ackers) are assigned and settled.
+
+        Settled means: each task is owned by exactly one executor and every executor owns
+        at least one (when there are enough tasks). A stale snapshot of an executor that
+        held every task just before the group grew would otherwise pass for "ready" in the
+        middle of a rebalance, and input produced then is processed twice (the moved spout
+        tasks re-read what they had not committed). Raises TimeoutError.
+        """
         assert self.board is not None
-        want = {c.id: c.num_tasks for c in self.topology.components.values()}
+        want: dict[str, tuple[int, int]] = {}
+        for c in self.topology.components.values():
+            executors = 1 if is_spark_bolt(c.obj) else c.parallelism
+            want[c.id] = (c.num_tasks, min(executors, c.num_tasks))
         if self.conf.ackers:
-            want["__acker"] = self.conf.ackers
+            want["__acker"] = (self.conf.ackers, 1 if self.conf.acker_runtime == "faust" else self.conf.ackers)
         deadline = time.monotonic() + timeout_s
         while True:
             assert self.supervisor is not None
             self.supervisor.check()
             self.board.poll(0.3)
-            have: dict[str, int] = {}
+            owned: dict[str, list[list[int]]] = {}
             for snap in self.board.latest.values():
                 if not snap.get("final"):
-                    have[snap["component"]] = have.get(snap["component"], 0) + len(snap.get("tasks", []))
-            if all(have.get(c, 0) == n for c, n in want.items()):
+                    owned.setdefault(snap["component"], []).append(list(snap.get("tasks", [])))
+            if all(settled(owned.get(c, []), n, e) for c, (n, e) in want.items()):
                 self.started = time.monotonic()
                 return
             if time.monotonic() > deadline:
-                raise TimeoutError(f"[{self.name}] tasks not all assigned: have {have}, want {want}")
+                have = {c: [len(t) for t in lists] for c, lists in owned.items()}
+                raise TimeoutError(f"[{self.name}] tasks not all assigned: executors own {have}, want (tasks, executors) {want}")
 
     def produce_input(self) -> None:
         """Produce the ``--input`` lines (default: the Shakespeare corpus) into the source spout."""

@@ -142,3 +142,56 @@ def wait_idle(query: Any, done: Callable[[], bool], timeout_s: float = 180.0) ->
             return
         time.sleep(0.3)
     raise AssertionError(f"query not idle after {timeout_s} s: {query.status}")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A real Spark standalone cluster on this machine: one master and one worker (JVMs
+    started with pyspark's own ``spark-class``). Yields ``(master URL, worker work dir)``."""
+    import pyspark
+
+    spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
+    base = tmp_path_factory.mktemp("spark-standalone")
+    port = _free_port()
+    url = f"spark://127.0.0.1:{port}"
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_LOG_DIR=str(base))
+    master_log = open(base / "master.log", "wb")  # noqa: SIM115
+    worker_log = open(base / "worker.log", "wb")  # noqa: SIM115
+    master = subprocess.Popen(
+        [str(spark_class), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(_free_port())],
+        stdout=master_log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    work = base / "work"
+    worker_args = ["--host", "127.0.0.1", "--cores", "2", "--memory", "2g", "--webui-port", str(_free_port()), "--work-dir", str(work)]
+    worker = subprocess.Popen(
+        [str(spark_class), "org.apache.spark.deploy.worker.Worker", url, *worker_args],
+        stdout=worker_log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while b"Successfully registered with master" not in (base / "worker.log").read_bytes():
+            assert master.poll() is None and worker.poll() is None, (base / "master.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "the standalone worker never registered"
+            time.sleep(0.5)
+        yield url, work
+    finally:
+        for p in (worker, master):
+            p.terminate()
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        master_log.close()
+        worker_log.close()

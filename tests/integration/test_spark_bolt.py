@@ -105,3 +105,22 @@ def test_committer_spark_bolt_skips_a_replayed_batch_id(settings: ServiceSetting
     assert skipped == written > 0  # its second run skipped every key it had written
     assert store.items() == dict(direct_count(src))  # exactly once: nothing counted twice
     assert summary.trees_acked == summary.records == 4000 and summary.trees_failed == 0
+
+
+def test_spark_bolt_runs_on_a_standalone_cluster_master(settings: ServiceSettings, corpus: Path, tmp_path: Path, spark_standalone: tuple[str, Path]) -> None:
+    master, work = spark_standalone
+    src = corpus_slice(corpus, tmp_path / "slice.txt", 2000)
+    out = tmp_path / "counts.json"
+    job = Job(EXAMPLES / "wordcount_spark.py", src, out, settings, topology_overrides={"spark.master": master})
+    try:
+        job.start()
+        summary = job.wait(300)
+    finally:
+        job.close()
+    assert json.loads(out.read_text()) == dict(direct_count(src))
+    assert summary.trees_acked == summary.records == 2000 and summary.trees_failed == 0
+    assert job.supervisor is not None
+    log = job.supervisor.log_path(job.supervisor.worker_of("split")).read_text()
+    assert f"Spark query started (master {master}" in log
+    apps = list(work.glob("app-*/*/stderr"))  # the cluster's worker ran this app's executor
+    assert apps, f"no executor ran on the standalone worker under {work}"

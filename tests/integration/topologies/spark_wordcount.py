@@ -1,6 +1,6 @@
 """Word count with a SparkBolt split, for the Spark tests.
 
-``batch`` comes from ``SQUALL_TEST_SPARK_BATCH`` (rows | pandas; default rows). If
+``batch`` comes from ``SQUALL_TEST_SPARK_BATCH`` (rows | pandas | arrow; default rows). If
 ``SQUALL_TEST_FLAKY_DIR`` is set, lines whose crc32 % 10 == 0 raise on their first
 delivery (a marker file per line, shared by Spark's Python worker processes).
 """
@@ -50,9 +50,23 @@ def split_frame(df: Any) -> Any:
     return pd.DataFrame({"_row": rows, "word": out})
 
 
+def split_arrow(table: Any) -> Any:
+    import pyarrow as pa
+
+    rows, out = [], []
+    for r, line in zip(table.column("_row").to_pylist(), table.column("line").to_pylist(), strict=True):
+        if _first_delivery(line):
+            raise ValueError("first delivery")
+        for w in words(line):
+            rows.append(r)
+            out.append(w)
+    return pa.table({"_row": pa.array(rows, pa.int64()), "word": pa.array(out, pa.string())})
+
+
 def topology() -> Topology:
-    pandas = os.environ.get("SQUALL_TEST_SPARK_BATCH") == "pandas"
-    bolt = SparkBolt(split_frame, output_fields=["word"], batch="pandas") if pandas else SparkBolt(split, output_fields=["word"])
+    batch = os.environ.get("SQUALL_TEST_SPARK_BATCH", "rows")
+    fn = {"rows": split, "pandas": split_frame, "arrow": split_arrow}[batch]
+    bolt = SparkBolt(fn, output_fields=["word"], batch=batch)
     builder = TopologyBuilder()
     builder.set_spout("lines", KafkaSpout(translator=RecordTranslator("line")), 2)
     builder.set_bolt("split", bolt, 2).shuffle_grouping("lines")
