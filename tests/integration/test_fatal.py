@@ -19,8 +19,8 @@ def test_fatal_error_in_a_spout_stops_its_worker_non_zero(settings: ServiceSetti
     src.write_text("a b c\n")
     job = Job(TOPOLOGIES / "broken.py", src, None, settings)
     try:
-        job.start()
-        with pytest.raises(WorkerDied) as exc:
+        with pytest.raises(WorkerDied) as exc:  # start() waits for readiness, so it sees the death
+            job.start()
             job.wait(120)
     finally:
         job.close()
