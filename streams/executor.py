@@ -139,18 +139,6 @@ class BoltExecutor(Executor):
         self.cdef = self.topology.components[self.component]
         self.topic = component_topic(self.topology.name, self.component)
         self.tasks: dict[int, _BoltTask] = {}
-        self._index_cache: dict[tuple[str, str], dict[str, int]] = {}
-
-    def _index(self, source: str, stream: str) -> dict[str, int]:
-        key = (source, stream)
-        idx = self._index_cache.get(key)
-        if idx is None:
-            try:
-                fields = self.topology.fields(source, stream)
-            except KeyError:
-                fields = ()
-            idx = self._index_cache[key] = {f: i for i, f in enumerate(fields)}
-        return idx
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
@@ -196,7 +184,7 @@ class BoltExecutor(Executor):
             self.dead_letter(msg, str(exc), 0)
             task.next_offset = off + 1
             return
-        t = Tuple(values, stream, source, source_task, anchors, self._index(source, stream), self.topic, p, off)
+        t = Tuple(values, stream, source, source_task, anchors, self.topology.field_index(source, stream), self.topic, p, off)
         self._execute(task, t)
         task.next_offset = off + 1
 

@@ -188,6 +188,7 @@ class Topology:
         self.name = name
         self.conf = conf
         self.outputs = outputs
+        self._field_index: dict[tuple[str, str], dict[str, int]] = {}
         ordered = [d for d in defs if d.is_spout] + [d for d in defs if not d.is_spout]
         self.components: dict[str, ComponentDef] = {d.id: d for d in ordered}
         base = 0
@@ -271,3 +272,16 @@ class Topology:
 
     def fields(self, component: str, stream: str) -> tuple[str, ...]:
         return self.components[component].streams[stream][0]
+
+    def field_index(self, component: str, stream: str) -> dict[str, int]:
+        """``field -> position`` of ``(component, stream)`` (empty if unknown, e.g. ticks);
+        cached, since every input tuple needs one."""
+        key = (component, stream)
+        idx = self._field_index.get(key)
+        if idx is None:
+            try:
+                fields = self.fields(component, stream)
+            except KeyError:
+                fields = ()
+            idx = self._field_index[key] = {f: i for i, f in enumerate(fields)}
+        return idx

@@ -224,7 +224,6 @@ class _ProcessorState:
         self.topic = component_topic(topology.name, component)
         self.acker_topic = acker_topic(topology.name)
         self.collectors: dict[int, Any] = {}
-        self.index_cache: dict[tuple[str, str], dict[str, int]] = {}
         self.input_fields = self._input_fields()
         self.committer = self.bolt.committer
         self.updates: list[tuple[Any, Any]] = []
@@ -251,17 +250,6 @@ class _ProcessorState:
         if self.bolt.batch != "rows" and len(fields) > 1:
             raise SparkBoltError(f"[{self.component}] batch={self.bolt.batch!r} needs every input stream to have the same fields, got {sorted(fields)}")
         return next(iter(fields)) if fields else ()
-
-    def _index(self, source: str, stream: str) -> dict[str, int]:
-        key = (source, stream)
-        idx = self.index_cache.get(key)
-        if idx is None:
-            try:
-                fields = self.topology.fields(source, stream)
-            except KeyError:
-                fields = ()
-            idx = self.index_cache[key] = {f: i for i, f in enumerate(fields)}
-        return idx
 
     def _collector(self, partition: int, rows: _Rows, acks: Any) -> Any:
         from streams.collector import OutputCollector, Router
@@ -332,7 +320,7 @@ class _ProcessorState:
                 continue
             if stream == WARMUP_STREAM:
                 continue
-            t = Tuple(vals, stream, source, source_task, anchors, self._index(source, stream), self.topic, p, off)
+            t = Tuple(vals, stream, source, source_task, anchors, self.topology.field_index(source, stream), self.topic, p, off)
             out.append((t, self._collector(p, rows, acks)))
         return out
 

@@ -12,7 +12,7 @@ import pytest
 from service.config import ServiceSettings
 from service.runner import Job
 from streams.spark.committer import TxidStore
-from tests.integration.conftest import EXAMPLES, TOPOLOGIES, assert_at_least, corpus_slice, crash_and_recover, direct_count
+from tests.integration.conftest import EXAMPLES, TOPOLOGIES, assert_at_least, corpus_slice, crash_and_recover, direct_count, run_job
 
 pytestmark = pytest.mark.broker
 
@@ -24,12 +24,7 @@ def bolt_counter(job: Job, component: str, counter: str) -> float:
 def test_wordcount_with_spark_split_counts_exactly(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "slice.txt", 3000)
     out = tmp_path / "counts.json"
-    job = Job(EXAMPLES / "wordcount_spark.py", src, out, settings)
-    try:
-        job.start()
-        summary = job.wait(300)
-    finally:
-        job.close()
+    job, summary = run_job(EXAMPLES / "wordcount_spark.py", src, out, settings)
     assert json.loads(out.read_text()) == dict(direct_count(src))
     assert summary.records == summary.trees_acked == 3000
     assert summary.trees_failed == 0 and summary.replayed == 0
@@ -46,12 +41,7 @@ def test_spark_rows_that_raise_fail_and_are_replayed(settings: ServiceSettings, 
     monkeypatch.setenv("SQUALL_TEST_SPARK_BATCH", "pandas")  # the pandas path, with its row-by-row retry
     src = corpus_slice(corpus, tmp_path / "slice.txt", 3000)
     out = tmp_path / "counts.json"
-    job = Job(TOPOLOGIES / "spark_wordcount.py", src, out, settings)
-    try:
-        job.start()
-        summary = job.wait(300)
-    finally:
-        job.close()
+    job, summary = run_job(TOPOLOGIES / "spark_wordcount.py", src, out, settings)
     counts = json.loads(out.read_text())
     assert_at_least(counts, direct_count(src))
     assert summary.trees_failed > 0  # those trees failed ...
@@ -111,12 +101,7 @@ def test_spark_bolt_runs_on_a_standalone_cluster_master(settings: ServiceSetting
     master, work = spark_standalone
     src = corpus_slice(corpus, tmp_path / "slice.txt", 2000)
     out = tmp_path / "counts.json"
-    job = Job(EXAMPLES / "wordcount_spark.py", src, out, settings, topology_overrides={"spark.master": master})
-    try:
-        job.start()
-        summary = job.wait(300)
-    finally:
-        job.close()
+    job, summary = run_job(EXAMPLES / "wordcount_spark.py", src, out, settings, topology_overrides={"spark.master": master})
     assert json.loads(out.read_text()) == dict(direct_count(src))
     assert summary.trees_acked == summary.records == 2000 and summary.trees_failed == 0
     assert job.supervisor is not None
