@@ -127,6 +127,7 @@ class _RunStats:
     poison: int = 0
     emitted: int = 0
     hist: LogHistogram = field(default_factory=LogHistogram)
+    next_offsets: dict[int, int] = field(default_factory=dict)  # input partition -> last offset + 1
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -137,6 +138,7 @@ class _RunStats:
                 "poison": self.poison,
                 "emitted": self.emitted,
                 "execute_latency": self.hist.to_json(),
+                "next_offsets": {str(p): o for p, o in self.next_offsets.items()},
             }
         ).encode()
 
@@ -300,6 +302,11 @@ class _ProcessorState:
         parts = batch.column("partition").to_pylist()
         offsets = batch.column("offset").to_pylist()
         out = []
+        if offsets:
+            nxt = stats.next_offsets
+            for p, off in zip(parts, offsets, strict=True):
+                if off >= nxt.get(p, 0):
+                    nxt[p] = off + 1
         for raw, p, off in zip(values, parts, offsets, strict=True):
             try:
                 stream, source, source_task, vals, anchors = decode_tuple(raw, component=self.component, topic=self.topic, partition=p, offset=off)

@@ -6,14 +6,17 @@ Rows come from :class:`streams.spark.bolt.BoltProcessor` (``OUT_SCHEMA``):
   topics, ``set_output`` records, dead letters);
 * kind 1 / 2 -- ack ``(root, val)`` / fail ``root``: XOR-coalesced in the task and
   returned in the commit message, never sent from the task;
-* kind 3 -- the task's counters; kind 4 -- a committer's ``(key, delta)``.
+* kind 3 -- the task's counters and the next offset of each input partition it read;
+  kind 4 -- a committer's ``(key, delta)``.
 
 Each write task flushes its records and checks every delivery before it returns; if
 any delivery failed, it turns its acks into fails (the trees are replayed, as a Python
 bolt executor does). The driver's ``commit(messages, batch_id)`` then (1) applies a
 committer's state at txid = ``batch_id``, (2) sends one coalesced op per root per
-micro-batch to ``squall.T.__acker`` and waits for it, (3) publishes the batch's stats.
-So a tree is acked only after the batch's outputs (and state) are durable.
+micro-batch to ``squall.T.__acker`` and waits for it, (3) publishes the batch's stats and
+commits the input offsets it covered to the bolt's group ``squall.T.<bolt>`` (for lag
+dashboards; Spark's checkpoint stays the source of truth). So a tree is acked only after
+the batch's outputs (and state) are durable.
 """
 
 from __future__ import annotations
@@ -27,12 +30,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+from confluent_kafka import TopicPartition
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, DataSourceStreamWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from streams.codec import encode_json
 from streams.collector import AckBuffer
-from streams.naming import acker_topic, metrics_topic
+from streams.naming import acker_topic, component_group, component_topic, metrics_topic
+from streams.spark import clients
 from streams.spark import options as opt
 from streams.spark.bolt import KIND_ACK, KIND_FAIL, KIND_RECORD, KIND_STATE, KIND_STATS, BoltProcessor, to_unsigned
 from streams.spark.exceptions import SparkSinkError
@@ -161,7 +166,22 @@ class BoltStreamWriter(DataSourceStreamArrowWriter):
         delivery.produce(metrics_topic(self.topology), encode_json(self._stats(merged, batchId, ops, applied)), key=self.component.encode())
         if not delivery.finish():
             raise SparkSinkError(f"[{self.component}] batch {batchId}: acker ops could not be delivered; the batch will be re-run")
+        self._commit_offsets(merged, batchId)
         log.debug("[%s] batch %d committed in %.3f s: %d records, %d acker ops", self.component, batchId, time.time() - started, merged.records, ops)
+
+    def _commit_offsets(self, merged: BoltCommit, batch_id: int) -> None:
+        nxt: dict[int, int] = {}
+        for task in merged.stats:
+            for p, o in task.get("next_offsets", {}).items():
+                nxt[int(p)] = max(nxt.get(int(p), 0), o)
+        if not nxt:
+            return
+        topic = component_topic(self.topology, self.component)
+        conf = {"bootstrap.servers": self.producer_conf["bootstrap.servers"], "group.id": component_group(self.topology, self.component)}
+        try:
+            clients.consumer(conf).commit(offsets=[TopicPartition(topic, p, o) for p, o in nxt.items()], asynchronous=False)
+        except Exception as exc:  # lag dashboards only: never fail the batch for it
+            log.warning("[%s] batch %d: committing offsets %s failed: %s", self.component, batch_id, nxt, exc)
 
     def _stats(self, merged: BoltCommit, batch_id: int, ops: int, applied: Any) -> dict[str, Any]:
         """A per-batch stats snapshot (its own instance, so the board sums batches)."""

@@ -8,7 +8,9 @@
 ``maxOffsetsPerTrigger``     source: at most this many records per micro-batch (default: all)
 ``maxTasks``                 source: Spark tasks per micro-batch (default: the cores)
 ``groupId``                  source: also commit processed offsets to this Kafka group
-                             (for lag dashboards only; the checkpoint is the truth)
+                             (for lag dashboards only; the checkpoint is the truth). Spark
+                             commits a source when it plans the next batch, so the group
+                             can trail by one batch while no new data arrives
 ``readTimeoutSecs``          source: give up reading a planned range after this (seconds; 60)
 ``topic``                    sink: topic for rows with no ``topic`` column / null topic
 ``flushTimeoutSecs``         sink: wait this long for deliveries per task (seconds; 60)

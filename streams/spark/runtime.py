@@ -25,7 +25,7 @@ from typing import Any
 
 from streams.exceptions import FatalError
 from streams.executor import Executor
-from streams.naming import component_group, component_topic
+from streams.naming import component_topic
 from streams.stats import ExecutorStats, LogHistogram
 
 log = logging.getLogger("squall.spark.runtime")
@@ -91,7 +91,6 @@ def start_bolt_query(
         spark.readStream.format("squall-kafka")
         .option("bootstrap.servers", bootstrap)
         .option("subscribe", component_topic(name, component))
-        .option("groupId", component_group(name, component))
         .option("maxTasks", str(conf.spark_max_tasks or os.cpu_count() or 1))
         .option("kafka.fetch.wait.max.ms", str(conf.fetch_wait_max_ms))
     )

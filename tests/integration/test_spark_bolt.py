@@ -32,6 +32,9 @@ def test_wordcount_with_spark_split_counts_exactly(settings: ServiceSettings, co
     assert bolt_counter(job, "split", "executed") == 3000
     assert bolt_counter(job, "split", "emitted") == sum(direct_count(src).values())
     assert bolt_counter(job, "split", "acker_ops") > 0
+    # the source committed what it processed to the bolt's group (lag dashboards): the
+    # 3000 lines plus one warm-up record per task
+    assert sum(job.committed("split").values()) == 3000 + 2
 
 
 def test_spark_rows_that_raise_fail_and_are_replayed(settings: ServiceSettings, corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

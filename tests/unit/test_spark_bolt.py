@@ -103,6 +103,7 @@ def test_processor_anchors_outputs_and_every_tree_completes(tmp_path: Path, monk
     assert sorted((d.root, d.acked) for d in decided) == sorted((r, True) for r in ROOTS)
     stats = [json.loads(v) for k, v in zip(out["kind"], out["value"], strict=True) if k == KIND_STATS]
     assert stats[0]["executed"] == len(LINES) and stats[0]["emitted"] == len(words)
+    assert stats[0]["next_offsets"] == {"0": 3, "1": 4}  # committed to the bolt's group for lag
 
 
 @pytest.mark.parametrize("batch", ["rows", "pandas", "arrow"])
