@@ -51,15 +51,22 @@ class Count(Bolt):
 
     def execute(self, tuple: Tuple) -> None:  # noqa: A002
         if tuple.is_tick:
-            for word, n in self.delta.items():
-                self.collector.emit([word, n], stream="counts")
-            for t in self.unacked:
-                self.collector.ack(t)
-            self.delta.clear()
-            self.unacked.clear()
+            self.write_and_ack()
             return
         self.delta[tuple[0]] += 1
         self.unacked.append(tuple)
+
+    def write_and_ack(self) -> None:
+        for word, n in self.delta.items():
+            self.collector.emit([word, n], stream="counts")
+        for t in self.unacked:
+            self.collector.ack(t)
+        self.delta.clear()
+        self.unacked.clear()
+
+    def cleanup(self) -> None:
+        """The task is moving (rebalance) or stopping: write what it holds, so nothing replays."""
+        self.write_and_ack()
 
 
 def topology() -> Topology:

@@ -34,7 +34,7 @@ class TopologyConfig(BaseModel):
         alias="topology.max.spout.pending",
         ge=1,
         description="in-flight trees per spout task (count; default 1000). Higher values raise throughput on "
-        "slow-latency brokers, but see the known issue in docs/design.md",
+        "slow-latency brokers and for micro-batch (Spark) bolts, at the cost of complete latency",
     )
     tick_tuple_freq_secs: float | None = Field(None, alias="topology.tick.tuple.freq.secs", gt=0, description="tick tuple period (seconds; default off)")
     flush_interval_secs: float = Field(

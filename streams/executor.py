@@ -154,18 +154,22 @@ class BoltExecutor(Executor):
         log.info("[%s] %s assigned tasks %s", self.component, self.worker, sorted(self.cdef.task_base + tp.partition for tp in partitions))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        # cleanup() first: a bolt that holds tuples (deferred acks, windows) can emit and
+        # ack them, and the flush + commit below make that durable before the task moves.
+        # Without it, those trees would time out and replay after every rebalance.
+        gone = [self.tasks[tp.partition] for tp in partitions if tp.partition in self.tasks]
+        for task in gone:
+            try:
+                task.bolt.cleanup()
+            except Exception:
+                log.exception("[%s] task %d cleanup failed", self.component, task.task_id)
         self._flush()
         self._commit(consumer, sync=True)
-        for tp in partitions:
-            task = self.tasks.pop(tp.partition, None)
-            if task is not None:
-                self._emitted_base += task.collector.emitted
-                self._acked_base += task.collector.acked
-                self._failed_base += task.collector.failed
-                try:
-                    task.bolt.cleanup()
-                except Exception:
-                    log.exception("[%s] task %d cleanup failed", self.component, task.task_id)
+        for task in gone:
+            self._emitted_base += task.collector.emitted
+            self._acked_base += task.collector.acked
+            self._failed_base += task.collector.failed
+            del self.tasks[task.task_id - self.cdef.task_base]
         self.local.remove(self.component, [self.cdef.task_base + tp.partition for tp in partitions])
 
     def _process(self, msg: Message) -> None:
