@@ -18,10 +18,9 @@ Changelog (``squall.T.__acker.changelog``): see :mod:`acker.durable`.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from streams.codec import encode_json
+from streams.codec import decode_json, encode_json
 from streams.exceptions import DecodeError
 
 OP_INIT = 0
@@ -52,7 +51,7 @@ def decode_list(raw: bytes | None, *, component: str, topic: str, partition: int
     try:
         if raw is None:
             raise ValueError("null value")
-        ops = json.loads(raw)
+        ops = decode_json(raw)
         if not isinstance(ops, list):
             raise ValueError("expected a JSON array")
         return ops

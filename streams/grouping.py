@@ -52,17 +52,35 @@ class ShuffleGrouping(Grouping):
 
 
 class FieldsGrouping(Grouping):
-    """The same values of ``fields`` always reach the same task: CRC-32 of the UTF-8
-    JSON array of the grouped values, modulo the task count (stable across processes)."""
+    """The same values of ``fields`` always reach the same task, modulo the task count,
+    stable across processes and languages: one string field hashes as CRC-32 of its UTF-8
+    bytes; anything else as CRC-32 of the UTF-8 JSON array of the grouped values.
+
+    Results for single string keys are memoised (word counts repeat keys; bounded to
+    :data:`CACHE_SIZE` entries, then cleared)."""
+
+    CACHE_SIZE = 100_000
 
     def __init__(self, n: int, indexes: Sequence[int]) -> None:
         self.n = n
         self.indexes = tuple(indexes)
         self.single = self.indexes[0] if len(self.indexes) == 1 else None
+        self._cache: dict[str, tuple[int]] = {}
 
     def choose(self, values: list[Any]) -> Sequence[int]:
         single = self.single
-        key = encode_json([values[single]] if single is not None else [values[i] for i in self.indexes])
+        if single is not None:
+            v = values[single]
+            if type(v) is str:
+                got = self._cache.get(v)
+                if got is None:
+                    if len(self._cache) >= self.CACHE_SIZE:
+                        self._cache.clear()
+                    got = self._cache[v] = (zlib.crc32(v.encode()) % self.n,)
+                return got
+            key = encode_json([v])
+        else:
+            key = encode_json([values[i] for i in self.indexes])
         return (zlib.crc32(key) % self.n,)
 
 

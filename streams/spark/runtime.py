@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -195,7 +196,8 @@ class SparkBoltExecutor(Executor):
                 continue  # seen, or an empty trigger
             self._last_batch = batch
             self.stats.gauges["spark_batch_id"] = batch
-            self.stats.gauges["spark_input_rows_per_second"] = p.get("processedRowsPerSecond") or 0.0
+            rate = p.get("processedRowsPerSecond") or 0.0
+            self.stats.gauges["spark_input_rows_per_second"] = rate if math.isfinite(rate) else 0.0
             self.stats.inc("spark_batches")
             self.stats.inc("spark_input_rows", p["numInputRows"])
             duration = p.get("durationMs", {}).get("triggerExecution", 0) / 1000.0

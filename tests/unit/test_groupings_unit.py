@@ -24,3 +24,22 @@ def test_fields_same_values_same_task_and_spread() -> None:
 def test_all_and_global() -> None:
     assert list(AllGrouping(3).choose(["x"])) == [0, 1, 2]
     assert list(GlobalGrouping().choose(["x"])) == [0]
+
+
+def test_fields_hash_is_documented_and_stable_across_instances() -> None:
+    import zlib
+
+    from streams.codec import encode_json
+
+    a, b = FieldsGrouping(7, [0]), FieldsGrouping(7, [0])
+    for word in ["the", "naïve", "", "x" * 100]:
+        assert a.choose([word]) == b.choose([word]) == (zlib.crc32(word.encode()) % 7,)
+        assert a.choose([word]) == a.choose([word])  # memoised answer is the same
+    assert a.choose([42]) == (zlib.crc32(encode_json([42])) % 7,)  # non-strings: the JSON array
+    two = FieldsGrouping(7, [0, 1])
+    assert two.choose(["a", 1]) == (zlib.crc32(encode_json(["a", 1])) % 7,)
+    small = FieldsGrouping(3, [0])
+    small.CACHE_SIZE = 2
+    for word in ["a", "b", "c", "d"]:
+        assert small.choose([word]) == (zlib.crc32(word.encode()) % 3,)
+    assert len(small._cache) <= 2  # bounded
