@@ -25,6 +25,7 @@ User functions (``batch=``):
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -53,6 +54,27 @@ KIND_STATE = 4  # committer: key = JSON key, value = JSON delta
 WARMUP_STREAM = "__warmup"  # untracked records the driver writes at start; never reach user code
 
 OUT_SCHEMA_DDL = "kind tinyint, topic string, partition int, key binary, value binary, headers string, root long, val long"
+
+
+@functools.cache
+def out_arrow_schema() -> Any:
+    """The Arrow form of :data:`OUT_SCHEMA_DDL` (pyarrow is imported only where Spark runs,
+    so topologies load without the spark extra)."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("kind", pa.int8()),
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+            ("headers", pa.string()),
+            ("root", pa.int64()),
+            ("val", pa.int64()),
+        ]
+    )
+
 
 _U64 = 1 << 64
 _I64 = 1 << 63
@@ -177,10 +199,9 @@ class _Rows:
     def batch(self) -> Any:
         import pyarrow as pa
 
-        from streams.spark.bolt_sink import OUT_ARROW_SCHEMA
-
+        schema = out_arrow_schema()
         cols = [self.kind, self.topic, self.partition, self.key, self.value, self.headers, self.root, self.val]
-        return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, OUT_ARROW_SCHEMA, strict=True)], schema=OUT_ARROW_SCHEMA)
+        return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=True)], schema=schema)
 
 
 class BoltProcessor:

@@ -46,19 +46,6 @@ from streams.stats import ExecutorStats, LogHistogram
 
 log = logging.getLogger("squall.spark.bolt_sink")
 
-OUT_ARROW_SCHEMA = pa.schema(
-    [
-        ("kind", pa.int8()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("headers", pa.string()),
-        ("root", pa.int64()),
-        ("val", pa.int64()),
-    ]
-)
-
 
 @dataclass
 class BoltCommit(WriterCommitMessage):
