@@ -181,8 +181,17 @@ class _Rows:
     def __len__(self) -> int:
         return len(self.kind)
 
-    def add(self, kind: int, topic: str | None = None, partition: int | None = None, key: bytes | None = None, value: bytes | None = None,
-            headers: str | None = None, root: int | None = None, val: int | None = None) -> None:  # fmt: skip
+    def add(
+        self,
+        kind: int,
+        topic: str | None = None,
+        partition: int | None = None,
+        key: bytes | None = None,
+        value: bytes | None = None,
+        headers: str | None = None,
+        root: int | None = None,
+        val: int | None = None,
+    ) -> None:
         self.kind.append(kind)
         self.topic.append(topic)
         self.partition.append(partition)

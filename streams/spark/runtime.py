@@ -171,21 +171,21 @@ class SparkBoltExecutor(Executor):
         return [self.stats, self.bolt_stats]
 
     def _fold_bolt_stats(self) -> None:
+        """Add the per-batch snapshots published since the last call (each is a delta with
+        its own instance) to ``bolt_stats``, then forget them: O(new batches), bounded memory."""
         if self._board is None:
             from service.board import StatsBoard
 
             self._board = StatsBoard(self.bootstrap, self.topology.name)
         self._board.poll(0)
-        counters: dict[str, float] = {}
-        hist = LogHistogram()
+        totals = self.bolt_stats
         for snap in self._board.latest.values():
             if snap["component"] == self.component and snap["kind"] == "bolt":
                 for k, v in snap["counters"].items():
-                    counters[k] = counters.get(k, 0) + v
+                    totals.inc(k, v)
                 if "execute_latency" in snap["hists"]:
-                    hist.merge(LogHistogram.from_json(snap["hists"]["execute_latency"]))
-        self.bolt_stats.counters = counters
-        self.bolt_stats.hists = {"execute_latency": hist}
+                    totals.hist("execute_latency").merge(LogHistogram.from_json(snap["hists"]["execute_latency"]))
+        self._board.latest.clear()
 
     def _update_gauges(self) -> None:
         self._fold_bolt_stats()

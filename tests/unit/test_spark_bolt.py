@@ -225,3 +225,38 @@ def test_spark_bolt_rejects_bad_declarations() -> None:
         SparkBolt(lambda t: [], batch="polars")
     with pytest.raises(SparkBoltError, match="needs a callable"):
         SparkBolt("split")  # type: ignore[arg-type]
+
+
+def test_driver_folds_each_batch_snapshot_once_and_forgets_it() -> None:
+    from service.loader import load_topology
+    from streams.config import resolve
+    from streams.spark.runtime import SparkBoltExecutor
+    from streams.stats import ExecutorStats
+
+    topology = load_topology(TOPOLOGIES / "spark_wordcount.py", NAME)
+    ex = SparkBoltExecutor(topology, "split", resolve({}), "127.0.0.1:1", plan={"workdir": "/tmp"})
+
+    class Board:
+        def __init__(self) -> None:
+            self.latest: dict[str, dict] = {}
+
+        def poll(self, timeout: float) -> int:
+            return 0
+
+    board = Board()
+    ex._board = board
+
+    def batch(n: int) -> dict:
+        s = ExecutorStats(NAME, "split", "bolt", "w1")
+        s.inc("executed", n)
+        s.hist("execute_latency").record(0.001)
+        return s.snapshot(final=True)
+
+    board.latest.update({"b0": batch(10), "b1": batch(5), "other": {**batch(99), "component": "count"}})
+    ex._fold_bolt_stats()
+    assert board.latest == {}  # bounded: nothing kept between calls
+    board.latest["b2"] = batch(7)
+    ex._fold_bolt_stats()
+    assert ex.bolt_stats.counters["executed"] == 22
+    assert ex.bolt_stats.hists["execute_latency"].count == 3
+    ex.producer.flush(0)
