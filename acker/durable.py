@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from acker.ledger import SKIP, Ledger, Outcome
-from acker.wire import OP_ACK, OP_FAIL, OP_INIT, OP_RESET
+from streams.acker_wire import OP_ACK, OP_FAIL, OP_INIT, OP_RESET
 from streams.codec import encode_json
 
 TAG_BITS = 20

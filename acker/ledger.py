@@ -6,7 +6,7 @@ State per pending tree: ``root -> (ack_val, spout_task, start_time, tag)``, stor
 (kept to the millisecond); ``tag`` is the source position of the last op applied
 (see *Idempotence*).
 
-Algebra (Storm Acker; ../shared/seeds/000, 002):
+Algebra (Storm's ``daemon/Acker.java``: one ``AckObject`` per tree, XOR of edge ids):
   * ``init(root, val, task)`` XORs ``val`` (the XOR of the edge ids the spout emitted)
     into the entry and records the spout task.
   * ``ack(root, val)`` XORs ``val`` (input edge id ^ the edges emitted anchored to it).
@@ -35,15 +35,26 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 
 from acker.table import CompactTable
 
 Clock = Callable[[], float]
 
-COMPLETE = "complete"
-FAILED = "fail"
-TIMEOUT = "timeout"
-LATE = "late"
+
+class Reason(StrEnum):
+    """Why a tree finished. The value is the metric counter's name."""
+
+    COMPLETE = "complete"
+    """Every edge acked and the init seen (the ack val reached 0)."""
+    FAILED = "fail"
+    """A bolt failed a tuple of the tree."""
+    TIMEOUT = "timeout"
+    """Not complete within ``topology.message.timeout.secs`` (RotatingMap expiry)."""
+    LATE = "late"
+    """An op for a tree that already timed out or failed: answered as a failure."""
+    SKIP = "skip"
+    """Not a finish: the op was already applied (its tag is not above the entry's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +63,7 @@ class Outcome:
 
     ``acked`` is True only for a complete tree. ``spout_task`` may be ``None`` when the
     init never arrived (nobody to tell). ``latency_s`` is seconds since the entry started.
-    ``reason`` is one of ``complete``, ``fail``, ``timeout``, ``late``. ``tag`` is the
+    ``reason`` is a :class:`Reason`. ``tag`` is the
     tag of the finishing op (-1 for a timeout) and ``persisted`` says whether the entry
     had been marked persisted (see :meth:`Ledger.mark_persisted`).
     """
@@ -61,12 +72,12 @@ class Outcome:
     spout_task: int | None
     acked: bool
     latency_s: float
-    reason: str
+    reason: Reason
     tag: int = -1
     persisted: bool = False
 
 
-SKIP = Outcome(0, None, False, 0.0, "skip")
+SKIP = Outcome(0, None, False, 0.0, Reason.SKIP)
 """Returned for an op whose tag shows it was already applied."""
 
 
@@ -120,24 +131,24 @@ class Ledger:
         if table is None:
             return None
         meta = table.meta[slot]
-        return table.vals[slot], CompactTable.task_of(meta), CompactTable.start_of(meta), (table.aux[slot] >> 1) - 1
+        return table.vals[slot], CompactTable.task_of(meta), CompactTable.start_of(meta), CompactTable.tag_of(table.aux[slot])
 
     def items(self) -> Iterator[tuple[int, int, int | None, float, int]]:
         """Every pending ``(root, ack_val, spout_task, start_time, tag)``."""
         for table in self._buckets:
             for root, val, meta, aux in table.items():
-                yield root, val, CompactTable.task_of(meta), CompactTable.start_of(meta), (aux >> 1) - 1
+                yield root, val, CompactTable.task_of(meta), CompactTable.start_of(meta), CompactTable.tag_of(aux)
 
     # -- messages --------------------------------------------------------------------
     def _late(self, root: int, spout_task: int | None = None) -> Outcome | None:
         for grave in (self._grave_new, self._grave_old):
             if root in grave:
                 task = grave[root]
-                return Outcome(root, task if task is not None else spout_task, False, 0.0, LATE)
+                return Outcome(root, task if task is not None else spout_task, False, 0.0, Reason.LATE)
         return None
 
     def _new(self, root: int, val: int, task: int | None, tag: int) -> int:
-        return self._buckets[0].insert(root, val, CompactTable.pack_meta(task, self.clock()), (tag + 1) << 1)
+        return self._buckets[0].insert(root, val, CompactTable.pack_meta(task, self.clock()), CompactTable.pack_aux(tag, False))
 
     def init(self, root: int, val: int, spout_task: int, tag: int = -1) -> Outcome | None:
         """Apply ``init(root, val, spout_task)``; returns an Outcome if the tree finished."""
@@ -150,11 +161,12 @@ class Ledger:
             slot = self._new(root, val, spout_task, tag)
             return self._check(table, slot, tag)
         aux = table.aux[slot]
-        if 0 <= tag <= (aux >> 1) - 1:
+        if self._applied(aux, tag):
             return SKIP
         table.vals[slot] ^= val
-        table.meta[slot] = (table.meta[slot] & ~0xFFFF) | (spout_task + 1)
-        table.aux[slot] = ((tag + 1) << 1) | (aux & 1) if tag >= 0 else aux
+        table.meta[slot] = CompactTable.with_task(table.meta[slot], spout_task)
+        if tag >= 0:
+            table.aux[slot] = CompactTable.with_tag(aux, tag)
         return self._check(table, slot, tag)
 
     def ack(self, root: int, val: int, tag: int = -1) -> Outcome | None:
@@ -167,11 +179,11 @@ class Ledger:
             self._new(root, val, None, tag)
             return None
         aux = table.aux[slot]
-        if 0 <= tag <= (aux >> 1) - 1:
+        if self._applied(aux, tag):
             return SKIP
         table.vals[slot] ^= val
         if tag >= 0:
-            table.aux[slot] = ((tag + 1) << 1) | (aux & 1)
+            table.aux[slot] = CompactTable.with_tag(aux, tag)
         return self._check(table, slot, tag)
 
     def fail(self, root: int, tag: int = -1) -> Outcome | None:
@@ -183,10 +195,10 @@ class Ledger:
                 self._grave_new.setdefault(root, None)
             return None
         aux = table.aux[slot]
-        if 0 <= tag <= (aux >> 1) - 1:
+        if self._applied(aux, tag):
             return SKIP
         meta = table.meta[slot]
-        out = Outcome(root, CompactTable.task_of(meta), False, self.clock() - CompactTable.start_of(meta), FAILED, tag, bool(aux & 1))
+        out = Outcome(root, CompactTable.task_of(meta), False, self.clock() - CompactTable.start_of(meta), Reason.FAILED, tag, CompactTable.persisted_of(aux))
         table.delete_slot(slot)
         return out
 
@@ -196,21 +208,27 @@ class Ledger:
         if table is None:
             return None
         aux = table.aux[slot]
-        if 0 <= tag <= (aux >> 1) - 1:
+        if self._applied(aux, tag):
             return SKIP
         val, meta = table.vals[slot], table.meta[slot]
         if tag >= 0:
-            aux = ((tag + 1) << 1) | (aux & 1)
+            aux = CompactTable.with_tag(aux, tag)
         table.delete_slot(slot)
         self._buckets[0].insert(root, val, meta, aux)
         return None
+
+    @staticmethod
+    def _applied(aux: int, tag: int) -> bool:
+        """True if a tagged op at ``tag`` was already applied to this entry."""
+        return 0 <= tag <= CompactTable.tag_of(aux)
 
     def _check(self, table: CompactTable, slot: int, tag: int) -> Outcome | None:
         if table.vals[slot] == 0:
             meta = table.meta[slot]
             task = CompactTable.task_of(meta)
             if task is not None:
-                out = Outcome(table.keys[slot], task, True, self.clock() - CompactTable.start_of(meta), COMPLETE, tag, bool(table.aux[slot] & 1))
+                latency = self.clock() - CompactTable.start_of(meta)
+                out = Outcome(table.keys[slot], task, True, latency, Reason.COMPLETE, tag, CompactTable.persisted_of(table.aux[slot]))
                 table.delete_slot(slot)
                 return out
         return None
@@ -220,14 +238,14 @@ class Ledger:
         """Flag ``root`` as having a live record in the changelog."""
         table, slot = self._find(root)
         if table is not None:
-            table.aux[slot] |= 1
+            table.aux[slot] = CompactTable.persisted(table.aux[slot])
 
     def restore(self, root: int, val: int, spout_task: int | None, start: float, tag: int) -> None:
         """Put an entry back from the changelog (persisted; no completion check)."""
         table, slot = self._find(root)
         if table is not None:
             table.delete_slot(slot)
-        self._buckets[0].insert(root, val, CompactTable.pack_meta(spout_task, start), ((tag + 1) << 1) | 1)
+        self._buckets[0].insert(root, val, CompactTable.pack_meta(spout_task, start), CompactTable.pack_aux(tag, True))
 
     def forget(self, root: int) -> None:
         """Drop an entry without an outcome."""
@@ -249,5 +267,5 @@ class Ledger:
             for root, _val, meta, aux in expired.items():
                 task = CompactTable.task_of(meta)
                 self._grave_new[root] = task
-                out.append(Outcome(root, task, False, now - CompactTable.start_of(meta), TIMEOUT, -1, bool(aux & 1)))
+                out.append(Outcome(root, task, False, now - CompactTable.start_of(meta), Reason.TIMEOUT, -1, CompactTable.persisted_of(aux)))
         return out

@@ -17,15 +17,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
 from typing import Any
 
 from acker import faust_compat
+from acker.common import ACKER_COMPONENT, record_outcome, restored_ledger
 from acker.durable import DurableLedger
-from acker.ledger import Ledger, Outcome
-from acker.partition import root_key
-from acker.runtime_native import ACKER_COMPONENT, restore_partition
-from acker.wire import RESULT_ACK, RESULT_FAIL, chunks, encode_results
+from streams.acker_wire import chunks, encode_results, root_key
 from streams.codec import encode_json
 from streams.executor import Executor
 from streams.naming import ack_result_topic, acker_changelog_topic, acker_topic, component_group, metrics_topic
@@ -65,30 +62,14 @@ class FaustAckerExecutor(Executor):
         changelog = app.topic(acker_changelog_topic(name), key_serializer="raw", value_serializer="raw", partitions=ackers)
         table = app.Table("acker", partitions=ackers, changelog_topic=changelog, key_type=bytes, value_type=bytes)
         self.ledgers: dict[int, DurableLedger] = {}
-        changelog_name = acker_changelog_topic(name)
         input_name = acker_topic(name)
         stats = self.stats
-
-        def outcome(out: Outcome, into: dict[int, list[list[Any]]]) -> None:
-            if out.spout_task is None:
-                stats.inc("orphaned")
-                return
-            stats.inc(out.reason)
-            if out.acked:
-                stats.hist("complete_latency").record(max(out.latency_s, 0.0))
-            into.setdefault(out.spout_task, []).append([RESULT_ACK if out.acked else RESULT_FAIL, out.root, round(max(out.latency_s, 0.0), 6)])
 
         async def ledger_for(p: int) -> DurableLedger:
             dl = self.ledgers.get(p)
             if dl is None:
-                dl = DurableLedger(Ledger(self.conf.message_timeout_secs, clock=time.time, buckets=self.conf.acker_buckets))
                 loop = asyncio.get_running_loop()
-                group = component_group(name, "__acker.restore")
-                n = await loop.run_in_executor(None, restore_partition, self.bootstrap, group, changelog_name, p, dl, self.conf)
-                stats.inc("restored_records", n)
-                if n:
-                    stats.inc("restored_trees", len(dl))
-                    log.info("[%s] restored %d pending trees from %s[%d]", ACKER_COMPONENT, len(dl), changelog_name, p)
+                dl = await loop.run_in_executor(None, restored_ledger, self.bootstrap, name, self.conf, p, stats)
                 self.ledgers[p] = dl
             return dl
 
@@ -102,10 +83,10 @@ class FaustAckerExecutor(Executor):
                     ops = json.loads(ev.value)
                     stats.inc("ops", len(ops))
                     for o in dl.apply(off, ops):
-                        outcome(o, out)
+                        record_outcome(o, stats, out)
                 for dl in self.ledgers.values():
                     for o in dl.expire():
-                        outcome(o, out)
+                        record_outcome(o, stats, out)
                 if out:
                     for task, items in out.items():
                         for chunk in chunks(items):

@@ -16,58 +16,18 @@ import logging
 import time
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
+from acker.common import ACKER_COMPONENT, record_outcome, restored_ledger
 from acker.durable import DurableLedger
-from acker.exceptions import RestoreError
-from acker.ledger import Ledger, Outcome
-from acker.partition import root_key
-from acker.wire import RESULT_ACK, RESULT_FAIL, chunks, decode_list, encode_results
+from acker.ledger import Outcome
+from streams.acker_wire import chunks, decode_list, encode_results, root_key
 from streams.exceptions import DecodeError, FatalError
 from streams.executor import Executor
 from streams.kafka_io import consumer_config
 from streams.naming import ack_result_topic, acker_changelog_topic, acker_topic, component_group
 
 log = logging.getLogger("squall.acker")
-
-ACKER_COMPONENT = "__acker"
-
-
-def restore_partition(bootstrap: str, group: str, changelog: str, p: int, into: DurableLedger, conf: Any, timeout_s: float = 120.0) -> int:
-    """Read changelog partition ``p`` from the start to its true end into ``into``.
-
-    Returns the number of records read. Raises RestoreError if the end is not reached.
-    """
-    c = Consumer(consumer_config(bootstrap, group, conf))
-    tp = TopicPartition(changelog, p, OFFSET_BEGINNING)
-    c.assign([tp])
-    n = empty = 0
-    deadline = time.monotonic() + timeout_s
-    try:
-        while True:
-            msgs = c.consume(10000, 0.2)
-            for m in msgs:
-                key = m.key()
-                if m.error() or key is None:
-                    continue
-                raw = m.value()
-                value = None if raw is None else decode_list(raw, component=ACKER_COMPONENT, topic=changelog, partition=p, offset=m.offset() or 0)
-                into.restore(int.from_bytes(key, "big"), value)
-                n += 1
-            if msgs:
-                empty = 0
-                continue
-            empty += 1
-            _, high = c.get_watermark_offsets(TopicPartition(changelog, p), cached=True)
-            pos = c.position([TopicPartition(changelog, p)])[0].offset
-            # The high watermark is known only once a Fetch response arrived (-1001 before).
-            known = high is not None and high >= 0
-            if empty >= 2 and known and (high == 0 or (pos is not None and pos >= high)):
-                return n
-            if time.monotonic() > deadline:
-                raise RestoreError(f"[{ACKER_COMPONENT}] restore of {changelog}[{p}] stopped at {pos} before the end {high}")
-    finally:
-        c.close()
 
 
 class AckerExecutor(Executor):
@@ -85,19 +45,11 @@ class AckerExecutor(Executor):
         self.next_offset: dict[int, int] = {}
         self.committed: dict[int, int] = {}
         self.results: dict[int, list[list[Any]]] = {}
-        self.clock = time.time
 
     # -- assignment ------------------------------------------------------------------
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
-            p = tp.partition
-            dl = DurableLedger(Ledger(self.conf.message_timeout_secs, clock=self.clock, buckets=self.conf.acker_buckets))
-            n = restore_partition(self.bootstrap, component_group(self.topology.name, "__acker.restore"), self.changelog, p, dl, self.conf)
-            self.stats.inc("restored_records", n)
-            if n:
-                self.stats.inc("restored_trees", len(dl))
-                log.info("[%s] restored %d pending and %d done trees from %s[%d] (%d records)", ACKER_COMPONENT, len(dl), len(dl.done), self.changelog, p, n)
-            self.ledgers[p] = dl
+            self.ledgers[tp.partition] = restored_ledger(self.bootstrap, self.topology.name, self.conf, tp.partition, self.stats)
         log.info("[%s] %s assigned acker tasks %s", ACKER_COMPONENT, self.worker, sorted(self.ledgers))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -131,13 +83,7 @@ class AckerExecutor(Executor):
         self.next_offset[p] = off + 1
 
     def _outcome(self, out: Outcome) -> None:
-        if out.spout_task is None:
-            self.stats.inc("orphaned")  # never initialised: nobody to tell
-            return
-        self.stats.inc(out.reason)
-        if out.acked:
-            self.stats.hist("complete_latency").record(max(out.latency_s, 0.0))
-        self.results.setdefault(out.spout_task, []).append([RESULT_ACK if out.acked else RESULT_FAIL, out.root, round(max(out.latency_s, 0.0), 6)])
+        record_outcome(out, self.stats, self.results)
 
     def _tick(self) -> None:
         for dl in self.ledgers.values():

@@ -8,7 +8,10 @@ Layout per slot (all unsigned 64-bit):
   * ``vals``  -- the ack val.
   * ``meta``  -- ``(spout_task + 1) | (start_ms << 16)``; task 0 means "unknown",
     so spout task ids must be < 65535; ``start_ms`` is milliseconds (clock * 1000).
-  * ``aux``   -- opaque to the table (the ledger keeps the source tag there).
+  * ``aux``   -- ``(tag + 1) << 1 | persisted``: the source tag of the last op applied
+    (-1: none) and whether the entry has a live changelog record (see :mod:`acker.durable`).
+
+Every encoding is packed and unpacked here, behind the static helpers below.
 
 Linear probing from ``root & mask`` (root ids are random, so no further hashing) and
 backward-shift deletion (no tombstones). O(1) expected per operation.
@@ -61,6 +64,36 @@ class CompactTable:
         else:
             raise ValueError(f"spout task {task} out of range 0..{_MAX_TASK - 1}")
         return t | (max(0, int(start * 1000)) << 16)
+
+    @staticmethod
+    def with_task(meta: int, task: int) -> int:
+        """``meta`` with its spout task set to ``task`` (start time kept). Raises ValueError
+        for a task outside ``0 .. 65533``."""
+        return (meta & ~0xFFFF) | (CompactTable.pack_meta(task, 0.0) & 0xFFFF)
+
+    @staticmethod
+    def pack_aux(tag: int, persisted: bool) -> int:
+        """Encode the source ``tag`` (>= -1) and the persisted flag."""
+        return ((tag + 1) << 1) | int(persisted)
+
+    @staticmethod
+    def tag_of(aux: int) -> int:
+        """The source tag in ``aux`` (-1: no tagged op yet)."""
+        return (aux >> 1) - 1
+
+    @staticmethod
+    def persisted_of(aux: int) -> bool:
+        return bool(aux & 1)
+
+    @staticmethod
+    def with_tag(aux: int, tag: int) -> int:
+        """``aux`` with its tag replaced by ``tag`` (persisted flag kept)."""
+        return ((tag + 1) << 1) | (aux & 1)
+
+    @staticmethod
+    def persisted(aux: int) -> int:
+        """``aux`` with the persisted flag set."""
+        return aux | 1
 
     @staticmethod
     def task_of(meta: int) -> int | None:

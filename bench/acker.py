@@ -22,11 +22,11 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from acker.durable import DurableLedger
 from acker.ledger import Ledger
-from acker.wire import OP_ACK, OP_INIT, decode_list, encode_ops
 from bench.common import ROOT, broker, print_table, spawn_worker, wait_until, write_json
 from service.admin import ensure_topics, topology_topics
-from service.loader import load_topology
+from streams.acker_wire import OP_ACK, OP_INIT, decode_list, encode_ops
 from streams.config import resolve
+from streams.loader import load_topology
 from streams.naming import ack_result_topic, acker_topic
 from streams.stats import LogHistogram
 

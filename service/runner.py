@@ -21,15 +21,15 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from service.admin import ensure_topics, topology_topics
-from service.board import StatsBoard
 from service.broker import EmbeddedBroker
 from service.config import ServiceSettings
 from service.corpus import read_lines, shakespeare_texts
 from service.exceptions import InputError
-from service.loader import load_topology
 from service.supervisor import Supervisor, is_spark_bolt
+from streams.board import StatsBoard
 from streams.config import TopologyConfig, resolve
 from streams.kafka_spout import KafkaSpout
+from streams.loader import load_topology
 from streams.naming import component_group, component_topic
 from streams.topology import OutputDef, Topology
 
@@ -119,6 +119,9 @@ class Job:
         self.records = 0
         self.ends: dict[tuple[str, str], dict[int, int]] = {}
         self.started = 0.0
+        self.finished: float | None = None
+        self.bootstrap = ""
+        self.spout_id = self.topology.spouts[0].id
         self._snapshots: dict[str, dict[str, Any]] = {}
 
     # -- lifecycle -------------------------------------------------------------------
@@ -131,7 +134,6 @@ class Job:
             self.broker = EmbeddedBroker(log_path=workdir / "broker.log")
             bootstrap = self.broker.start()
         self.bootstrap = bootstrap
-        self.spout_id = self.topology.spouts[0].id
         ensure_topics(bootstrap, topology_topics(self.topology, self.conf))
         self.supervisor = Supervisor(
             self.topology_file,
@@ -275,7 +277,7 @@ class Job:
     def summary(self) -> Summary:
         assert self.board is not None
         b = self.board
-        seconds = getattr(self, "finished", time.monotonic()) - self.started
+        seconds = (self.finished if self.finished is not None else time.monotonic()) - self.started
         out, keys = self.write_output()
         return Summary(
             topology=self.name,
@@ -290,7 +292,7 @@ class Job:
             complete_latency_p99_s=b.quantile("spout", "complete_latency", 0.99),
             output=str(out) if out else None,
             keys=keys,
-            extra={"words_emitted": int(b.total("bolt", "emitted")), "acker_ops": int(b.total("acker", "ops"))},
+            extra={"bolt_tuples_emitted": int(b.total("bolt", "emitted")), "acker_ops": int(b.total("acker", "ops"))},
         )
 
     def results(self) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from acker.runtime_native import ACKER_COMPONENT
+from acker.common import ACKER_COMPONENT
 from service.exceptions import WorkerDied
 from streams.config import TopologyConfig
 from streams.topology import Topology

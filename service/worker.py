@@ -16,13 +16,16 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from acker.runtime_native import ACKER_COMPONENT, AckerExecutor
-from service.loader import load_topology
+from acker.common import ACKER_COMPONENT
+from acker.runtime_native import AckerExecutor
 from service.metrics import StatsCollector, serve
 from service.supervisor import is_spark_bolt
 from streams.config import resolve
 from streams.context import LocalTasks
-from streams.executor import BoltExecutor, Executor, SpoutExecutor
+from streams.executor import Executor
+from streams.executor_bolt import BoltExecutor
+from streams.executor_spout import SpoutExecutor
+from streams.loader import load_topology
 
 log = logging.getLogger("squall.worker")
 

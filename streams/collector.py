@@ -14,30 +14,22 @@ executor flushes: one op per root per flush, one record per acker partition.
 from __future__ import annotations
 
 import copy
-import os
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from acker.partition import acker_partition
-from acker.wire import OP_ACK, OP_FAIL, OP_INIT, OP_RESET, chunks, encode_ops
+from streams.acker_wire import OP_ACK, OP_FAIL, OP_INIT, OP_RESET, acker_partition, chunks, encode_ops
 from streams.codec import encode_json, encode_tuple
 from streams.component import DEFAULT_STREAM
 from streams.context import TopologyContext
 from streams.exceptions import FatalError
 from streams.grouping import DirectGrouping, Grouping, make_grouping
+from streams.ids import new_id
 from streams.naming import component_topic
 from streams.topology import Topology
 from streams.tuple import Tuple
 
 ProduceFn = Callable[..., None]
-
-# Root and edge ids come from a private generator seeded from the OS, never from the
-# global ``random``: a user who seeds ``random`` (say in prepare()) would otherwise make
-# tasks draw the same ids, and equal edge ids cancel in the XOR.
-_ids = random.Random(int.from_bytes(os.urandom(32), "big"))
-getrandbits = _ids.getrandbits
 
 
 @dataclass
@@ -68,7 +60,8 @@ class Router:
         self.routes: dict[str, list[Route]] = {}
         self.outputs: dict[str, list[Output]] = {}
         self.direct: dict[str, bool] = {}
-        for stream, (fields, direct) in cdef.streams.items():
+        for stream, sdef in cdef.streams.items():
+            fields, direct = sdef.fields, sdef.direct
             routes = []
             for target, sub in topology.subscribers(component, stream):
                 grouping = make_grouping(
@@ -212,7 +205,7 @@ class OutputCollector(_Emitter):
         if anchors and self.acks is not None:
             for a in anchors:
                 if a.anchors:
-                    e = getrandbits(64) or 1
+                    e = new_id()
                     a.ack_val ^= e
                     for root in a.anchors:
                         ids[root] = ids.get(root, 0) ^ e
@@ -247,9 +240,9 @@ class OutputCollector(_Emitter):
 
     def ack(self, tuple: Tuple) -> None:  # noqa: A002
         """Ack ``tuple``: for each root, XOR ``edge ^ ack_val`` into the pending ack."""
-        if tuple.acked:
+        if tuple.settled:
             return
-        tuple.acked = True
+        tuple.settled = True
         self.acked += 1
         acks = self.acks
         if acks is not None:
@@ -259,9 +252,9 @@ class OutputCollector(_Emitter):
 
     def fail(self, tuple: Tuple) -> None:  # noqa: A002
         """Fail ``tuple``: every tree it belongs to fails and its spout tuple is replayed."""
-        if tuple.acked:
+        if tuple.settled:
             return
-        tuple.acked = True
+        tuple.settled = True
         self.failed += 1
         if self.acks is not None:
             for root in tuple.anchors:
@@ -305,12 +298,12 @@ class SpoutOutputCollector(_Emitter):
             self._check_direct(stream, False)
         tasks: list[int] = []
         tracked = msg_id is not None and self.acks is not None
-        root = (getrandbits(64) or 1) if tracked else 0
+        root = new_id() if tracked else 0
         xor = 0
         for route in self.router.stream(stream):
             for local in route.grouping.choose(values):
                 if tracked:
-                    e = getrandbits(64) or 1
+                    e = new_id()
                     xor ^= e
                     payload = encode_tuple(stream, self.component, self.task_id, values, {root: e})
                 else:
@@ -327,8 +320,8 @@ class SpoutOutputCollector(_Emitter):
         self._check_direct(stream, True)
         route, local = self._direct_route(stream, task)
         tracked = msg_id is not None and self.acks is not None
-        root = (getrandbits(64) or 1) if tracked else 0
-        e = getrandbits(64) or 1
+        root = new_id() if tracked else 0
+        e = new_id()
         anchors = {root: e} if tracked else {}
         self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, anchors), partition=local)
         self.emitted += 1

@@ -1,7 +1,51 @@
-"""Spout and bolt base classes (Storm's ISpout, IBolt, IBasicBolt)."""
+"""Spout and bolt base classes (Storm's ISpout, IBolt, IBasicBolt) and their lifecycle.
+
+Lifecycle (Storm's ``IBolt`` Javadoc, on Kafka):
+
+1. **One copy per task.** The object given to ``set_spout``/``set_bolt`` is a prototype.
+   When Kafka assigns a task (a partition of the component's input topic) to an executor,
+   the executor makes a deep copy of the prototype for that task, as Storm deserialises one
+   instance per task. Tasks never share an instance; state on ``self`` is per task.
+2. **open / prepare on assignment.** ``Spout.open`` or ``Bolt.prepare`` runs once on the new
+   copy, before its first ``next_tuple`` or ``execute``. It is given the resolved config
+   (a ``dict``), a :class:`~streams.context.TopologyContext` and the task's collector.
+3. **Tuples.** ``next_tuple``/``ack``/``fail`` (spouts) or ``execute`` (bolts) run on the
+   executor's thread, one call at a time.
+4. **close / cleanup on revoke and on shutdown.** ``Spout.close`` or ``Bolt.cleanup`` runs
+   when a rebalance moves the task to another executor (a worker joined or left, a
+   ``rebalance``), and when the worker stops cleanly (SIGTERM). A bolt may still emit,
+   ack and fail in ``cleanup``: the executor flushes and commits after it, so tuples it
+   held (deferred acks, windows) are not replayed. A crash (``kill -9``) runs neither:
+   the tuples in flight time out and are replayed, as in Storm.
+5. **Threads.** A task's methods are never called concurrently, and its collector is
+   **not thread-safe**: emit, ack and fail only from the executor's thread (inside the
+   callbacks above). Several tasks of one worker run on different threads.
+
+Example: a bolt that counts words and emits the counts when its task is revoked::
+
+    >>> from streams import Bolt, TopologyBuilder, KafkaSpout
+    >>> class Count(Bolt):
+    ...     def prepare(self, conf, context, collector):
+    ...         self.collector, self.counts = collector, {}
+    ...     def declare_output_fields(self, declarer):
+    ...         declarer.declare(["word", "count"])
+    ...     def execute(self, tuple):
+    ...         word = tuple.get("word")
+    ...         self.counts[word] = self.counts.get(word, 0) + 1
+    ...         self.collector.ack(tuple)
+    ...     def cleanup(self):
+    ...         for word, n in self.counts.items():
+    ...             self.collector.emit([word, n])
+    >>> b = TopologyBuilder()
+    >>> _ = b.set_spout("words", KafkaSpout(), 1)
+    >>> _ = b.set_bolt("count", Count(), 2).fields_grouping("words", ["value"])
+    >>> b.create_topology("demo").components["count"].num_tasks
+    2
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from streams.exceptions import TopologyError
@@ -14,25 +58,38 @@ if TYPE_CHECKING:
 DEFAULT_STREAM = "default"
 
 
+@dataclass(frozen=True, slots=True)
+class StreamDef:
+    """One declared output stream: its field names and whether it is direct
+    (Storm's ``StreamInfo``)."""
+
+    fields: tuple[str, ...]
+    direct: bool = False
+
+
 class OutputFieldsDeclarer:
-    """Collects a component's output streams: ``stream -> (fields, direct)``."""
+    """Collects a component's output streams: ``stream -> StreamDef``."""
 
     def __init__(self, component: str = "?") -> None:
         self.component = component
-        self.streams: dict[str, tuple[tuple[str, ...], bool]] = {}
+        self.streams: dict[str, StreamDef] = {}
 
     def declare(self, fields: list[str] | tuple[str, ...], stream: str = DEFAULT_STREAM, direct: bool = False) -> None:
         """Declare ``fields`` on ``stream``. Raises TopologyError on a redeclared stream."""
         if stream in self.streams:
             raise TopologyError(f"[{self.component}] stream {stream!r} declared twice")
-        self.streams[stream] = (tuple(fields), direct)
+        self.streams[stream] = StreamDef(tuple(fields), direct)
 
     def declare_stream(self, stream: str, fields: list[str] | tuple[str, ...], direct: bool = False) -> None:
         self.declare(fields, stream=stream, direct=direct)
 
 
 class Component:
-    """What spouts and bolts share: output declaration and component config."""
+    """What spouts and bolts share: output declaration, component config, validation."""
+
+    def validate(self, component_id: str) -> None:
+        """Check the constructor's options; raise :class:`TopologyError` naming
+        ``component_id``. Called by ``set_spout``/``set_bolt``; the default accepts all."""
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         """Declare output streams; the default declares nothing."""
@@ -43,16 +100,18 @@ class Component:
 
 
 class Spout(Component):
-    """A source of tuples (Storm's ISpout). One instance runs per task.
+    """A source of tuples (Storm's ISpout). One copy runs per task (see the module docstring).
 
     ``next_tuple`` must not block for long: it emits zero or more tuples and returns.
-    ``ack``/``fail`` receive the message id given to ``collector.emit``.
+    ``ack``/``fail`` receive the message id given to ``collector.emit``, on the same thread.
     """
 
     def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
+        """Called once per task copy, when the task is assigned, before ``next_tuple``."""
         self.collector = collector
 
     def next_tuple(self) -> None:
+        """Emit zero or more tuples and return (called in a loop while pending < max)."""
         raise NotImplementedError
 
     def ack(self, msg_id: Any) -> None:
@@ -62,20 +121,27 @@ class Spout(Component):
         """The tree rooted at ``msg_id`` failed or timed out."""
 
     def close(self) -> None:
-        """Called on a clean shutdown (not guaranteed, as in Storm)."""
+        """Called when the task is revoked (rebalance) and on a clean shutdown; never
+        after a crash. Trees still in flight are answered to the task's next owner."""
 
 
 class Bolt(Component):
-    """Processes tuples (Storm's IRichBolt). Must ack or fail every input tuple."""
+    """Processes tuples (Storm's IRichBolt). Must ack or fail every input tuple.
+
+    One copy runs per task; see the module docstring for the lifecycle and threading.
+    """
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        """Called once per task copy, when the task is assigned, before ``execute``."""
         self.collector = collector
 
     def execute(self, tuple: Tuple) -> None:  # noqa: A002 - Storm's name
+        """Process one tuple; ack or fail it now or later (from this thread)."""
         raise NotImplementedError
 
     def cleanup(self) -> None:
-        """Called on a clean shutdown (not guaranteed)."""
+        """Called when the task is revoked (rebalance) and on a clean shutdown; never
+        after a crash. It may still emit, ack and fail: a flush and commit follow."""
 
 
 class BasicOutputCollector:
@@ -106,7 +172,7 @@ class BasicBolt(Component):
         raise NotImplementedError
 
     def cleanup(self) -> None:
-        """Called on a clean shutdown."""
+        """Called when the task is revoked and on a clean shutdown (see :class:`Bolt`)."""
 
 
 class BasicBoltExecutor(Bolt):
@@ -118,6 +184,9 @@ class BasicBoltExecutor(Bolt):
 
     def __init__(self, inner: BasicBolt) -> None:
         self.inner = inner
+
+    def validate(self, component_id: str) -> None:
+        self.inner.validate(component_id)
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         self.inner.declare_output_fields(declarer)

@@ -1,8 +1,8 @@
 """Stream groupings: which tasks (input partitions) of a subscribing bolt get an emit.
 
 Each grouping's ``choose(values)`` returns *local* task indexes ``0..n-1`` of the
-target bolt, i.e. partitions of its input topic (Storm's seven groupings plus custom;
-../shared/seeds/004).
+target bolt, i.e. partitions of its input topic (Storm's seven groupings plus custom:
+``org.apache.storm.grouping`` and ``daemon/GrouperFactory.java``).
 """
 
 from __future__ import annotations

@@ -92,12 +92,13 @@ def produce_fn(producer: Producer) -> Callable[..., None]:
     return produce
 
 
-def true_end_offsets(bootstrap: str, tps: list[tuple[str, int]], timeout_s: float = 10.0) -> dict[tuple[str, int], int]:
+def true_end_offsets(bootstrap: str, tps: list[tuple[str, int]], timeout_s: float = 10.0, *, component: str = "?") -> dict[tuple[str, int], int]:
     """The end offset (high watermark) of each partition, taken from Fetch responses.
 
     ListOffsets(LATEST) can sit below the true end on the embedded broker, so
     ``OFFSET_END`` cannot be trusted there; a Fetch response's high watermark can.
-    Raises ``TimeoutError`` if a partition's high watermark is not known in time.
+    Raises ``TimeoutError`` naming ``component`` if a partition's high watermark is not
+    known in time.
     """
     import time
 
@@ -124,7 +125,7 @@ def true_end_offsets(bootstrap: str, tps: list[tuple[str, int]], timeout_s: floa
                     ends[(t, p)] = high
             if time.monotonic() > deadline:
                 missing = [tp for tp in tps if tp not in ends]
-                raise TimeoutError(f"no high watermark for {missing} after {timeout_s} s")
+                raise TimeoutError(f"[{component}] no high watermark for {missing} after {timeout_s} s (is the broker at {bootstrap} up?)")
         return ends
     finally:
         c.close()

@@ -19,23 +19,34 @@
   raises (a poison record), the record goes to ``squall.T.__dlq`` with headers naming the
   error, component, topic, partition, offset and attempts, and is counted.
 
-The executor (:class:`streams.executor.SpoutExecutor`) owns the consumers; it feeds each
-task's spout the records of its partitions with :meth:`KafkaSpout.on_records`.
+The spout executor owns the consumers; it drives this spout only through the
+:class:`streams.source.KafkaSource` protocol (feeding each task the records of its
+partitions with :meth:`KafkaSpout.on_records`).
+
+Example (the word count's spout: its own topic, two tasks)::
+
+    >>> from streams import KafkaSpout, TopologyBuilder
+    >>> b = TopologyBuilder()
+    >>> _ = b.set_spout("lines", KafkaSpout(), 2)
+    >>> KafkaSpout(processing_guarantee="twice").validate("lines")
+    Traceback (most recent call last):
+    ...
+    streams.exceptions.TopologyError: [lines] KafkaSpout processing_guarantee must be one of ('at_least_once', 'at_most_once', 'none'), got 'twice'
 """
 
 from __future__ import annotations
 
 import re
-import zlib
 from collections import deque
-from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from streams.component import DEFAULT_STREAM, OutputFieldsDeclarer, Spout
-from streams.exceptions import DecodeError, TopologyError
+from streams.exceptions import DecodeError, FatalError, TopologyError
 from streams.naming import component_topic
 from streams.offsets import OffsetTracker
 from streams.retry import RetryPolicy, RetryQueue
+from streams.source import FIRST_POLL, TP, KafkaMessageId, SourceCounters, SourceIO
 
 if TYPE_CHECKING:
     from confluent_kafka import Message
@@ -43,15 +54,17 @@ if TYPE_CHECKING:
     from streams.collector import SpoutOutputCollector
     from streams.context import TopologyContext
 
-MsgId = tuple[str, int, int]
-TP = tuple[str, int]
 GUARANTEES = ("at_least_once", "at_most_once", "none")
-FIRST_POLL = ("committed", "earliest", "latest")
 
 
-def task_of(topic: str, partition: int, num_tasks: int) -> int:
-    """The spout task index (0-based) that owns source partition ``(topic, partition)``."""
-    return (zlib.crc32(topic.encode()) + partition) % num_tasks
+@dataclass(slots=True)
+class PendingRecord:
+    """A tracked record waiting for its tree's outcome (kept to replay it)."""
+
+    msg: Message
+    stream: str
+    values: list[Any]
+    failures: int = 0
 
 
 class RecordTranslator:
@@ -76,13 +89,6 @@ class RecordTranslator:
         return self.stream, [value.decode("utf-8", "replace")]
 
 
-class SourceIO:
-    """What the executor lends a KafkaSpout task: how to dead-letter a record."""
-
-    def __init__(self, dead_letter: Callable[[Message, str, int], None]) -> None:
-        self.dead_letter = dead_letter
-
-
 class KafkaSpout(Spout):
     """Reliable spout over ``topics`` or ``pattern`` (default: its own topic ``squall.T.<id>``).
 
@@ -94,7 +100,8 @@ class KafkaSpout(Spout):
       processing_guarantee: ``at_least_once``, ``at_most_once`` or ``none``.
       first_poll_offset: ``committed``, ``earliest`` or ``latest``.
     Raises:
-      TopologyError: on both topics and pattern, a bad pattern, or an unknown option.
+      TopologyError: from :meth:`validate` (called by ``set_spout`` with the component id)
+        on both topics and pattern, a bad pattern, or an unknown option.
     """
 
     def __init__(
@@ -107,21 +114,40 @@ class KafkaSpout(Spout):
         processing_guarantee: str = "at_least_once",
         first_poll_offset: str = "committed",
     ) -> None:
+        self.problems: list[str] = []
         if topics is not None and pattern is not None:
-            raise TopologyError("KafkaSpout takes topics or pattern, not both")
+            self.problems.append("KafkaSpout takes topics or pattern, not both")
         if processing_guarantee not in GUARANTEES:
-            raise TopologyError(f"KafkaSpout processing_guarantee must be one of {GUARANTEES}, got {processing_guarantee!r}")
+            self.problems.append(f"KafkaSpout processing_guarantee must be one of {GUARANTEES}, got {processing_guarantee!r}")
         if first_poll_offset not in FIRST_POLL:
-            raise TopologyError(f"KafkaSpout first_poll_offset must be one of {FIRST_POLL}, got {first_poll_offset!r}")
+            self.problems.append(f"KafkaSpout first_poll_offset must be one of {FIRST_POLL}, got {first_poll_offset!r}")
         self.topics = [topics] if isinstance(topics, str) else (list(topics) if topics else None)
+        self.pattern: re.Pattern[str] | None = None
         try:
             self.pattern = re.compile(pattern) if pattern else None
         except re.error as exc:
-            raise TopologyError(f"KafkaSpout pattern {pattern!r} is not a valid regex: {exc}") from exc
+            self.problems.append(f"KafkaSpout pattern {pattern!r} is not a valid regex: {exc}")
         self.translator = translator or RecordTranslator()
         self.retry_policy = retry
         self.processing_guarantee = processing_guarantee
         self.first_poll_offset = first_poll_offset
+        # Per-task state, (re)made by open(): one copy of this object runs per task.
+        self._collector: SpoutOutputCollector | None = None
+        self.component = "?"
+        self.io: SourceIO | None = None
+        self.counters = SourceCounters()
+        self.commit_needed = False
+        self._retry = RetryQueue(retry or RetryPolicy())
+        self._buffer: deque[Message] = deque()
+        self._pending: dict[KafkaMessageId, PendingRecord] = {}
+        self._trackers: dict[TP, OffsetTracker] = {}
+        self._unreleased: list[tuple[str, list[Any]]] = []  # at-most-once: waiting for a commit
+        self._released: deque[tuple[str, list[Any]]] = deque()
+
+    def validate(self, component_id: str) -> None:
+        """Raise :class:`TopologyError` naming ``component_id`` for a bad option."""
+        if self.problems:
+            raise TopologyError(f"[{component_id}] {self.problems[0]}")
 
     @property
     def topic(self) -> str | None:
@@ -144,7 +170,7 @@ class KafkaSpout(Spout):
 
     # -- lifecycle -------------------------------------------------------------------
     def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
-        self.collector = collector
+        self._collector = collector
         self.component = context.this_component_id
         policy = self.retry_policy or RetryPolicy(
             initial_delay_s=float(conf.get("squall.spout.retry.initial.delay.secs", 0.0)),
@@ -153,30 +179,19 @@ class KafkaSpout(Spout):
             max_retries=int(conf.get("squall.spout.max.retries", 5)),
         )
         self._retry = RetryQueue(policy)
-        self._buffer: deque[Message] = deque()
-        self._pending: dict[MsgId, list[Any]] = {}  # msg id -> [msg, stream, values, failures]
-        self._trackers: dict[TP, OffsetTracker] = {}
-        self._unreleased: list[tuple[str, list[Any]]] = []  # at-most-once: waiting for a commit
-        self._released: deque[tuple[str, list[Any]]] = deque()
+        self._buffer = deque()
+        self._pending = {}
+        self._trackers = {}
+        self._unreleased = []
+        self._released = deque()
         self.commit_needed = False
-        self.replayed = 0
-        self.dead_lettered = 0
-        self.poison = 0
+        self.counters = SourceCounters()
 
     def bind(self, io: SourceIO) -> None:
         self.io = io
 
     def on_records(self, msgs: list[Message]) -> None:
         self._buffer.extend(msgs)
-
-    def revoke(self, tps: list[TP]) -> None:
-        """Forget partitions this task no longer reads (their pending records are dropped)."""
-        gone = set(tps)
-        for tp in gone:
-            self._trackers.pop(tp, None)
-        self._buffer = deque(m for m in self._buffer if (m.topic(), m.partition()) not in gone)
-        for mid in [mid for mid in self._pending if mid[:2] in gone]:
-            del self._pending[mid]
 
     @property
     def buffered(self) -> int:
@@ -193,16 +208,22 @@ class KafkaSpout(Spout):
         self.commit_needed = False
 
     # -- Spout -----------------------------------------------------------------------
+    def _out(self) -> SpoutOutputCollector:
+        if self._collector is None:
+            raise FatalError(f"[{self.component}] KafkaSpout used before open()")
+        return self._collector
+
     def next_tuple(self) -> None:
         if self.processing_guarantee == "at_most_once":
             self._next_at_most_once()
             return
+        collector = self._out()
         mid = self._retry.pop_due()
         if mid is not None:
             entry = self._pending.get(mid)
             if entry is not None:
-                self.replayed += 1
-                self.collector.emit(entry[2], msg_id=mid, stream=entry[1])
+                self.counters.replayed += 1
+                collector.emit(entry.values, msg_id=mid, stream=entry.stream)
                 return
         tracked = self.processing_guarantee == "at_least_once"
         while self._buffer:
@@ -211,17 +232,17 @@ class KafkaSpout(Spout):
                 continue
             mid, msg, stream, values = got
             if tracked:
-                self._pending[mid] = [msg, stream, values, 0]
-                self.collector.emit(values, msg_id=mid, stream=stream)
+                self._pending[mid] = PendingRecord(msg, stream, values)
+                collector.emit(values, msg_id=mid, stream=stream)
             else:
-                self._trackers[mid[:2]].finished(mid[2])
-                self.collector.emit(values, stream=stream)
+                self._trackers[mid.tp].finished(mid.offset)
+                collector.emit(values, stream=stream)
             return
 
     def _next_at_most_once(self) -> None:
         if self._released:
             stream, values = self._released.popleft()
-            self.collector.emit(values, stream=stream)
+            self._out().emit(values, stream=stream)
             return
         for _ in range(500):
             if not self._buffer:
@@ -229,50 +250,51 @@ class KafkaSpout(Spout):
             got = self._take()
             if got is not None:
                 mid, _msg, stream, values = got
-                self._trackers[mid[:2]].finished(mid[2])
+                self._trackers[mid.tp].finished(mid.offset)
                 self._unreleased.append((stream, values))
                 self.commit_needed = True
 
-    def _take(self) -> tuple[MsgId, Message, str, list[Any]] | None:
+    def _take(self) -> tuple[KafkaMessageId, Message, str, list[Any]] | None:
         msg = self._buffer.popleft()
-        topic, part, off = msg.topic() or "", msg.partition() or 0, msg.offset() or 0
-        tracker = self._trackers.get((topic, part))
+        mid = KafkaMessageId(msg.topic() or "", msg.partition() or 0, msg.offset() or 0)
+        tracker = self._trackers.get(mid.tp)
         if tracker is None:
-            tracker = self._trackers[(topic, part)] = OffsetTracker(off)
-        tracker.emitted(off)
+            tracker = self._trackers[mid.tp] = OffsetTracker(mid.offset)
+        tracker.emitted(mid.offset)
         try:
             out = self.translator.translate(msg)
         except Exception as exc:  # a poison record: dead-letter it and go on
-            err = DecodeError(f"{type(exc).__name__}: {exc}", component=self.component, topic=topic, partition=part, offset=off)
-            self.poison += 1
-            self._dead_letter(msg, str(err), 0, (topic, part, off))
+            err = DecodeError(f"{type(exc).__name__}: {exc}", component=self.component, topic=mid.topic, partition=mid.partition, offset=mid.offset)
+            self.counters.poison += 1
+            self._dead_letter(msg, str(err), 0, mid)
             return None
         if out is None:
-            tracker.finished(off)
+            tracker.finished(mid.offset)
             return None
-        return (topic, part, off), msg, out[0], out[1]
+        return mid, msg, out[0], out[1]
 
-    def ack(self, msg_id: MsgId) -> None:
+    def ack(self, msg_id: KafkaMessageId) -> None:
         if self._pending.pop(msg_id, None) is not None:
-            tracker = self._trackers.get((msg_id[0], msg_id[1]))
+            tracker = self._trackers.get(msg_id.tp)
             if tracker is not None:
-                tracker.finished(msg_id[2])
+                tracker.finished(msg_id.offset)
 
-    def fail(self, msg_id: MsgId) -> None:
-        mid = msg_id
-        entry = self._pending.get(mid)
+    def fail(self, msg_id: KafkaMessageId) -> None:
+        entry = self._pending.get(msg_id)
         if entry is None:
             return
-        entry[3] += 1
-        if self._retry.policy.exhausted(entry[3]):
-            del self._pending[mid]
-            self._dead_letter(entry[0], f"[{self.component}] gave up after {entry[3]} failures", entry[3], mid)
+        entry.failures += 1
+        if self._retry.policy.exhausted(entry.failures):
+            del self._pending[msg_id]
+            self._dead_letter(entry.msg, f"[{self.component}] gave up after {entry.failures} failures", entry.failures, msg_id)
         else:
-            self._retry.schedule(mid, entry[3])
+            self._retry.schedule(msg_id, entry.failures)
 
-    def _dead_letter(self, msg: Message, reason: str, attempts: int, mid: MsgId) -> None:
-        self.dead_lettered += 1
+    def _dead_letter(self, msg: Message, reason: str, attempts: int, mid: KafkaMessageId) -> None:
+        if self.io is None:
+            raise FatalError(f"[{self.component}] KafkaSpout has no SourceIO: the executor must bind() it after open()")
+        self.counters.dead_lettered += 1
         self.io.dead_letter(msg, reason, attempts)
-        tracker = self._trackers.get(mid[:2])
+        tracker = self._trackers.get(mid.tp)
         if tracker is not None:
-            tracker.finished(mid[2])
+            tracker.finished(mid.offset)

@@ -12,11 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams.component import DEFAULT_STREAM, BasicBolt, BasicBoltExecutor, Bolt, Component, OutputFieldsDeclarer, Spout
+from streams.component import DEFAULT_STREAM, BasicBolt, BasicBoltExecutor, Bolt, Component, OutputFieldsDeclarer, Spout, StreamDef
 from streams.exceptions import TopologyError
 from streams.tuple import SYSTEM_COMPONENT
-
-GROUPINGS = ("shuffle", "fields", "all", "global", "none", "direct", "local_or_shuffle", "custom")
 
 
 @dataclass(frozen=True)
@@ -39,7 +37,7 @@ class ComponentDef:
     is_spout: bool
     inputs: list[Subscription] = field(default_factory=list)
     conf: dict[str, Any] = field(default_factory=dict)
-    streams: dict[str, tuple[tuple[str, ...], bool]] = field(default_factory=dict)
+    streams: dict[str, StreamDef] = field(default_factory=dict)
     task_base: int = 0
 
     @property
@@ -147,6 +145,7 @@ class TopologyBuilder:
             raise TopologyError(f"[{cid}] duplicate component id")
         if parallelism_hint < 1:
             raise TopologyError(f"[{cid}] parallelism_hint must be >= 1, got {parallelism_hint}")
+        obj.validate(cid)
         cdef = ComponentDef(cid, obj, parallelism_hint, num_tasks or parallelism_hint, is_spout)
         self._defs[cid] = cdef
         return cdef
@@ -222,7 +221,7 @@ class Topology:
                 if (sub.component, sub.stream) in seen:
                     raise TopologyError(f"[{d.id}] subscribes twice to {sub.component}/{sub.stream}")
                 seen.add((sub.component, sub.stream))
-                fields, direct = src.streams[sub.stream]
+                fields, direct = src.streams[sub.stream].fields, src.streams[sub.stream].direct
                 if sub.kind == "fields":
                     missing = [f for f in sub.fields if f not in fields]
                     if missing or not sub.fields:
@@ -239,7 +238,7 @@ class Topology:
                 raise TopologyError(f"[{out.component}] output to {out.topic!r} from unknown component")
             if out.stream not in src.streams:
                 raise TopologyError(f"[{out.component}] output to {out.topic!r} from undeclared stream {out.stream!r}")
-            fields = src.streams[out.stream][0]
+            fields = src.streams[out.stream].fields
             for f in (out.key_field, *out.value_fields):
                 if f not in fields:
                     raise TopologyError(f"[{out.component}] output field {f!r} not in {list(fields)}")
@@ -271,7 +270,7 @@ class Topology:
         return sum(d.num_tasks for d in self.spouts)
 
     def fields(self, component: str, stream: str) -> tuple[str, ...]:
-        return self.components[component].streams[stream][0]
+        return self.components[component].streams[stream].fields
 
     def field_index(self, component: str, stream: str) -> dict[str, int]:
         """``field -> position`` of ``(component, stream)`` (empty if unknown, e.g. ticks);

@@ -20,15 +20,16 @@ class Tuple:
       * ``ack_val`` -- XOR of the edge ids of every tuple emitted anchored to this one
         (Storm's ``TupleImpl.updateAckVal``); folded into the ack sent for each root.
       * ``topic``/``partition``/``offset`` -- where the record was read, for errors.
+      * ``settled`` -- True once the tuple was acked *or* failed.
     """
 
     __slots__ = (
         "_index",
         "ack_val",
-        "acked",
         "anchors",
         "offset",
         "partition",
+        "settled",
         "source_component",
         "source_task",
         "stream",
@@ -58,7 +59,7 @@ class Tuple:
         self.topic = topic
         self.partition = partition
         self.offset = offset
-        self.acked = False
+        self.settled = False  # acked or failed: a second ack or fail is ignored
 
     @property
     def fields(self) -> Sequence[str]:

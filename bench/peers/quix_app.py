@@ -4,7 +4,7 @@
 
 Word count: split -> group_by(word) -> stateful running count. Flights: parse ->
 group_by(carrier) -> stateful running (flights, delay). Output: the running value per key.
-Embedded-broker settings from ../shared/README.md: session 6 s, fetch wait 50 ms, linger 50 ms,
+Embedded-broker settings (see bench/README.md): session 6 s, fetch wait 50 ms, linger 50 ms,
 explicit retention on the topics.
 """
 

@@ -34,8 +34,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streams.codec import decode_tuple
+from streams.collector import AckBuffer, OutputCollector, Router
 from streams.component import DEFAULT_STREAM, Bolt, OutputFieldsDeclarer
+from streams.config import resolve
+from streams.context import TopologyContext
+from streams.dead_letter import dead_letter_headers
 from streams.exceptions import DecodeError, FailedException, FatalError
+from streams.loader import load_topology
+from streams.naming import acker_topic, component_topic, dead_letter_topic
 from streams.spark.exceptions import SparkBoltError
 from streams.stats import LogHistogram
 from streams.tuple import Tuple
@@ -108,7 +114,8 @@ class SparkBolt(Bolt):
     ``arrow``. ``committer``: a :class:`streams.spark.committer.Committer` makes this a
     committer bolt whose state is written once per micro-batch id (the txid).
 
-    Raises :class:`SparkBoltError` on a bad ``batch`` or missing ``fn``.
+    Raises :class:`SparkBoltError` from :meth:`validate` (called by ``set_bolt``, so the
+    message names the component) on a bad ``batch`` or a ``fn`` that is not callable.
     """
 
     def __init__(
@@ -120,15 +127,17 @@ class SparkBolt(Bolt):
         batch: str = "rows",
         committer: Any = None,
     ) -> None:
-        if not callable(fn):
-            raise SparkBoltError(f"SparkBolt needs a callable, got {type(fn).__name__}")
-        if batch not in BATCH_MODES:
-            raise SparkBoltError(f"SparkBolt batch must be one of {BATCH_MODES}, not {batch!r}")
         self.fn = fn
         self.output_fields = tuple(output_fields) if output_fields is not None else None
         self.extra_streams = {k: tuple(v) for k, v in (streams or {}).items()}
         self.batch = batch
         self.committer = committer
+
+    def validate(self, component_id: str) -> None:
+        if not callable(self.fn):
+            raise SparkBoltError(f"[{component_id}] SparkBolt needs a callable, got {type(self.fn).__name__}")
+        if self.batch not in BATCH_MODES:
+            raise SparkBoltError(f"[{component_id}] SparkBolt batch must be one of {BATCH_MODES}, not {self.batch!r}")
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         if self.output_fields is not None:
@@ -246,8 +255,6 @@ class _ProcessorState:
     _cache: dict[tuple[str, str, str, str], _ProcessorState] = {}
 
     def __init__(self, topology: Any, component: str, conf: Any) -> None:
-        from streams.naming import acker_topic, component_topic
-
         self.topology = topology
         self.component = component
         self.conf = conf
@@ -265,9 +272,6 @@ class _ProcessorState:
         key = (topology_file, name, json.dumps(overrides, sort_keys=True), component)
         got = cls._cache.get(key)
         if got is None:
-            from service.loader import load_topology
-            from streams.config import resolve
-
             topology = load_topology(topology_file, name)
             topology.conf.update(overrides)
             cdef = topology.components[component]
@@ -284,8 +288,6 @@ class _ProcessorState:
         return next(iter(fields)) if fields else ()
 
     def _collector(self, partition: int, rows: _Rows, acks: Any) -> Any:
-        from streams.collector import OutputCollector, Router
-        from streams.context import TopologyContext
 
         c = self.collectors.get(partition)
         if c is None:
@@ -299,7 +301,6 @@ class _ProcessorState:
 
     # -- one task run ----------------------------------------------------------------
     def run(self, batches: Iterator[Any]) -> Iterator[Any]:
-        from streams.collector import AckBuffer
 
         acks = AckBuffer(self.acker_topic, max(1, self.conf.ackers)) if self.conf.ackers > 0 else None
         stats = _RunStats()
@@ -342,16 +343,7 @@ class _ProcessorState:
                 stream, source, source_task, vals, anchors = decode_tuple(raw, component=self.component, topic=self.topic, partition=p, offset=off)
             except DecodeError as exc:
                 stats.poison += 1
-                from streams.naming import dead_letter_topic
-
-                headers = [
-                    ("squall.error", str(exc)),
-                    ("squall.component", self.component),
-                    ("squall.topic", self.topic),
-                    ("squall.partition", str(p)),
-                    ("squall.offset", str(off)),
-                    ("squall.attempts", "0"),
-                ]
+                headers = dead_letter_headers(str(exc), component=self.component, topic=self.topic, partition=p, offset=off, attempts=0)
                 rows.add(KIND_RECORD, dead_letter_topic(self.topology.name), -1, None, raw or b"", json.dumps(headers))
                 log.warning("%s", exc)
                 continue
@@ -465,7 +457,7 @@ class _ProcessorState:
             stream = streams[i] or DEFAULT_STREAM
             if stream not in declared:
                 raise FatalError(f"[{self.component}] emit on undeclared stream {stream!r} (declared: {sorted(declared)})")
-            fields = declared[stream][0]
+            fields = declared[stream].fields
             try:
                 values = [out[f][i] for f in fields]
             except KeyError as exc:

@@ -24,10 +24,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from streams.board import StatsBoard
+from streams.codec import encode_tuple
 from streams.exceptions import FatalError
 from streams.executor import Executor
 from streams.naming import component_topic
 from streams.stats import ExecutorStats, LogHistogram
+from streams.tuple import SYSTEM_COMPONENT
 
 log = logging.getLogger("squall.spark.runtime")
 
@@ -131,9 +134,7 @@ def warm_up(query: Any, producer: Any, topic: str, partitions: int, stop: Any, t
     the sink (~8 s on 2 cores). One untracked ``__warmup`` record per partition (skipped
     by the processor, never seen by user code) pays that cost before any tree is waiting.
     """
-    from streams.codec import encode_tuple
     from streams.spark.bolt import WARMUP_STREAM
-    from streams.tuple import SYSTEM_COMPONENT
 
     for p in range(partitions):
         producer.produce(topic, encode_tuple(WARMUP_STREAM, SYSTEM_COMPONENT, -1, [], {}), partition=p)
@@ -174,8 +175,6 @@ class SparkBoltExecutor(Executor):
         """Add the per-batch snapshots published since the last call (each is a delta with
         its own instance) to ``bolt_stats``, then forget them: O(new batches), bounded memory."""
         if self._board is None:
-            from service.board import StatsBoard
-
             self._board = StatsBoard(self.bootstrap, self.topology.name)
         self._board.poll(0)
         totals = self.bolt_stats

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from acker.ledger import Ledger
-from acker.wire import OP_ACK, OP_FAIL, OP_INIT, OP_RESET
+from streams.acker_wire import OP_ACK, OP_FAIL, OP_INIT, OP_RESET
 from streams.codec import decode_tuple
 from streams.collector import AckBuffer, OutputCollector, Route
 from streams.grouping import GlobalGrouping

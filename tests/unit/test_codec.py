@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from acker.wire import decode_list
+from streams.acker_wire import decode_list
 from streams.codec import decode_tuple, encode_tuple
 from streams.exceptions import DecodeError, SquallError
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from acker.ledger import Ledger
-from acker.partition import acker_partition
+from streams.acker_wire import acker_partition
 from streams.collector import AckBuffer
 from streams.tuple import Tuple
 from tests.unit.sim import Capture, apply_ops, as_tuple, collector
@@ -78,7 +78,7 @@ def test_fail_drops_pending_acks_for_that_root() -> None:
 
 
 def test_a_large_flush_is_split_into_bounded_records() -> None:
-    from acker.wire import MAX_ITEMS_PER_RECORD
+    from streams.acker_wire import MAX_ITEMS_PER_RECORD
 
     acks = AckBuffer("acker", 1)
     for root in range(1, 10_001):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from acker.ledger import COMPLETE, FAILED, LATE, TIMEOUT, Ledger
+from acker.ledger import Ledger, Reason
 
 
 class Clock:
@@ -21,7 +21,7 @@ def clock() -> Clock:
 
 
 def test_seed_example_spout_0100_bolt1_0010_bolt2(clock: Clock) -> None:
-    # ../shared/seeds/000: spout emits id 0100 to Bolt1; Bolt1 emits 0010 and acks
+    # The classic example of Storm's acker docs: spout emits id 0100 to Bolt1; Bolt1 emits 0010 and acks
     # 0100 ^ 0010; Bolt2 acks 0010; the acker reaches 0 and tells the spout.
     ledger = Ledger(30, clock)
     root = 7
@@ -31,7 +31,7 @@ def test_seed_example_spout_0100_bolt1_0010_bolt2(clock: Clock) -> None:
     assert ledger.get(root) == (0b0010, 3, 1000.0, -1)
     out = ledger.ack(root, 0b0010)
     assert out is not None
-    assert out.acked and out.reason == COMPLETE and out.spout_task == 3
+    assert out.acked and out.reason == Reason.COMPLETE and out.spout_task == 3
     assert out.latency_s == pytest.approx(0.25)
     assert root not in ledger and len(ledger) == 0
 
@@ -57,7 +57,7 @@ def test_explicit_fail_fails_and_removes(clock: Clock) -> None:
     ledger = Ledger(30, clock)
     ledger.init(2, 0b1, spout_task=4)
     out = ledger.fail(2)
-    assert out is not None and not out.acked and out.reason == FAILED and out.spout_task == 4
+    assert out is not None and not out.acked and out.reason == Reason.FAILED and out.spout_task == 4
     assert 2 not in ledger
 
 
@@ -76,7 +76,7 @@ def test_timeout_with_injected_clock(clock: Clock) -> None:
     assert 1 in ledger
     clock.t += 15.2
     expired = ledger.tick()
-    assert [(o.root, o.reason, o.acked, o.spout_task) for o in expired] == [(1, TIMEOUT, False, 0)]
+    assert [(o.root, o.reason, o.acked, o.spout_task) for o in expired] == [(1, Reason.TIMEOUT, False, 0)]
     assert 1 not in ledger
 
 
@@ -84,9 +84,9 @@ def test_ack_after_expiry_yields_fail_never_ack(clock: Clock) -> None:
     ledger = Ledger(10, clock, buckets=2)
     ledger.init(1, 0b1, spout_task=0)
     clock.t += 20.1
-    assert [o.reason for o in ledger.tick()] == [TIMEOUT]
+    assert [o.reason for o in ledger.tick()] == [Reason.TIMEOUT]
     out = ledger.ack(1, 0b1)  # would have completed the tree
-    assert out is not None and not out.acked and out.reason == LATE
+    assert out is not None and not out.acked and out.reason == Reason.LATE
     assert 1 not in ledger
 
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acker.ledger import Ledger
-from acker.wire import OP_ACK, OP_INIT
+from streams.acker_wire import OP_ACK, OP_INIT
 from streams.collector import AckBuffer
 from tests.unit.sim import Capture, apply_ops, as_tuple, collector
 

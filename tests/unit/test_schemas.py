@@ -10,7 +10,7 @@ import pytest
 
 from acker.durable import DurableLedger
 from acker.ledger import Ledger
-from acker.wire import encode_ops, encode_results
+from streams.acker_wire import encode_ops, encode_results
 from streams.codec import encode_tuple
 from streams.stats import ExecutorStats
 

@@ -218,18 +218,19 @@ def test_source_options_errors_name_the_source_and_the_option() -> None:
 
 
 def test_spark_bolt_rejects_bad_declarations() -> None:
+    from streams import TopologyBuilder
     from streams.spark import SparkBolt
     from streams.spark.exceptions import SparkBoltError
 
-    with pytest.raises(SparkBoltError, match="batch must be one of"):
-        SparkBolt(lambda t: [], batch="polars")
-    with pytest.raises(SparkBoltError, match="needs a callable"):
-        SparkBolt("split")  # type: ignore[arg-type]
+    with pytest.raises(SparkBoltError, match=r"\[split\] SparkBolt batch must be one of"):
+        TopologyBuilder().set_bolt("split", SparkBolt(lambda t: [], batch="polars"))
+    with pytest.raises(SparkBoltError, match=r"\[split\] SparkBolt needs a callable"):
+        TopologyBuilder().set_bolt("split", SparkBolt("split"))  # type: ignore[arg-type]
 
 
 def test_driver_folds_each_batch_snapshot_once_and_forgets_it() -> None:
-    from service.loader import load_topology
     from streams.config import resolve
+    from streams.loader import load_topology
     from streams.spark.runtime import SparkBoltExecutor
     from streams.stats import ExecutorStats
 

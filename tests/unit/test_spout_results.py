@@ -1,77 +1,66 @@
-"""The spout executor's handling of ack results (no broker: messages are stand-ins)."""
+"""The spout side of tracking: trees in flight, outcomes, timeouts (pure; injected clock)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from acker.wire import RESULT_ACK, RESULT_FAIL, encode_results
 from streams import KafkaSpout, TopologyBuilder
-from streams.config import resolve
 from streams.context import TopologyContext
-from streams.executor import SpoutExecutor, _SpoutTask
+from streams.inflight import InFlightTrees
+from streams.source import KafkaMessageId, KafkaSource, kafka_source
 
 
-class Msg:
-    def __init__(self, value: bytes) -> None:
-        self._value = value
-
-    def error(self) -> None:
-        return None
-
-    def value(self) -> bytes:
-        return self._value
-
-    def partition(self) -> int:
-        return 0
-
-    def offset(self) -> int:
-        return 0
-
-
-class RecordingSpout(KafkaSpout):
+class Clock:
     def __init__(self) -> None:
-        super().__init__()
-        self.acks: list[Any] = []
-        self.fails: list[Any] = []
+        self.now = 100.0
 
-    def ack(self, msg_id: Any) -> None:
-        self.acks.append(msg_id)
-
-    def fail(self, msg_id: Any) -> None:
-        self.fails.append(msg_id)
-
-
-def executor() -> tuple[SpoutExecutor, RecordingSpout, _SpoutTask]:
-    b = TopologyBuilder()
-    b.set_spout("s", KafkaSpout(), 1)
-    t = b.create_topology("t")
-    ex = SpoutExecutor(t, "s", resolve({}), "127.0.0.1:1")
-    spout = RecordingSpout()
-    task = _SpoutTask(0, 0, spout, None)  # type: ignore[arg-type]
-    return ex, spout, task
+    def __call__(self) -> float:
+        return self.now
 
 
 def test_second_completion_for_a_finished_root_is_ignored_and_counted() -> None:
-    ex, spout, task = executor()
-    ex.pending[11] = (task, ("t", 0, 5), 0.0)
-    ex.pending[12] = (task, ("t", 0, 6), 0.0)
-    task.pending = 2
-    ex._results([Msg(encode_results([[RESULT_ACK, 11, 0.1], [RESULT_FAIL, 12, 0.2]]))])  # type: ignore[list-item]
-    ex._results([Msg(encode_results([[RESULT_ACK, 11, 0.1], [RESULT_ACK, 12, 0.3]]))])  # duplicates after a crash
-    assert spout.acks == [("t", 0, 5)] and spout.fails == [("t", 0, 6)]
-    assert ex.stats.counters["ignored_results"] == 2
-    assert ex.stats.counters["acked"] == 1 and ex.stats.counters["failed"] == 1
-    assert task.pending == 0 and ex.pending == {}
+    trees = InFlightTrees(Clock())
+    trees.track(11, 0, KafkaMessageId("t", 0, 5))
+    trees.track(12, 0, KafkaMessageId("t", 0, 6))
+    assert trees.pending(0) == 2
+    first = [trees.settle(11), trees.settle(12)]
+    again = [trees.settle(11), trees.settle(12)]  # duplicates after a crash
+    assert [t.msg_id for t in first if t is not None] == [("t", 0, 5), ("t", 0, 6)]
+    assert again == [None, None] and trees.ignored == 2
+    assert trees.pending(0) == 0 and len(trees) == 0
 
 
 def test_spout_side_timeout_fails_old_trees_in_emit_order() -> None:
-    ex, spout, task = executor()
-    ex.pending[1] = (task, "a", 100.0)
-    ex.pending[2] = (task, "b", 110.0)
-    task.pending = 2
-    ex._timeouts(100.0 + 30.5)  # timeout 30 s: only "a" is past it
-    assert spout.fails == ["a"] and list(ex.pending) == [2]
-    assert ex.stats.counters["timeouts"] == 1
+    clock = Clock()
+    trees = InFlightTrees(clock)
+    trees.track(1, 0, "a")
+    clock.now = 110.0
+    trees.track(2, 1, "b")
+    clock.now = 130.5  # timeout 30 s: only "a" is past it
+    assert [t.msg_id for t in trees.expired(30.0)] == ["a"]
+    assert trees.pending(0) == 0 and trees.pending(1) == 1
+    clock.now = 140.0
+    assert [t.msg_id for t in trees.expired(30.0)] == ["b"] and len(trees) == 0
+
+
+def test_revoked_tasks_trees_are_dropped_and_their_late_outcomes_ignored() -> None:
+    trees = InFlightTrees(Clock())
+    trees.track(1, 0, "a")
+    trees.track(2, 1, "b")
+    assert trees.drop_tasks([1]) == 1
+    assert trees.settle(2) is None and trees.ignored == 1
+    assert trees.settle(1) is not None and trees.pending(1) == 0
+
+
+def test_kafka_spout_implements_the_source_protocol_and_a_plain_spout_does_not() -> None:
+    from examples.wordcount import Split
+
+    assert isinstance(KafkaSpout(), KafkaSource) and kafka_source(KafkaSpout()) is not None
+    assert kafka_source(Split()) is None
+
+
+def test_message_id_has_named_fields_and_equals_its_tuple() -> None:
+    mid = KafkaMessageId("lines", 2, 40)
+    assert (mid.topic, mid.partition, mid.offset, mid.tp) == ("lines", 2, 40, ("lines", 2))
+    assert mid == ("lines", 2, 40) and hash(mid) == hash(("lines", 2, 40))
 
 
 def test_topology_context_task_layout() -> None:

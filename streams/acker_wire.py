@@ -1,6 +1,10 @@
-"""Wire forms of the acker's messages (``schemas/acker-*.schema.json``). JSON, never pickle.
+"""The acker's wire format: what every executor sends to the acker and reads back.
 
-Acker input (``squall.T.__acker``, partition = :func:`acker.partition.acker_partition`):
+JSON, never pickle (``schemas/acker-*.schema.json``). It lives in :mod:`streams` because
+collectors write it and spout executors read it; :mod:`acker` builds on it
+(``docs/design.md``, *Layers*).
+
+Acker input (``squall.T.__acker``, partition = :func:`acker_partition`):
 one record holds every op a collector flushed for that partition, in order::
 
     [[0, root, val, spout_task],   # init
@@ -23,6 +27,8 @@ from typing import Any
 from streams.codec import decode_json, encode_json
 from streams.exceptions import DecodeError
 
+# Op codes: Storm Acker's stream ids ``__ack_init``, ``__ack_ack``, ``__ack_fail`` and
+# ``__ack_reset_timeout``, as small ints.
 OP_INIT = 0
 OP_ACK = 1
 OP_FAIL = 2
@@ -61,3 +67,45 @@ def decode_list(raw: bytes | None, *, component: str, topic: str, partition: int
 
 def encode_results(results: list[list[Any]]) -> bytes:
     return encode_json(results)
+
+
+# -- root id partitioning (Kafka's murmur2, byte for byte the Java client's Utils.murmur2) --
+
+_M = 0x5BD1E995
+_SEED = 0x9747B28C
+_MASK = 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """32-bit murmur2 of ``data`` as an unsigned int (Kafka's seed 0x9747b28c)."""
+    length = len(data)
+    h = (_SEED ^ length) & _MASK
+    n4 = length & ~3
+    for i in range(0, n4, 4):
+        k = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24)
+        k = (k * _M) & _MASK
+        k ^= k >> 24
+        k = (k * _M) & _MASK
+        h = ((h * _M) & _MASK) ^ k
+    extra = length & 3
+    if extra == 3:
+        h ^= data[n4 + 2] << 16
+    if extra >= 2:
+        h ^= data[n4 + 1] << 8
+    if extra >= 1:
+        h ^= data[n4]
+        h = (h * _M) & _MASK
+    h ^= h >> 13
+    h = (h * _M) & _MASK
+    h ^= h >> 15
+    return h
+
+
+def acker_partition(root: int, ackers: int) -> int:
+    """The ``__acker`` partition (acker task) that owns ``root`` (a 64-bit unsigned id)."""
+    return (murmur2(root.to_bytes(8, "big")) & 0x7FFFFFFF) % ackers
+
+
+def root_key(root: int) -> bytes:
+    """The record key of a root id: 8 bytes, big-endian."""
+    return root.to_bytes(8, "big")

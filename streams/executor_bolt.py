@@ -1,0 +1,212 @@
+"""The bolt executor (Storm's ``executor/bolt/BoltExecutor``).
+
+It runs a bolt's tasks: the partitions of ``squall.T.<bolt>`` that the group assigns it.
+Per batch it decodes each record into a :class:`~streams.tuple.Tuple` and calls the task's
+``execute``; a record that does not decode is dead-lettered. Every
+``squall.flush.interval.secs`` it flushes outputs, then acker ops (see
+:mod:`streams.executor`), and every ``squall.commit.period.secs`` commits the offsets
+that were flushed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+
+from streams.codec import decode_tuple
+from streams.collector import OutputCollector, Router
+from streams.component import Bolt
+from streams.context import TopologyContext
+from streams.exceptions import DecodeError, FailedException, FatalError
+from streams.executor import Executor
+from streams.kafka_io import consumer_config
+from streams.naming import component_group, component_topic
+from streams.tuple import Tuple, tick_tuple
+
+log = logging.getLogger("squall.executor.bolt")
+
+MAX_BUFFERED_ACKER_OPS = 20_000
+"""Flush early when this many acker ops are buffered (bounds memory between flushes)."""
+
+
+@dataclass(slots=True)
+class BoltTask:
+    """One task of this executor: its bolt copy, collector and input positions.
+
+    ``next_offset``: after the last record executed; ``flushed_offset``: what the last
+    flush made safe to commit; ``committed_offset``: what was committed (-1: nothing yet).
+    """
+
+    task_id: int
+    bolt: Bolt
+    collector: OutputCollector
+    next_offset: int = -1
+    flushed_offset: int = -1
+    committed_offset: int = -1
+
+
+class BoltExecutor(Executor):
+    """Runs a bolt's tasks (the partitions of ``squall.T.<bolt>`` assigned to it)."""
+
+    kind = "bolt"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cdef = self.topology.components[self.component]
+        self.topic = component_topic(self.topology.name, self.component)
+        self.by_partition: dict[int, BoltTask] = {}
+        self._exec_hist = self.stats.hist("execute_latency")
+        # Counters of task copies that were revoked (collectors count per copy).
+        self._retired = {"emitted": 0, "acked": 0, "failed": 0}
+
+    # -- assignment ------------------------------------------------------------------
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            task_id = self.cdef.task_base + tp.partition
+            ctx = TopologyContext(self.topology, self.component, task_id, self.worker, self.local)
+            ctx.conf = self.conf_dict
+            bolt = self.cdef.new_instance()
+            if not isinstance(bolt, Bolt):
+                raise FatalError(f"[{self.component}] is not a Bolt: {type(bolt).__name__}")
+            collector = OutputCollector(Router(self.topology, self.component, ctx), task_id, self.produce, self.acks)
+            bolt.prepare(self.conf_dict, ctx, collector)
+            self.by_partition[tp.partition] = BoltTask(task_id, bolt, collector)
+        ids = [self.cdef.task_base + tp.partition for tp in partitions]
+        self.local.add(self.component, ids)
+        log.info("[%s] %s assigned tasks %s", self.component, self.worker, sorted(ids))
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        # cleanup() first: a bolt that holds tuples (deferred acks, windows) can emit and
+        # ack them, and the flush + commit below make that durable before the task moves.
+        # Without it, those trees would time out and replay after every rebalance.
+        gone = [self.by_partition[tp.partition] for tp in partitions if tp.partition in self.by_partition]
+        self._cleanup(gone)
+        self._flush()
+        self._commit(consumer, sync=True)
+        for task in gone:
+            self._retired["emitted"] += task.collector.emitted
+            self._retired["acked"] += task.collector.acked
+            self._retired["failed"] += task.collector.failed
+            del self.by_partition[task.task_id - self.cdef.task_base]
+        self.local.remove(self.component, [self.cdef.task_base + tp.partition for tp in partitions])
+
+    def _cleanup(self, tasks: list[BoltTask]) -> None:
+        for task in tasks:
+            try:
+                task.bolt.cleanup()
+            except Exception:
+                log.exception("[%s] task %d cleanup failed", self.component, task.task_id)
+
+    # -- processing ------------------------------------------------------------------
+    def _process(self, msg: Message) -> None:
+        if msg.error():
+            log.warning("[%s] consumer error: %s", self.component, msg.error())
+            return
+        p = msg.partition() or 0
+        task = self.by_partition.get(p)
+        if task is None:
+            return
+        off = msg.offset() or 0
+        try:
+            stream, source, source_task, values, anchors = decode_tuple(msg.value(), component=self.component, topic=self.topic, partition=p, offset=off)
+        except DecodeError as exc:
+            self.stats.inc("poison")
+            self.dead_letter(msg, str(exc), 0)
+            task.next_offset = off + 1
+            return
+        t = Tuple(values, stream, source, source_task, anchors, self.topology.field_index(source, stream), self.topic, p, off)
+        self._execute(task, t)
+        task.next_offset = off + 1
+
+    def _execute(self, task: BoltTask, t: Tuple) -> None:
+        start = time.perf_counter()
+        try:
+            task.bolt.execute(t)
+        except FailedException:
+            task.collector.fail(t)
+        except Exception as exc:
+            self.stats.inc("errors")
+            log.exception("[%s] task %d failed on %s: %s", self.component, task.task_id, t.where, exc)
+            task.collector.fail(t)
+        self._exec_hist.record(time.perf_counter() - start)
+
+    def _flush(self) -> None:
+        before = self.delivery.failures
+        self.producer.flush()
+        acks = self.acks
+        if acks is not None and len(acks):
+            if self.delivery.failures != before:
+                log.error("[%s] outputs lost in this flush: failing %d trees instead of acking", self.component, len(acks.acks))
+                for root in list(acks.acks):
+                    acks.fail(root)
+            self.stats.inc("acker_ops", acks.flush(self.produce))
+            self.producer.poll(0)
+        for task in self.by_partition.values():
+            task.flushed_offset = task.next_offset
+
+    def _commit(self, consumer: Consumer, sync: bool = False) -> None:
+        offsets = [
+            TopicPartition(self.topic, p, t.flushed_offset)
+            for p, t in self.by_partition.items()
+            if t.flushed_offset >= 0 and t.flushed_offset != t.committed_offset
+        ]
+        if not offsets:
+            return
+        try:
+            consumer.commit(offsets=offsets, asynchronous=not sync)
+            for tp in offsets:
+                self.by_partition[tp.partition].committed_offset = tp.offset
+        except KafkaException as exc:
+            log.warning("[%s] offset commit failed (will retry): %s", self.component, exc)
+
+    def _update_gauges(self) -> None:
+        emitted = acked = failed = 0
+        for t in self.by_partition.values():
+            emitted += t.collector.emitted
+            acked += t.collector.acked
+            failed += t.collector.failed
+        self.stats.gauges["tasks"] = len(self.by_partition)
+        self.stats.tasks = sorted(t.task_id for t in self.by_partition.values())
+        self.stats.counters["executed"] = self._exec_hist.count
+        self.stats.counters["emitted"] = self._retired["emitted"] + emitted
+        self.stats.counters["acked"] = self._retired["acked"] + acked
+        self.stats.counters["failed"] = self._retired["failed"] + failed
+
+    def _run(self) -> None:
+        conf = self.conf
+        consumer = Consumer(consumer_config(self.bootstrap, component_group(self.topology.name, self.component), conf, self.kafka.get("consumer")))
+        consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke)
+        tick = conf.tick_tuple_freq_secs
+        now = time.monotonic()
+        next_tick = now + tick if tick else float("inf")
+        next_flush = now + conf.flush_interval_secs
+        next_commit = now + conf.commit_period_secs
+        batch = conf.batch_size
+        try:
+            while not self.stop_event.is_set():
+                for msg in consumer.consume(batch, conf.flush_interval_secs):
+                    self._process(msg)
+                now = time.monotonic()
+                if now >= next_tick:
+                    next_tick = now + (tick or 0)
+                    for task in list(self.by_partition.values()):
+                        self._execute(task, tick_tuple())
+                if now >= next_flush or (self.acks is not None and len(self.acks) > MAX_BUFFERED_ACKER_OPS):
+                    self._flush()
+                    next_flush = now + conf.flush_interval_secs
+                if now >= next_commit:
+                    self._commit(consumer)
+                    next_commit = now + conf.commit_period_secs
+                self._maybe_stats(now)
+        finally:
+            self._flush()
+            self._commit(consumer, sync=True)
+            self._cleanup(list(self.by_partition.values()))
+            self._flush()
+            self._maybe_stats(time.monotonic(), final=True)
+            self.producer.flush(5)
+            consumer.close()

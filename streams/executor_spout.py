@@ -1,0 +1,287 @@
+"""The spout executor (Storm's ``executor/spout/SpoutExecutor``): it knows only :class:`Spout`.
+
+It runs a spout's tasks, the partitions of ``squall.T.<spout>`` that the group assigns it,
+with two consumers of its own:
+
+* *membership*: the group. Its partitions are paused, so it only carries assignments
+  (and the commits of a Kafka-reading spout's source offsets);
+* *results*: assign-only, the ``squall.T.__ack_result`` partitions whose numbers are its
+  task ids.
+
+Like Storm's, it tracks every tree in flight (:class:`streams.inflight.InFlightTrees`),
+bounds them per task by ``topology.max.spout.pending``, and fails trees past
+``topology.message.timeout.secs`` itself. A spout that reads Kafka implements
+:class:`streams.source.KafkaSource`; the executor then adds a
+:class:`streams.source_feed.SourceFeed` and calls nothing but that protocol.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import OFFSET_END, Consumer, Message, TopicPartition
+
+from streams.acker_wire import RESULT_ACK, decode_list
+from streams.collector import Router, SpoutOutputCollector
+from streams.component import Spout
+from streams.context import TopologyContext
+from streams.exceptions import DecodeError, FatalError
+from streams.executor import Executor
+from streams.inflight import InFlightTrees
+from streams.kafka_io import consumer_config
+from streams.naming import ack_result_topic, component_group, component_topic
+from streams.source import KafkaSource, SourceIO, kafka_source
+from streams.source_feed import SourceFeed
+
+log = logging.getLogger("squall.executor.spout")
+
+MAX_CALLS_PER_ROUND = 2000
+"""``next_tuple`` calls per task per loop round, so results and timeouts are not starved."""
+
+
+@dataclass(slots=True)
+class SpoutTask:
+    """One task of this executor: its spout copy and collector.
+
+    ``source`` is the same object as ``spout`` when it reads Kafka (else ``None``);
+    ``immediate`` holds message ids to ack at once (untracked emits, as Storm does).
+    """
+
+    task_id: int
+    spout: Spout
+    collector: SpoutOutputCollector
+    source: KafkaSource | None = None
+    immediate: list[Any] = field(default_factory=list)
+
+
+class SpoutExecutor(Executor):
+    """Runs a spout's tasks (see the module docstring)."""
+
+    kind = "spout"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cdef = self.topology.components[self.component]
+        self.own_topic = component_topic(self.topology.name, self.component)
+        self.result_topic = ack_result_topic(self.topology.name)
+        self.by_task: dict[int, SpoutTask] = {}
+        self.inflight = InFlightTrees()
+        self._retired_emitted = 0
+        group = component_group(self.topology.name, self.component)
+        overrides = self.kafka.get("consumer")
+        self.consumer = Consumer(consumer_config(self.bootstrap, group, self.conf, overrides))
+        self.results = Consumer(consumer_config(self.bootstrap, group + ".__results", self.conf, overrides))
+        proto = kafka_source(self.cdef.obj)
+        self.feed = (
+            SourceFeed(
+                self.component,
+                self.topology.name,
+                proto,
+                self.cdef.num_tasks,
+                self.bootstrap,
+                self.consumer,
+                Consumer(consumer_config(self.bootstrap, group + ".__data", self.conf, overrides)),
+                self.conf.batch_size,
+            )
+            if proto is not None
+            else None
+        )
+
+    # -- assignment ------------------------------------------------------------------
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        consumer.assign(partitions)
+        consumer.pause(partitions)  # membership only: never fetch the own topic here
+        added: list[SpoutTask] = []
+        for tp in partitions:
+            task_id = self.cdef.task_base + tp.partition
+            ctx = TopologyContext(self.topology, self.component, task_id, self.worker, self.local)
+            ctx.conf = self.conf_dict
+            spout = self.cdef.new_instance()
+            if not isinstance(spout, Spout):
+                raise FatalError(f"[{self.component}] is not a Spout: {type(spout).__name__}")
+            immediate: list[Any] = []
+            collector = SpoutOutputCollector(
+                Router(self.topology, self.component, ctx), task_id, self.produce, self.acks, self._tracker(task_id), immediate.append
+            )
+            spout.open(self.conf_dict, ctx, collector)
+            task = SpoutTask(task_id, spout, collector, kafka_source(spout), immediate)
+            if task.source is not None and self.feed is not None:
+                task.source.bind(SourceIO(self.dead_letter))
+                self.feed.add(tp.partition, task.source)
+            self.by_task[task_id] = task
+            added.append(task)
+        if added and self.acks is not None:
+            self.results.incremental_assign([TopicPartition(self.result_topic, t.task_id, OFFSET_END) for t in added])
+        if self.feed is not None:
+            self.feed.assign_new()
+        self.local.add(self.component, [t.task_id for t in added])
+        log.info("[%s] %s assigned tasks %s", self.component, self.worker, sorted(t.task_id for t in added))
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._flush()
+        self._commit()
+        gone = [self.by_task.pop(self.cdef.task_base + tp.partition) for tp in partitions if self.cdef.task_base + tp.partition in self.by_task]
+        if not gone:
+            return
+        ids = [t.task_id for t in gone]
+        self.inflight.drop_tasks(ids)
+        if self.feed is not None:
+            self.feed.remove([t - self.cdef.task_base for t in ids])
+        for task in gone:
+            self._close(task)
+        if self.acks is not None:
+            self.results.incremental_unassign([TopicPartition(self.result_topic, t) for t in ids])
+        self.local.remove(self.component, ids)
+
+    def _close(self, task: SpoutTask) -> None:
+        self._retired_emitted += task.collector.emitted
+        try:
+            task.spout.close()
+        except Exception:
+            log.exception("[%s] task %d close failed", self.component, task.task_id)
+
+    def _tracker(self, task_id: int) -> Any:
+        inflight = self.inflight
+
+        def on_tracked(root: int, msg_id: Any) -> None:
+            inflight.track(root, task_id, msg_id)
+
+        return on_tracked
+
+    # -- loop pieces -------------------------------------------------------------------
+    def _results(self, msgs: list[Message]) -> int:
+        """Apply ack results: ``spout.ack``/``spout.fail`` for each tree still in flight."""
+        hist = self.stats.hist("complete_latency")
+        now = time.monotonic()
+        n = 0
+        for msg in msgs:
+            if msg.error():
+                continue
+            try:
+                results = decode_list(msg.value(), component=self.component, topic=self.result_topic, partition=msg.partition() or 0, offset=msg.offset() or 0)
+            except DecodeError as exc:
+                self.stats.inc("poison")
+                self.dead_letter(msg, str(exc), 0)
+                continue
+            for op, root, _latency in results:
+                tree = self.inflight.settle(root)
+                if tree is None:
+                    continue
+                task = self.by_task.get(tree.task_id)
+                if task is None:
+                    continue
+                n += 1
+                if op == RESULT_ACK:
+                    self.stats.inc("acked")
+                    hist.record(now - tree.emitted_at)
+                    task.spout.ack(tree.msg_id)
+                else:
+                    self.stats.inc("failed")
+                    task.spout.fail(tree.msg_id)
+        return n
+
+    def _timeouts(self) -> None:
+        for tree in self.inflight.expired(self.conf.message_timeout_secs):
+            self.stats.inc("failed")
+            self.stats.inc("timeouts")
+            task = self.by_task.get(tree.task_id)
+            if task is not None:
+                task.spout.fail(tree.msg_id)
+
+    def _emit(self) -> int:
+        limit = self.conf.max_spout_pending
+        inflight = self.inflight
+        total = 0
+        for task in list(self.by_task.values()):
+            spout = task.spout
+            collector = task.collector
+            for _ in range(MAX_CALLS_PER_ROUND):
+                if inflight.pending(task.task_id) >= limit:
+                    break
+                before = collector.emitted
+                spout.next_tuple()
+                if task.immediate:
+                    for msg_id in task.immediate:
+                        spout.ack(msg_id)
+                    self.stats.inc("acked", len(task.immediate))
+                    task.immediate.clear()
+                if collector.emitted == before:
+                    if task.source is not None and task.source.commit_needed:
+                        self._commit()  # at-most-once: commit *before* emitting
+                        task.source.released()
+                        continue
+                    break
+                total += 1
+        return total
+
+    def _flush(self) -> None:
+        if self.acks is not None and len(self.acks):
+            self.stats.inc("acker_ops", self.acks.flush(self.produce))
+        self.producer.poll(0)
+
+    def _commit(self) -> None:
+        if self.feed is not None:
+            self.feed.commit()
+
+    def _update_gauges(self) -> None:
+        s = self.stats
+        s.gauges["pending"] = len(self.inflight)
+        s.gauges["tasks"] = len(self.by_task)
+        s.tasks = sorted(self.by_task)
+        s.counters["emitted"] = self._retired_emitted + sum(t.collector.emitted for t in self.by_task.values())
+        s.counters["ignored_results"] = self.inflight.ignored
+        if self.feed is not None:
+            counters = self.feed.counters()
+            s.counters["replayed"] = counters.replayed
+            s.counters["poison"] = counters.poison
+            s.partition_lag.clear()
+            s.partition_lag.update(self.feed.lag())
+
+    def _run(self) -> None:
+        conf = self.conf
+        self.consumer.subscribe([self.own_topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke)
+        now = time.monotonic()
+        next_flush = now
+        next_commit = now + conf.commit_period_secs
+        next_timeout = now
+        batch = conf.batch_size
+        idle = False
+        try:
+            while not self.stop_event.is_set():
+                self.consumer.consume(1, 0)  # rebalance callbacks and heartbeats only
+                fed = self.feed.poll(0.02 if idle and not len(self.inflight) else 0) if self.feed is not None else 0
+                done = 0
+                if self.acks is not None and self.by_task:
+                    done = self._results(self.results.consume(batch, 0.01 if idle and len(self.inflight) else 0))
+                emitted = self._emit()
+                idle = not (fed or done or emitted)
+                if idle and not self.by_task:
+                    time.sleep(0.02)
+                now = time.monotonic()
+                if now >= next_timeout:
+                    self._timeouts()
+                    next_timeout = now + 0.1
+                if now >= next_flush:
+                    self._flush()
+                    next_flush = now + conf.flush_interval_secs
+                if now >= next_commit:
+                    self._commit()
+                    next_commit = now + conf.commit_period_secs
+                if self.feed is not None:
+                    self.feed.refresh(now)
+                self._maybe_stats(now)
+        finally:
+            self._flush()
+            self._commit()
+            for task in self.by_task.values():
+                self._close(task)
+            self.by_task.clear()
+            self._maybe_stats(time.monotonic(), final=True)
+            self.producer.flush(5)
+            self.consumer.close()
+            if self.feed is not None:
+                self.feed.close()
+            self.results.close()

@@ -1,0 +1,101 @@
+"""The spout side of tracking: trees in flight per spout task, in emit order.
+
+Storm's ``SpoutExecutor`` keeps ``pending: RotatingMap<root, TupleInfo>`` and fails a tree
+itself when it times out; this is that map, pure (no I/O) and with an injected clock.
+It also bounds trees in flight per task for ``topology.max.spout.pending``.
+
+    >>> clock = iter([0.0, 1.0, 40.0]).__next__
+    >>> trees = InFlightTrees(clock)
+    >>> trees.track(root=11, task_id=0, msg_id=("t", 0, 5))   # emitted at 0.0
+    >>> trees.track(root=12, task_id=0, msg_id=("t", 0, 6))   # emitted at 1.0
+    >>> trees.settle(11).msg_id, trees.settle(11), trees.ignored
+    (('t', 0, 5), None, 1)
+    >>> [t.msg_id for t in trees.expired(timeout_s=30.0)]       # now 40.0
+    [('t', 0, 6)]
+    >>> trees.pending(0), len(trees)
+    (0, 0)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(slots=True)
+class InFlight:
+    """One tracked tree: its root id, the spout task that emitted it, the spout's message
+    id, and the emit time (seconds on the map's clock)."""
+
+    root: int
+    task_id: int
+    msg_id: Any
+    emitted_at: float
+
+
+class InFlightTrees:
+    """``root -> InFlight`` in emit order, with a count per spout task.
+
+    Args:
+      clock: seconds (monotonic); injectable for tests.
+    Not thread-safe: one per spout executor, used from its thread.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._trees: dict[int, InFlight] = {}
+        self._per_task: dict[int, int] = {}
+        self.ignored = 0
+        """Outcomes for roots not in flight: a second completion after a crash, or a
+        result for a task this executor no longer owns."""
+
+    def __len__(self) -> int:
+        return len(self._trees)
+
+    def pending(self, task_id: int) -> int:
+        """Trees in flight emitted by ``task_id``."""
+        return self._per_task.get(task_id, 0)
+
+    def track(self, root: int, task_id: int, msg_id: Any) -> None:
+        """Start tracking a tree emitted now."""
+        self._trees[root] = InFlight(root, task_id, msg_id, self.clock())
+        self._per_task[task_id] = self._per_task.get(task_id, 0) + 1
+
+    def settle(self, root: int) -> InFlight | None:
+        """Stop tracking ``root`` (its outcome arrived). ``None`` (and counted in
+        :attr:`ignored`) if it is not in flight."""
+        tree = self._trees.pop(root, None)
+        if tree is None:
+            self.ignored += 1
+            return None
+        self._per_task[tree.task_id] -= 1
+        return tree
+
+    def expired(self, timeout_s: float) -> list[InFlight]:
+        """Remove and return every tree emitted at least ``timeout_s`` seconds ago, oldest
+        first (Storm's spout-side ``topology.message.timeout.secs``)."""
+        deadline = self.clock() - timeout_s
+        trees = self._trees
+        out: list[InFlight] = []
+        while trees:
+            tree = next(iter(trees.values()))
+            if tree.emitted_at > deadline:
+                break
+            del trees[tree.root]
+            self._per_task[tree.task_id] -= 1
+            out.append(tree)
+        return out
+
+    def drop_tasks(self, task_ids: Iterable[int]) -> int:
+        """Forget the trees of tasks this executor no longer owns (a rebalance revoked
+        them); the new owner re-reads their records from the committed offset. Returns how
+        many were dropped."""
+        gone = set(task_ids)
+        roots = [r for r, t in self._trees.items() if t.task_id in gone]
+        for r in roots:
+            del self._trees[r]
+        for t in gone:
+            self._per_task.pop(t, None)
+        return len(roots)

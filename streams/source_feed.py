@@ -1,0 +1,198 @@
+"""The spout executor's half of :class:`streams.source.KafkaSource`: reading source partitions.
+
+A :class:`SourceFeed` owns the *data* consumer (assign-only) of one spout executor. It
+maps each source partition to the task that owns it (:func:`streams.source.task_of`),
+starts reading it at the position the source asks for (``first_poll_offset``), hands
+records to the owning task's source, pauses fetching while the sources are full, commits
+what the sources say is committable through the spout's group, and reports lag.
+
+It knows the protocol, never a spout class: storm-kafka-client's ``KafkaSpout`` keeps the
+same duties inside the spout; here they sit beside it so any Kafka-reading spout shares them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+
+from streams.kafka_io import true_end_offsets
+from streams.source import TP, KafkaSource, SourceCounters, task_of
+
+log = logging.getLogger("squall.executor.spout")
+
+PAUSE_ABOVE_BATCHES = 20
+"""Pause fetching when the sources hold more than this many batches (``squall.batch.size``)."""
+
+
+@dataclass(slots=True)
+class FedTask:
+    """A spout task as the feed sees it: its source, its partitions, what it committed."""
+
+    index: int
+    source: KafkaSource
+    partitions: list[TP] = field(default_factory=list)
+    committed: dict[TP, int] = field(default_factory=dict)
+
+
+class SourceFeed:
+    """Reads a Kafka-reading spout's source partitions for the tasks one executor owns.
+
+    Args:
+      component: the spout's component id (every log line and error names it).
+      topology: the topology name (the own topic is ``squall.<topology>.<component>``).
+      prototype: the spout as declared (its topics, pattern and ``first_poll_offset``).
+      num_tasks: the spout's task count (fixed at submit).
+      bootstrap: ``bootstrap.servers``.
+      group: the spout's group consumer; the feed commits source offsets through it.
+      data: an assign-only consumer the feed owns and closes.
+      batch: ``squall.batch.size`` (records per consume).
+    Not thread-safe: the spout executor's thread makes every call.
+    """
+
+    REFRESH_SECS = 5.0
+
+    def __init__(
+        self, component: str, topology: str, prototype: KafkaSource, num_tasks: int, bootstrap: str, group: Consumer, data: Consumer, batch: int
+    ) -> None:
+        self.component = component
+        self.topology = topology
+        self.prototype = prototype
+        self.num_tasks = num_tasks
+        self.bootstrap = bootstrap
+        self.group = group
+        self.data = data
+        self.batch = batch
+        self.tasks: dict[int, FedTask] = {}
+        self.owner: dict[TP, FedTask] = {}
+        self.retired = SourceCounters()
+        self._paused = False
+        self._next_refresh = 0.0
+
+    # -- tasks -----------------------------------------------------------------------
+    def add(self, index: int, source: KafkaSource) -> None:
+        """Own task ``index`` (its source already opened); call :meth:`assign_new` after."""
+        self.tasks[index] = FedTask(index, source)
+
+    def remove(self, indexes: list[int]) -> None:
+        """Stop reading for these tasks (revoked); keep their counters."""
+        gone = [self.tasks.pop(i) for i in indexes if i in self.tasks]
+        partitions = [tp for t in gone for tp in t.partitions]
+        for t in gone:
+            self.retired.add(t.source.counters)
+        if partitions:
+            self.data.incremental_unassign([TopicPartition(t, p) for t, p in partitions])
+            for tp in partitions:
+                self.owner.pop(tp, None)
+
+    def _source_partitions(self) -> list[TP]:
+        md = self.data.list_topics(timeout=10)
+        out: list[TP] = []
+        for topic in self.prototype.source_topics(self.topology, self.component, list(md.topics)):
+            meta = md.topics.get(topic)
+            if meta is None or meta.error is not None:
+                log.warning("[%s] source topic %s is not available yet", self.component, topic)
+                continue
+            out += [(topic, p) for p in sorted(meta.partitions)]
+        return out
+
+    def assign_new(self) -> None:
+        """Start reading every source partition that belongs to an owned task and is not
+        read yet (new tasks, or partitions added to a source topic or matching a pattern)."""
+        if not self.tasks:
+            return
+        new = [tp for tp in self._source_partitions() if tp not in self.owner and task_of(tp[0], tp[1], self.num_tasks) in self.tasks]
+        if not new:
+            return
+        starts = self._start_offsets(new)
+        for tp in new:
+            task = self.tasks[task_of(tp[0], tp[1], self.num_tasks)]
+            task.partitions.append(tp)
+            self.owner[tp] = task
+        self.data.incremental_assign([TopicPartition(t, p, starts[(t, p)]) for t, p in new])
+        log.info("[%s] reading %s", self.component, ", ".join(f"{t}[{p}]" for t, p in new))
+
+    def _start_offsets(self, tps: list[TP]) -> dict[TP, int]:
+        mode = self.prototype.first_poll_offset
+        if mode == "committed":
+            got = self.group.committed([TopicPartition(t, p) for t, p in tps], timeout=10)
+            return {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else OFFSET_BEGINNING for tp in got}
+        if mode == "earliest":
+            return dict.fromkeys(tps, OFFSET_BEGINNING)
+        # latest: from Fetch high watermarks (ListOffsets may under-report)
+        return true_end_offsets(self.bootstrap, tps, component=self.component)
+
+    def refresh(self, now: float) -> None:
+        """Every :data:`REFRESH_SECS`, pick up new source partitions."""
+        if now >= self._next_refresh:
+            self._next_refresh = now + self.REFRESH_SECS
+            self.assign_new()
+
+    # -- data ------------------------------------------------------------------------
+    def poll(self, timeout_s: float) -> int:
+        """Fetch up to ``batch`` records and hand each to its task; returns how many."""
+        if not self.owner:
+            return 0
+        buffered = sum(t.source.buffered for t in self.tasks.values())
+        self._pause(buffered > PAUSE_ABOVE_BATCHES * self.batch)
+        n = 0
+        owner = self.owner
+        for msg in self.data.consume(self.batch, timeout_s):
+            if msg.error():
+                log.warning("[%s] consumer error: %s", self.component, msg.error())
+                continue
+            task = owner.get((msg.topic() or "", msg.partition() or 0))
+            if task is not None:
+                task.source.on_records([msg])
+                n += 1
+        return n
+
+    def _pause(self, full: bool) -> None:
+        if full == self._paused:
+            return
+        assignment = self.data.assignment()
+        if full:
+            self.data.pause(assignment)
+        else:
+            self.data.resume(assignment)
+        self._paused = full
+
+    def commit(self) -> None:
+        """Commit what each owned source says is committable (synchronously)."""
+        offsets: list[TopicPartition] = []
+        for task in self.tasks.values():
+            for tp, off in task.source.committable().items():
+                if task.committed.get(tp) != off and tp in self.owner:
+                    offsets.append(TopicPartition(tp[0], tp[1], off))
+        if not offsets:
+            return
+        try:
+            self.group.commit(offsets=offsets, asynchronous=False)
+            for done in offsets:
+                key = (done.topic, done.partition)
+                self.owner[key].committed[key] = done.offset
+        except KafkaException as exc:
+            log.warning("[%s] offset commit failed (will retry): %s", self.component, exc)
+
+    # -- reporting -------------------------------------------------------------------
+    def counters(self) -> SourceCounters:
+        """Totals over owned and revoked tasks."""
+        total = SourceCounters()
+        total.add(self.retired)
+        for task in self.tasks.values():
+            total.add(task.source.counters)
+        return total
+
+    def lag(self) -> dict[str, int]:
+        """``"topic[p]" -> high watermark - committed`` for every owned partition."""
+        out: dict[str, int] = {}
+        for task in self.tasks.values():
+            for topic, p in task.partitions:
+                _, high = self.data.get_watermark_offsets(TopicPartition(topic, p), cached=True)
+                if high is not None and high >= 0:
+                    out[f"{topic}[{p}]"] = max(0, high - task.committed.get((topic, p), 0))
+        return out
+
+    def close(self) -> None:
+        self.data.close()
