@@ -37,7 +37,7 @@ def patch_fetch_wait(fetch_wait_ms: int) -> None:
             kwargs["fetch_max_wait_ms"] = fetch_wait_ms
             super().__init__(*args, **kwargs)
 
-    driver.aiokafka.AIOKafkaConsumer = Consumer
+    driver.aiokafka.AIOKafkaConsumer = Consumer  # type: ignore[attr-defined]
     _patched = True
 
 

@@ -115,7 +115,7 @@ class FaustAckerExecutor(Executor):
                 if tp.topic == input_name:
                     self.ledgers.pop(tp.partition, None)
 
-        @app.timer(interval=self.conf.stats_interval_secs)
+        @app.timer(interval=self.conf.stats_interval_secs)  # type: ignore[untyped-decorator]
         async def publish_stats() -> None:
             self.stats.gauges["pending"] = sum(len(dl) for dl in self.ledgers.values())
             self.stats.tasks = sorted(self.ledgers)

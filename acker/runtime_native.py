@@ -23,11 +23,14 @@ from acker.durable import DurableLedger
 from acker.ledger import Outcome
 from streams.acker_wire import chunks, decode_list, encode_results, root_key
 from streams.exceptions import DecodeError, FatalError
-from streams.executor import Executor
+from streams.executor import Every, Executor
 from streams.kafka_io import consumer_config
 from streams.naming import ack_result_topic, acker_changelog_topic, acker_topic, component_group
 
 log = logging.getLogger("squall.acker")
+
+EXPIRY_CHECK_SECS = 0.1
+"""How often the RotatingMap is asked to rotate (it rotates every timeout / (buckets - 1))."""
 
 
 class AckerExecutor(Executor):
@@ -107,7 +110,7 @@ class AckerExecutor(Executor):
         wrote = False
         for p, dl in self.ledgers.items():
             for root, value in dl.changelog():
-                produce(self.changelog, value, key=root_key(root), partition=p)  # type: ignore[arg-type]
+                produce(self.changelog, value, key=root_key(root), partition=p)
                 wrote = True
         if wrote:
             self._confirm("changelog records")
@@ -122,7 +125,7 @@ class AckerExecutor(Executor):
         for p, dl in self.ledgers.items():
             if p in self.committed:
                 for root, value in dl.gc(self.committed[p]):
-                    produce(self.changelog, value, key=root_key(root), partition=p)  # type: ignore[arg-type]
+                    produce(self.changelog, value, key=root_key(root), partition=p)
         self.producer.poll(0)
 
     def _update_gauges(self) -> None:
@@ -137,20 +140,17 @@ class AckerExecutor(Executor):
         consumer = Consumer(consumer_config(self.bootstrap, component_group(self.topology.name, ACKER_COMPONENT), conf, self.kafka.get("consumer")))
         consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke)
         now = time.monotonic()
-        next_flush = now + conf.flush_interval_secs
-        next_tick = now
-        batch = conf.batch_size
+        flush = Every(conf.flush_interval_secs, now)
+        expiry = Every(EXPIRY_CHECK_SECS, now, delay_s=0)
         try:
             while not self.stop_event.is_set():
-                for msg in consumer.consume(batch, conf.flush_interval_secs):
+                for msg in consumer.consume(conf.batch_size, conf.flush_interval_secs):
                     self._apply(msg)
                 now = time.monotonic()
-                if now >= next_tick:
+                if expiry.due(now):
                     self._tick()
-                    next_tick = now + 0.1
-                if now >= next_flush:
+                if flush.due(now):
                     self._flush(consumer)
-                    next_flush = now + conf.flush_interval_secs
                 self._maybe_stats(now)
         finally:
             self._flush(consumer)

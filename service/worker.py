@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     faust = [e for e in executors if hasattr(e, "run_blocking")]
     if faust:
         log.info("[%s] worker w%d running the faust acker", plan["name"], index)
-        faust[0].run_blocking()  # type: ignore[attr-defined]
+        faust[0].run_blocking()
         return 0
     registry = CollectorRegistry()
     registry.register(StatsCollector(lambda: [s for e in executors for s in e.all_stats()]))

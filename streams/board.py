@@ -44,10 +44,10 @@ class StatsBoard:
         return n
 
     def total(self, kind: str, counter: str) -> float:
-        return sum(s["counters"].get(counter, 0) for s in self.latest.values() if s["kind"] == kind)
+        return float(sum(s["counters"].get(counter, 0) for s in self.latest.values() if s["kind"] == kind))
 
     def gauge(self, kind: str, gauge: str) -> float:
-        return sum(s["gauges"].get(gauge, 0) for s in self.latest.values() if s["kind"] == kind and not s.get("final"))
+        return float(sum(s["gauges"].get(gauge, 0) for s in self.latest.values() if s["kind"] == kind and not s.get("final")))
 
     def hist(self, kind: str, name: str) -> LogHistogram:
         h = LogHistogram()

@@ -20,21 +20,47 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import Message
 
 from streams.codec import encode_json
 from streams.collector import AckBuffer
+from streams.component import Component
 from streams.config import TopologyConfig
-from streams.context import LocalTasks
+from streams.context import LocalTasks, TopologyContext
 from streams.dead_letter import dead_letter_headers
+from streams.exceptions import FatalError
 from streams.kafka_io import make_producer, produce_fn
 from streams.naming import acker_topic, dead_letter_topic, metrics_topic
 from streams.stats import ExecutorStats
 from streams.topology import Topology
 
 log = logging.getLogger("squall.executor")
+
+C = TypeVar("C", bound=Component)
+
+
+class Every:
+    """A period timer on the caller's monotonic clock: :meth:`due` is True at most once
+    per ``period_s`` seconds (the first time at ``start + delay_s``).
+
+    >>> t = Every(1.0, start=10.0)
+    >>> [t.due(now) for now in (10.5, 11.0, 11.2, 12.1)]
+    [False, True, False, True]
+    """
+
+    __slots__ = ("next_at", "period_s")
+
+    def __init__(self, period_s: float, start: float, delay_s: float | None = None) -> None:
+        self.period_s = period_s
+        self.next_at = start + (period_s if delay_s is None else delay_s)
+
+    def due(self, now: float) -> bool:
+        if now < self.next_at:
+            return False
+        self.next_at = now + self.period_s
+        return True
 
 
 class Executor:
@@ -99,6 +125,18 @@ class Executor:
 
     def _run(self) -> None:
         raise NotImplementedError
+
+    def _task_copy(self, partition: int, kind: type[C]) -> tuple[int, TopologyContext, C]:
+        """A fresh copy of the component for the task at input ``partition``: its global task
+        id, its context and the copy. Raises FatalError if the copy is not a ``kind``."""
+        cdef = self.topology.components[self.component]
+        task_id = cdef.task_base + partition
+        ctx = TopologyContext(self.topology, self.component, task_id, self.worker, self.local)
+        ctx.conf = self.conf_dict
+        obj = cdef.new_instance()
+        if not isinstance(obj, kind):
+            raise FatalError(f"[{self.component}] is not a {kind.__name__}: {type(obj).__name__}")
+        return task_id, ctx, obj
 
     def dead_letter(self, msg: Message, reason: str, attempts: int) -> None:
         """Write ``msg`` to ``squall.T.__dlq`` with headers naming where and why; count it."""

@@ -20,9 +20,8 @@ from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 from streams.codec import decode_tuple
 from streams.collector import OutputCollector, Router
 from streams.component import Bolt
-from streams.context import TopologyContext
-from streams.exceptions import DecodeError, FailedException, FatalError
-from streams.executor import Executor
+from streams.exceptions import DecodeError, FailedException
+from streams.executor import Every, Executor
 from streams.kafka_io import consumer_config
 from streams.naming import component_group, component_topic
 from streams.tuple import Tuple, tick_tuple
@@ -66,12 +65,7 @@ class BoltExecutor(Executor):
     # -- assignment ------------------------------------------------------------------
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
-            task_id = self.cdef.task_base + tp.partition
-            ctx = TopologyContext(self.topology, self.component, task_id, self.worker, self.local)
-            ctx.conf = self.conf_dict
-            bolt = self.cdef.new_instance()
-            if not isinstance(bolt, Bolt):
-                raise FatalError(f"[{self.component}] is not a Bolt: {type(bolt).__name__}")
+            task_id, ctx, bolt = self._task_copy(tp.partition, Bolt)
             collector = OutputCollector(Router(self.topology, self.component, ctx), task_id, self.produce, self.acks)
             bolt.prepare(self.conf_dict, ctx, collector)
             self.by_partition[tp.partition] = BoltTask(task_id, bolt, collector)
@@ -180,27 +174,22 @@ class BoltExecutor(Executor):
         conf = self.conf
         consumer = Consumer(consumer_config(self.bootstrap, component_group(self.topology.name, self.component), conf, self.kafka.get("consumer")))
         consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke)
-        tick = conf.tick_tuple_freq_secs
         now = time.monotonic()
-        next_tick = now + tick if tick else float("inf")
-        next_flush = now + conf.flush_interval_secs
-        next_commit = now + conf.commit_period_secs
-        batch = conf.batch_size
+        ticks = Every(conf.tick_tuple_freq_secs or float("inf"), now)
+        flush = Every(conf.flush_interval_secs, now)
+        commit = Every(conf.commit_period_secs, now)
         try:
             while not self.stop_event.is_set():
-                for msg in consumer.consume(batch, conf.flush_interval_secs):
+                for msg in consumer.consume(conf.batch_size, conf.flush_interval_secs):
                     self._process(msg)
                 now = time.monotonic()
-                if now >= next_tick:
-                    next_tick = now + (tick or 0)
+                if ticks.due(now):
                     for task in list(self.by_partition.values()):
                         self._execute(task, tick_tuple())
-                if now >= next_flush or (self.acks is not None and len(self.acks) > MAX_BUFFERED_ACKER_OPS):
+                if flush.due(now) or (self.acks is not None and len(self.acks) > MAX_BUFFERED_ACKER_OPS):
                     self._flush()
-                    next_flush = now + conf.flush_interval_secs
-                if now >= next_commit:
+                if commit.due(now):
                     self._commit(consumer)
-                    next_commit = now + conf.commit_period_secs
                 self._maybe_stats(now)
         finally:
             self._flush()

@@ -27,9 +27,8 @@ from confluent_kafka import OFFSET_END, Consumer, Message, TopicPartition
 from streams.acker_wire import RESULT_ACK, decode_list
 from streams.collector import Router, SpoutOutputCollector
 from streams.component import Spout
-from streams.context import TopologyContext
-from streams.exceptions import DecodeError, FatalError
-from streams.executor import Executor
+from streams.exceptions import DecodeError
+from streams.executor import Every, Executor
 from streams.inflight import InFlightTrees
 from streams.kafka_io import consumer_config
 from streams.naming import ack_result_topic, component_group, component_topic
@@ -37,6 +36,9 @@ from streams.source import KafkaSource, SourceIO, kafka_source
 from streams.source_feed import SourceFeed
 
 log = logging.getLogger("squall.executor.spout")
+
+TIMEOUT_CHECK_SECS = 0.1
+"""How often trees in flight are checked against ``topology.message.timeout.secs``."""
 
 MAX_CALLS_PER_ROUND = 2000
 """``next_tuple`` calls per task per loop round, so results and timeouts are not starved."""
@@ -96,12 +98,7 @@ class SpoutExecutor(Executor):
         consumer.pause(partitions)  # membership only: never fetch the own topic here
         added: list[SpoutTask] = []
         for tp in partitions:
-            task_id = self.cdef.task_base + tp.partition
-            ctx = TopologyContext(self.topology, self.component, task_id, self.worker, self.local)
-            ctx.conf = self.conf_dict
-            spout = self.cdef.new_instance()
-            if not isinstance(spout, Spout):
-                raise FatalError(f"[{self.component}] is not a Spout: {type(spout).__name__}")
+            task_id, ctx, spout = self._task_copy(tp.partition, Spout)
             immediate: list[Any] = []
             collector = SpoutOutputCollector(
                 Router(self.topology, self.component, ctx), task_id, self.produce, self.acks, self._tracker(task_id), immediate.append
@@ -244,9 +241,9 @@ class SpoutExecutor(Executor):
         conf = self.conf
         self.consumer.subscribe([self.own_topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke)
         now = time.monotonic()
-        next_flush = now
-        next_commit = now + conf.commit_period_secs
-        next_timeout = now
+        flush = Every(conf.flush_interval_secs, now, delay_s=0)
+        commit = Every(conf.commit_period_secs, now)
+        timeouts = Every(TIMEOUT_CHECK_SECS, now, delay_s=0)
         batch = conf.batch_size
         idle = False
         try:
@@ -261,15 +258,12 @@ class SpoutExecutor(Executor):
                 if idle and not self.by_task:
                     time.sleep(0.02)
                 now = time.monotonic()
-                if now >= next_timeout:
+                if timeouts.due(now):
                     self._timeouts()
-                    next_timeout = now + 0.1
-                if now >= next_flush:
+                if flush.due(now):
                     self._flush()
-                    next_flush = now + conf.flush_interval_secs
-                if now >= next_commit:
+                if commit.due(now):
                     self._commit()
-                    next_commit = now + conf.commit_period_secs
                 if self.feed is not None:
                     self.feed.refresh(now)
                 self._maybe_stats(now)

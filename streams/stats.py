@@ -47,8 +47,8 @@ class LogHistogram:
         for i in sorted(self.counts):
             seen += self.counts[i]
             if seen >= rank:
-                return self.MIN * self.RATIO ** (i + 0.5)
-        return self.MIN * self.RATIO ** (max(self.counts) + 0.5)
+                return float(self.MIN * self.RATIO ** (i + 0.5))
+        return float(self.MIN * self.RATIO ** (max(self.counts) + 0.5))
 
     def upper_bound(self, i: int) -> float:
         return self.MIN * self.RATIO ** (i + 1)

@@ -213,15 +213,11 @@ class Topology:
                 raise TopologyError(f"[{d.id}] parallelism {d.parallelism} is above its task count {d.num_tasks}")
             seen: set[tuple[str, str]] = set()
             for sub in d.inputs:
-                src = self.components.get(sub.component)
-                if src is None:
-                    raise TopologyError(f"[{d.id}] subscribes to unknown component {sub.component!r}")
-                if sub.stream not in src.streams:
-                    raise TopologyError(f"[{d.id}] subscribes to unknown stream {sub.stream!r} of {sub.component!r} (declared: {sorted(src.streams)})")
+                sdef = self._stream_of(d.id, "subscribes to", sub.component, sub.stream)
                 if (sub.component, sub.stream) in seen:
                     raise TopologyError(f"[{d.id}] subscribes twice to {sub.component}/{sub.stream}")
                 seen.add((sub.component, sub.stream))
-                fields, direct = src.streams[sub.stream].fields, src.streams[sub.stream].direct
+                fields, direct = sdef.fields, sdef.direct
                 if sub.kind == "fields":
                     missing = [f for f in sub.fields if f not in fields]
                     if missing or not sub.fields:
@@ -233,15 +229,20 @@ class Topology:
                 if sub.kind == "custom" and not hasattr(sub.custom, "choose_tasks"):
                     raise TopologyError(f"[{d.id}] custom grouping needs a CustomStreamGrouping with choose_tasks")
         for out in self.outputs:
-            src = self.components.get(out.component)
-            if src is None:
-                raise TopologyError(f"[{out.component}] output to {out.topic!r} from unknown component")
-            if out.stream not in src.streams:
-                raise TopologyError(f"[{out.component}] output to {out.topic!r} from undeclared stream {out.stream!r}")
-            fields = src.streams[out.stream].fields
+            fields = self._stream_of(out.component, f"output to {out.topic!r} from", out.component, out.stream).fields
             for f in (out.key_field, *out.value_fields):
                 if f not in fields:
                     raise TopologyError(f"[{out.component}] output field {f!r} not in {list(fields)}")
+
+    def _stream_of(self, who: str, what: str, component: str, stream: str) -> StreamDef:
+        """The declared ``component``/``stream``; raises TopologyError naming ``who``."""
+        src = self.components.get(component)
+        if src is None:
+            raise TopologyError(f"[{who}] {what} unknown component {component!r}")
+        sdef = src.streams.get(stream)
+        if sdef is None:
+            raise TopologyError(f"[{who}] {what} unknown stream {stream!r} of {component!r} (declared: {sorted(src.streams)})")
+        return sdef
 
     # -- queries ---------------------------------------------------------------------
     def subscribers(self, component: str, stream: str) -> list[tuple[ComponentDef, Subscription]]:

@@ -225,7 +225,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             out[t][str(p)] = e
         return out
 
-    def initialOffset(self) -> dict:
+    def initialOffset(self) -> dict[str, Any]:
         if self.starting == "latest":
             return self._latest()
         return {t: {str(p): 0 for tt, p in self._partitions() if tt == t} for t in self.topics}
@@ -233,7 +233,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         latest = self._latest()
         # partitions that appeared since ``start`` begin at 0
         start = {t: {**dict.fromkeys(latest.get(t, {}), 0), **start.get(t, {})} for t in set(start) | set(latest)}
@@ -244,16 +244,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end = cap_ranges(start, end, limit.max_rows)
         return end
 
-    def reportLatestOffset(self) -> dict | None:
+    def reportLatestOffset(self) -> dict[str, Any] | None:
         return self._latest()
 
     def prepareForTriggerAvailableNow(self) -> None:
         self.target = self._latest()
 
-    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         return [InputPartition(ranges) for ranges in plan_ranges(start, end, self.tasks)]
 
-    def commit(self, end: dict) -> None:
+    def commit(self, end: dict[str, Any]) -> None:
         if not self.group:
             return
         c = clients.consumer({**self.consumer_conf, "group.id": self.group})
@@ -269,5 +269,5 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     # executor side
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        ranges: list[Range] = [tuple(r) for r in partition.value]  # type: ignore[attr-defined]
+        ranges: list[Range] = [tuple(r) for r in partition.value]
         yield from read_ranges(self.consumer_conf, ranges, self.read_timeout_s)

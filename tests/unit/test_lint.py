@@ -1,0 +1,27 @@
+"""ruff and mypy --strict are clean (the configuration is pyproject.toml's)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_ruff_is_clean() -> None:
+    ruff = shutil.which("ruff")
+    assert ruff is not None, "ruff is in the dev extra: pip install -e '.[dev]'"
+    got = run(ruff, "check", ".")
+    assert got.returncode == 0, got.stdout + got.stderr
+
+
+def test_mypy_strict_is_clean() -> None:
+    got = run(sys.executable, "-m", "mypy")
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert "Success" in got.stdout
