@@ -20,7 +20,9 @@ ops replayed after a ``kill -9`` (trees completed twice, acked then failed, or l
    spout ignores and counts. Trees are never lost or failed by a crash.
 
 Changelog value (``schemas/acker-changelog.schema.json``): live ``[val, task|null,
-start_s, tag]``, done ``[tag]``, tombstone ``null``. Key: the root, 8 bytes big-endian.
+start_s, tag]`` (``[..., tag, true]`` when a fail arrived before the init), done
+``[tag]``, tombstone ``null``. A live record written after a done record of the same
+root (a late op re-created the entry) drops the done record, so no tombstone follows it. Key: the root, 8 bytes big-endian.
 """
 
 from __future__ import annotations
@@ -116,9 +118,12 @@ class DurableLedger:
         for root in self._dirty:
             entry = ledger.get(root)
             if entry is not None:
-                val, task, start, tag = entry
-                recs.append((root, encode_json([val, task, start, tag])))
+                live = [entry.ack_val, entry.spout_task, entry.start, entry.tag]
+                recs.append((root, encode_json([*live, True] if entry.failed else live)))
                 ledger.mark_persisted(root)
+                # The live record supersedes a done record of the same root (a late op
+                # re-created it): gc() must not tombstone it after this record.
+                self.done.pop(root, None)
             elif root in self._done_unwritten:
                 recs.append((root, encode_json([self.done[root]])))
         self._dirty.clear()
@@ -141,10 +146,12 @@ class DurableLedger:
             self.ledger.forget(root)
             self.done[root] = int(value[0])
         else:
-            val, task, start, tag = value
+            val, task, start, tag = value[:4]
             self.done.pop(root, None)
-            self.ledger.restore(root, int(val), task, float(start), int(tag))
-        self.max_tag = max(self.max_tag, int(value[-1]) if value else -1)
+            self.ledger.restore(root, int(val), task, float(start), int(tag), failed=len(value) > 4 and bool(value[4]))
+            self.max_tag = max(self.max_tag, int(tag))
+            return
+        self.max_tag = max(self.max_tag, int(value[0]) if value else -1)
 
     def __len__(self) -> int:
         return len(self.ledger)

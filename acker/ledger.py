@@ -31,11 +31,13 @@ and returns :data:`SKIP`, so replaying already-applied messages after a crash is
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from acker.table import CompactTable
 
@@ -78,6 +80,27 @@ class Outcome:
 
 
 SKIP = Outcome(0, None, False, 0.0, Reason.SKIP)
+"""Returned for an op whose tag shows it was already applied."""
+
+
+class PendingTree(NamedTuple):
+    """One pending tree as the ledger holds it (Storm Acker's ``AckObject``).
+
+    ``ack_val``: XOR of everything applied; ``spout_task``: ``None`` until the init;
+    ``start``: seconds on the ledger's clock; ``tag``: source tag of the last op (-1: none);
+    ``failed``: a fail arrived before the init (the init will fail the tree at once).
+    """
+
+    root: int
+    ack_val: int
+    spout_task: int | None
+    start: float
+    tag: int
+    failed: bool
+
+    @staticmethod
+    def of(root: int, val: int, meta: int, aux: int) -> PendingTree:
+        return PendingTree(root, val, CompactTable.task_of(meta), CompactTable.start_of(meta), CompactTable.tag_of(aux), CompactTable.failed_of(aux))
 """Returned for an op whose tag shows it was already applied."""
 
 
@@ -125,19 +148,18 @@ class Ledger:
                 return table, slot
         return None, -1
 
-    def get(self, root: int) -> tuple[int, int | None, float, int] | None:
-        """``(ack_val, spout_task, start_time, tag)`` for a pending root, else ``None``."""
+    def get(self, root: int) -> PendingTree | None:
+        """The pending tree ``root``, else ``None``."""
         table, slot = self._find(root)
         if table is None:
             return None
-        meta = table.meta[slot]
-        return table.vals[slot], CompactTable.task_of(meta), CompactTable.start_of(meta), CompactTable.tag_of(table.aux[slot])
+        return PendingTree.of(root, table.vals[slot], table.meta[slot], table.aux[slot])
 
-    def items(self) -> Iterator[tuple[int, int, int | None, float, int]]:
-        """Every pending ``(root, ack_val, spout_task, start_time, tag)``."""
+    def items(self) -> Iterator[PendingTree]:
+        """Every pending tree."""
         for table in self._buckets:
             for root, val, meta, aux in table.items():
-                yield root, val, CompactTable.task_of(meta), CompactTable.start_of(meta), CompactTable.tag_of(aux)
+                yield PendingTree.of(root, val, meta, aux)
 
     # -- messages --------------------------------------------------------------------
     def _late(self, root: int, spout_task: int | None = None) -> Outcome | None:
@@ -147,8 +169,8 @@ class Ledger:
                 return Outcome(root, task if task is not None else spout_task, False, 0.0, Reason.LATE)
         return None
 
-    def _new(self, root: int, val: int, task: int | None, tag: int) -> int:
-        return self._buckets[0].insert(root, val, CompactTable.pack_meta(task, self.clock()), CompactTable.pack_aux(tag, False))
+    def _new(self, root: int, val: int, task: int | None, tag: int, failed: bool = False) -> int:
+        return self._buckets[0].insert(root, val, CompactTable.pack_meta(task, self.clock()), CompactTable.pack_aux(tag, False, failed))
 
     def init(self, root: int, val: int, spout_task: int, tag: int = -1) -> Outcome | None:
         """Apply ``init(root, val, spout_task)``; returns an Outcome if the tree finished."""
@@ -163,6 +185,11 @@ class Ledger:
         aux = table.aux[slot]
         if self._applied(aux, tag):
             return SKIP
+        if CompactTable.failed_of(aux):  # a fail came first: fail the tree now (Storm Acker)
+            meta = table.meta[slot]
+            out = Outcome(root, spout_task, False, self.clock() - CompactTable.start_of(meta), Reason.FAILED, tag, CompactTable.persisted_of(aux))
+            table.delete_slot(slot)
+            return out
         table.vals[slot] ^= val
         table.meta[slot] = CompactTable.with_task(table.meta[slot], spout_task)
         if tag >= 0:
@@ -187,17 +214,22 @@ class Ledger:
         return self._check(table, slot, tag)
 
     def fail(self, root: int, tag: int = -1) -> Outcome | None:
-        """Apply ``fail(root)``: the tree fails now. A fail before the init is remembered,
-        so the init then fails the tree at once."""
+        """Apply ``fail(root)``: the tree fails now. Before its init there is nobody to
+        tell yet, so the entry is kept, marked failed (and persisted like any entry), and
+        the init fails the tree the moment it arrives (Storm Acker: a failed AckObject
+        is answered once its spout task is known)."""
         table, slot = self._find(root)
         if table is None:
-            if root not in self._grave_old:
-                self._grave_new.setdefault(root, None)
+            if self._late(root) is None:
+                self._new(root, 0, None, tag, failed=True)
             return None
         aux = table.aux[slot]
         if self._applied(aux, tag):
             return SKIP
         meta = table.meta[slot]
+        if CompactTable.task_of(meta) is None:
+            table.aux[slot] = CompactTable.failed(CompactTable.with_tag(aux, tag) if tag >= 0 else aux)
+            return None
         out = Outcome(root, CompactTable.task_of(meta), False, self.clock() - CompactTable.start_of(meta), Reason.FAILED, tag, CompactTable.persisted_of(aux))
         table.delete_slot(slot)
         return out
@@ -240,12 +272,26 @@ class Ledger:
         if table is not None:
             table.aux[slot] = CompactTable.persisted(table.aux[slot])
 
-    def restore(self, root: int, val: int, spout_task: int | None, start: float, tag: int) -> None:
-        """Put an entry back from the changelog (persisted; no completion check)."""
+    def restore(self, root: int, val: int, spout_task: int | None, start: float, tag: int, failed: bool = False) -> None:
+        """Put an entry back from the changelog (persisted; no completion check).
+
+        It goes to the bucket its age puts it in, so it times out at ``start`` plus the
+        timeout (within the RotatingMap's precision), not a full timeout after the restore.
+        """
         table, slot = self._find(root)
         if table is not None:
             table.delete_slot(slot)
-        self._buckets[0].insert(root, val, CompactTable.pack_meta(spout_task, start), CompactTable.pack_aux(tag, True))
+        self._buckets[self._bucket_for(start)].insert(root, val, CompactTable.pack_meta(spout_task, start), CompactTable.pack_aux(tag, True, failed))
+
+    def _bucket_for(self, start: float) -> int:
+        """The bucket an entry started at ``start`` belongs in: the entry in bucket ``i`` is
+        popped by the ``buckets - i``-th rotation from now, so pick the first rotation at or
+        after ``start + timeout_s`` (the next one if that is past). It then expires within
+        one period after its deadline, as a tree that never left the ledger does."""
+        n = len(self._buckets)
+        deadline = start + self.timeout_s
+        k = max(1, math.ceil((deadline - self._next_rotation) / self.period_s) + 1)
+        return n - min(n, k)
 
     def forget(self, root: int) -> None:
         """Drop an entry without an outcome."""

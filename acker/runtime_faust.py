@@ -96,17 +96,22 @@ class FaustAckerExecutor(Executor):
                     for root, value in dl.changelog():
                         faust_compat.table_put(table, p, root_key(root), value)
                 await app.producer.flush()  # changelog durable before faust commits offsets
-                committed = faust_compat.committed_offsets(app, input_name)
-                for p, dl in self.ledgers.items():
-                    if p in committed:
-                        for root, value in dl.gc(committed[p]):
-                            faust_compat.table_put(table, p, root_key(root), value)
+                collect_done()
+
+        def collect_done() -> None:
+            """Tombstone done records below faust's committed input offsets."""
+            committed = faust_compat.committed_offsets(app, input_name)
+            for p, dl in self.ledgers.items():
+                if p in committed:
+                    for root, value in dl.gc(committed[p]):
+                        faust_compat.table_put(table, p, root_key(root), value)
 
         @app.on_partitions_assigned.connect  # type: ignore[arg-type]
         async def assigned(app_: Any, assigned: Any, **kwargs: Any) -> None:
             mine = sorted(tp.partition for tp in assigned if tp.topic == input_name)
             for p in mine:
                 await ledger_for(p)  # restore before the first event of the partition
+            self.assigned.set()
             log.warning("[%s] %s assigned acker tasks %s", ACKER_COMPONENT, self.worker, mine)
 
         @app.on_partitions_revoked.connect  # type: ignore[arg-type]
@@ -117,6 +122,7 @@ class FaustAckerExecutor(Executor):
 
         @app.timer(interval=self.conf.stats_interval_secs)  # type: ignore[untyped-decorator]
         async def publish_stats() -> None:
+            collect_done()  # also without new input, e.g. right after a restore
             self.stats.gauges["pending"] = sum(len(dl) for dl in self.ledgers.values())
             self.stats.tasks = sorted(self.ledgers)
             self.produce(metrics_topic(name), encode_json(self.stats.snapshot()), key=self.stats.instance.encode())

@@ -53,6 +53,12 @@ class AckerExecutor(Executor):
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self.ledgers[tp.partition] = restored_ledger(self.bootstrap, self.topology.name, self.conf, tp.partition, self.stats)
+        # The group's committed offsets: done records below them are tombstoned at the next
+        # flush, without waiting for new input (a restored table would otherwise keep them).
+        for got in consumer.committed([TopicPartition(self.topic, tp.partition) for tp in partitions], timeout=10):
+            if got.offset >= 0:
+                self.committed[got.partition] = self.next_offset[got.partition] = got.offset
+        self.assigned.set()
         log.info("[%s] %s assigned acker tasks %s", ACKER_COMPONENT, self.worker, sorted(self.ledgers))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:

@@ -8,8 +8,9 @@ Layout per slot (all unsigned 64-bit):
   * ``vals``  -- the ack val.
   * ``meta``  -- ``(spout_task + 1) | (start_ms << 16)``; task 0 means "unknown",
     so spout task ids must be < 65535; ``start_ms`` is milliseconds (clock * 1000).
-  * ``aux``   -- ``(tag + 1) << 1 | persisted``: the source tag of the last op applied
-    (-1: none) and whether the entry has a live changelog record (see :mod:`acker.durable`).
+  * ``aux``   -- ``(tag + 1) << 2 | failed << 1 | persisted``: the source tag of the last
+    op applied (-1: none), whether a fail arrived before the init (the init then fails the
+    tree at once), and whether the entry has a live changelog record (:mod:`acker.durable`).
 
 Every encoding is packed and unpacked here, behind the static helpers below.
 
@@ -24,6 +25,8 @@ from collections.abc import Iterator
 
 _NO_TASK = 0
 _MAX_TASK = 0xFFFE
+_PERSISTED = 1
+_FAILED = 2
 
 
 def _zeros(n: int) -> array[int]:
@@ -72,28 +75,37 @@ class CompactTable:
         return (meta & ~0xFFFF) | (CompactTable.pack_meta(task, 0.0) & 0xFFFF)
 
     @staticmethod
-    def pack_aux(tag: int, persisted: bool) -> int:
-        """Encode the source ``tag`` (>= -1) and the persisted flag."""
-        return ((tag + 1) << 1) | int(persisted)
+    def pack_aux(tag: int, persisted: bool, failed: bool = False) -> int:
+        """Encode the source ``tag`` (-1 .. 2**62 - 2) and the two flags."""
+        return ((tag + 1) << 2) | (_FAILED if failed else 0) | (_PERSISTED if persisted else 0)
 
     @staticmethod
     def tag_of(aux: int) -> int:
         """The source tag in ``aux`` (-1: no tagged op yet)."""
-        return (aux >> 1) - 1
+        return (aux >> 2) - 1
 
     @staticmethod
     def persisted_of(aux: int) -> bool:
-        return bool(aux & 1)
+        return bool(aux & _PERSISTED)
+
+    @staticmethod
+    def failed_of(aux: int) -> bool:
+        return bool(aux & _FAILED)
 
     @staticmethod
     def with_tag(aux: int, tag: int) -> int:
-        """``aux`` with its tag replaced by ``tag`` (persisted flag kept)."""
-        return ((tag + 1) << 1) | (aux & 1)
+        """``aux`` with its tag replaced by ``tag`` (flags kept)."""
+        return ((tag + 1) << 2) | (aux & (_FAILED | _PERSISTED))
 
     @staticmethod
     def persisted(aux: int) -> int:
         """``aux`` with the persisted flag set."""
-        return aux | 1
+        return aux | _PERSISTED
+
+    @staticmethod
+    def failed(aux: int) -> int:
+        """``aux`` with the failed flag set."""
+        return aux | _FAILED
 
     @staticmethod
     def task_of(meta: int) -> int | None:

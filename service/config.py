@@ -8,6 +8,13 @@ setting                    env var                     meaning (unit; default)
 ``metrics_port``           ``SQUALL_METRICS_PORT``      first worker's /metrics port (0 = off; default 0)
 ``data_dir``               ``SQUALL_DATA_DIR``          caches: corpus, run files (path; ~/.cache/squall)
 ``log_level``              ``SQUALL_LOG_LEVEL``         logging level (default INFO)
+``http_host``              ``SQUALL_HTTP_HOST``         address of every HTTP endpoint: a supervisor's
+                                                        /healthz, /readyz, /metrics and the
+                                                        workers' /metrics (default 127.0.0.1;
+                                                        0.0.0.0 is opt-in)
+``http_port``              ``SQUALL_HTTP_PORT``         ``squall serve``'s HTTP port (default 9470)
+``shutdown_timeout_secs``  ``SQUALL_SHUTDOWN_TIMEOUT_SECS`` SIGTERM drain bound (seconds; default 30)
+``supervisor_id``          ``SQUALL_SUPERVISOR_ID``     names this supervisor (default host-pid)
 =========================  ==========================  =====================================
 
 The service file may hold ``bootstrap.servers``, a ``topology:`` mapping of Storm keys
@@ -36,6 +43,10 @@ class ServiceSettings(BaseSettings):
     metrics_port: int = Field(0, ge=0, le=65535, description="first worker's metrics port; 0 = off")
     data_dir: Path = Field(Path.home() / ".cache" / "squall")
     log_level: str = "INFO"
+    http_host: str = Field("127.0.0.1", description="HTTP bind address; 127.0.0.1 unless opted in")
+    http_port: int = Field(9470, ge=0, le=65535, description="squall serve's /healthz, /readyz, /metrics port (0 = any free port)")
+    shutdown_timeout_secs: float = Field(30.0, gt=0, description="SIGTERM drain bound (seconds)")
+    supervisor_id: str | None = Field(None, description="names this supervisor in logs, metrics and events")
 
     def service_file(self) -> dict[str, Any]:
         """The parsed service file (empty if there is none). Raises ConfigError if unreadable."""

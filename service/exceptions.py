@@ -17,4 +17,15 @@ class InputError(SquallError):
     """The job's input path is missing or unreadable (message names the path)."""
 
 
-__all__ = ["BrokerError", "ConfigError", "FatalError", "InputError", "SquallError", "WorkerDied"]
+__all__ = ["BrokerError", "ConfigError", "ControlError", "FatalError", "InputError", "SquallError", "UsageError", "WorkerDied"]
+
+
+class ControlError(SquallError):
+    """A control-plane request is refused (unknown topology, name in use, bad rebalance...).
+
+    A user's mistake: the CLI prints the message (it names the topology or component) and exits 2.
+    """
+
+
+class UsageError(SquallError):
+    """A CLI argument is wrong (a missing file, a bad ``-c key=value``): one line, exit 2."""

@@ -88,6 +88,6 @@ class StatsCollector(Collector):
         yield from hists.values()
 
 
-def serve(registry: CollectorRegistry, port: int) -> None:
-    """Expose ``registry`` on ``http://0.0.0.0:port/metrics``."""
-    start_http_server(port, registry=registry)
+def serve(registry: CollectorRegistry, port: int, host: str = "127.0.0.1") -> None:
+    """Expose ``registry`` on ``http://host:port/metrics`` (127.0.0.1 unless configured)."""
+    start_http_server(port, addr=host, registry=registry)

@@ -51,6 +51,54 @@ def plan_workers(topology: Topology, conf: TopologyConfig) -> list[list[str]]:
     return workers
 
 
+def worker_plan(
+    topology_file: str | Path,
+    topology: Topology,
+    conf: TopologyConfig,
+    bootstrap: str,
+    workdir: Path,
+    *,
+    service_conf: dict[str, Any] | None = None,
+    kafka: dict[str, Any] | None = None,
+    metrics_port: int = 0,
+    log_level: str = "INFO",
+    topology_overrides: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The plan every worker of ``topology`` reads (``python -m service.worker PLAN INDEX``),
+    with the executors of each worker from :func:`plan_workers`."""
+    return {
+        "topology_file": str(Path(topology_file).resolve()),
+        "name": topology.name,
+        "bootstrap": bootstrap,
+        "service_conf": service_conf or {},
+        "kafka": kafka or {},
+        "workers": plan_workers(topology, conf),
+        "metrics_port": metrics_port,
+        "log_level": log_level,
+        "topology_overrides": topology_overrides or {},
+        "workdir": str(Path(workdir).resolve()),
+        **(extra or {}),
+    }
+
+
+def spawn_worker(plan_path: Path, index: int, log_path: Path) -> subprocess.Popen[bytes]:
+    """Start worker ``index`` of the plan at ``plan_path``; its output goes to ``log_path``."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    with open(log_path, "ab") as out:
+        return subprocess.Popen([sys.executable, "-m", "service.worker", str(plan_path), str(index)], stdout=out, stderr=subprocess.STDOUT, env=env)
+
+
+def log_tail(path: Path, chars: int = 3000) -> str:
+    """The last ``chars`` characters of a worker's log (empty if there is none)."""
+    try:
+        return path.read_text(errors="replace")[-chars:]
+    except OSError:
+        return ""
+
+
 def is_spark_bolt(obj: Any) -> bool:
     from streams.spark.bolt import SparkBolt
 
@@ -76,19 +124,19 @@ class Supervisor:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.topology = topology
-        self.workers = plan_workers(topology, conf)
-        self.plan = {
-            "topology_file": str(Path(topology_file).resolve()),
-            "name": topology.name,
-            "bootstrap": bootstrap,
-            "service_conf": service_conf or {},
-            "kafka": kafka or {},
-            "workers": self.workers,
-            "metrics_port": metrics_port,
-            "log_level": log_level,
-            "topology_overrides": topology_overrides or {},
-            "workdir": str(self.workdir.resolve()),
-        }
+        self.plan = worker_plan(
+            topology_file,
+            topology,
+            conf,
+            bootstrap,
+            self.workdir,
+            service_conf=service_conf,
+            kafka=kafka,
+            metrics_port=metrics_port,
+            log_level=log_level,
+            topology_overrides=topology_overrides,
+        )
+        self.workers: list[list[str]] = self.plan["workers"]
         self.plan_path = self.workdir / "plan.json"
         self.plan_path.write_text(json.dumps(self.plan, indent=2))
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
@@ -105,17 +153,7 @@ class Supervisor:
         return self.workdir / f"worker-{i}.log"
 
     def spawn(self, i: int) -> None:
-        env = dict(os.environ)
-        root = str(Path(__file__).resolve().parent.parent)
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        out = open(self.log_path(i), "ab")  # noqa: SIM115 - owned by the child
-        self.procs[i] = subprocess.Popen(
-            [sys.executable, "-m", "service.worker", str(self.plan_path), str(i)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-        out.close()
+        self.procs[i] = spawn_worker(self.plan_path, i, self.log_path(i))
         self.expected_down.discard(i)
 
     def start(self) -> None:
@@ -136,7 +174,7 @@ class Supervisor:
         """Raise WorkerDied if a worker exited that nobody stopped on purpose."""
         for i, proc in self.procs.items():
             if i not in self.expected_down and proc.poll() is not None:
-                tail = self.log_path(i).read_text(errors="replace")[-3000:]
+                tail = log_tail(self.log_path(i))
                 raise WorkerDied(f"[{','.join(self.workers[i])}] worker w{i} exited with {proc.returncode}:\n{tail}")
 
     def stop(self, timeout_s: float = 30.0) -> None:

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +20,11 @@ from prometheus_client import CollectorRegistry
 
 from acker.common import ACKER_COMPONENT
 from acker.runtime_native import AckerExecutor
+from service.drain import draining_elsewhere
 from service.metrics import StatsCollector, serve
+from service.status_watch import StatusWatcher
 from service.supervisor import is_spark_bolt
+from streams.board import StatsBoard
 from streams.config import resolve
 from streams.context import LocalTasks
 from streams.executor import Executor
@@ -60,6 +65,25 @@ def build_executors(plan: dict[str, Any], index: int) -> list[Executor]:
     return out
 
 
+def drain(plan: dict[str, Any], spouts: list[SpoutExecutor], threads: list[threading.Thread]) -> None:
+    """SIGTERM in the service: let trees in flight finish before stopping (:mod:`service.drain`)."""
+    timeout = float(plan.get("shutdown_timeout_secs", 30.0))
+    deadline = time.monotonic() + timeout
+    for s in spouts:
+        s.drain()
+    board = StatsBoard(plan["bootstrap"], plan["name"])
+    grace = time.monotonic() + 2.5  # draining spouts elsewhere publish their flag within a stats interval
+    try:
+        while time.monotonic() < deadline and all(t.is_alive() for t in threads):
+            board.poll(0.2)
+            local = sum(len(s.inflight) for s in spouts)
+            if local == 0 and time.monotonic() >= grace and not draining_elsewhere(board.latest.values(), time.time()):
+                break
+        log.info("[%s] drained in %.1f s", plan["name"], timeout - (deadline - time.monotonic()))
+    finally:
+        board.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     plan = json.loads(Path(argv[0]).read_text())
@@ -77,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     registry = CollectorRegistry()
     registry.register(StatsCollector(lambda: [s for e in executors for s in e.all_stats()]))
     if plan.get("metrics_port"):
-        serve(registry, int(plan["metrics_port"]) + index)
+        serve(registry, int(plan["metrics_port"]) + index, plan.get("metrics_host", "127.0.0.1"))
     stop = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -85,15 +109,26 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    spouts = [e for e in executors if isinstance(e, SpoutExecutor)]
+    watcher = StatusWatcher(plan["bootstrap"], plan["name"], [s.active for s in spouts], plan.get("kafka", {}).get("consumer")) if plan.get("control") else None
+    if watcher is not None:
+        watcher.start()
     threads = [threading.Thread(target=e.run, name=f"{e.component}-{i}", daemon=True) for i, e in enumerate(executors)]
     for t in threads:
         t.start()
     log.info("[%s] worker w%d running %s", plan["name"], index, [e.component for e in executors])
+    ready = Path(plan["workdir"]) / f"worker-{index}.ready"
     failed = False
     while not stop.wait(0.2):
         if any(not t.is_alive() for t in threads):
             failed = any(e.error is not None for e in executors)
             break
+        if not ready.exists() and all(e.assigned.is_set() for e in executors):
+            ready.write_text(str(os.getpid()))
+    if not failed and plan.get("control"):
+        drain(plan, spouts, threads)
+    if watcher is not None:
+        watcher.stop()
     for e in executors:
         e.stop()
     for t in threads:

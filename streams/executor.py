@@ -105,6 +105,9 @@ class Executor:
         self.acks = AckBuffer(acker_topic(topology.name), conf.ackers) if conf.ackers > 0 else None
         self._next_stats = 0.0
         self.error: BaseException | None = None
+        self.assigned = threading.Event()
+        """Set once the group first assigned this executor its tasks (maybe none) and,
+        for an acker, its table is restored: the worker's readiness."""
 
     def stop(self) -> None:
         """Ask the loop to finish: it flushes, commits and publishes final stats."""

@@ -71,6 +71,7 @@ class BoltExecutor(Executor):
             self.by_partition[tp.partition] = BoltTask(task_id, bolt, collector)
         ids = [self.cdef.task_base + tp.partition for tp in partitions]
         self.local.add(self.component, ids)
+        self.assigned.set()
         log.info("[%s] %s assigned tasks %s", self.component, self.worker, sorted(ids))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:

@@ -18,6 +18,7 @@ bounds them per task by ``topology.max.spout.pending``, and fails trees past
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +72,11 @@ class SpoutExecutor(Executor):
         self.result_topic = ack_result_topic(self.topology.name)
         self.by_task: dict[int, SpoutTask] = {}
         self.inflight = InFlightTrees()
+        self.active = threading.Event()
+        """Set while spouts may emit (Storm: activated). Cleared by ``deactivate`` and by a
+        drain; results, timeouts and commits go on while it is clear."""
+        self.active.set()
+        self.draining = False
         self._retired_emitted = 0
         group = component_group(self.topology.name, self.component)
         overrides = self.kafka.get("consumer")
@@ -115,6 +121,7 @@ class SpoutExecutor(Executor):
         if self.feed is not None:
             self.feed.assign_new()
         self.local.add(self.component, [t.task_id for t in added])
+        self.assigned.set()
         log.info("[%s] %s assigned tasks %s", self.component, self.worker, sorted(t.task_id for t in added))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -188,7 +195,15 @@ class SpoutExecutor(Executor):
             if task is not None:
                 task.spout.fail(tree.msg_id)
 
+    def drain(self) -> None:
+        """Stop emitting for good (SIGTERM): trees in flight finish, and their offsets are
+        committed, before the executor is stopped. Thread-safe."""
+        self.draining = True
+        self.active.clear()
+
     def _emit(self) -> int:
+        if self.draining or not self.active.is_set():
+            return 0
         limit = self.conf.max_spout_pending
         inflight = self.inflight
         total = 0
@@ -226,6 +241,8 @@ class SpoutExecutor(Executor):
     def _update_gauges(self) -> None:
         s = self.stats
         s.gauges["pending"] = len(self.inflight)
+        s.gauges["active"] = 1.0 if self.active.is_set() else 0.0
+        s.gauges["draining"] = 1.0 if self.draining else 0.0
         s.gauges["tasks"] = len(self.by_task)
         s.tasks = sorted(self.by_task)
         s.counters["emitted"] = self._retired_emitted + sum(t.collector.emitted for t in self.by_task.values())

@@ -225,6 +225,7 @@ class SparkBoltExecutor(Executor):
             cdef = self.topology.components[self.component]
             warm_up(self.query, self.producer, component_topic(self.topology.name, self.component), cdef.num_tasks, self.stop_event)
             self.stats.tasks = list(cdef.task_ids)  # ready: Spark owns every task
+            self.assigned.set()
             self.stats.gauges["tasks"] = cdef.num_tasks
             while not self.stop_event.is_set():
                 if not self.query.isActive:

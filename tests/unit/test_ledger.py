@@ -28,7 +28,7 @@ def test_seed_example_spout_0100_bolt1_0010_bolt2(clock: Clock) -> None:
     assert ledger.init(root, 0b0100, spout_task=3) is None
     clock.t += 0.25
     assert ledger.ack(root, 0b0100 ^ 0b0010) is None
-    assert ledger.get(root) == (0b0010, 3, 1000.0, -1)
+    assert ledger.get(root) == (root, 0b0010, 3, 1000.0, -1, False)
     out = ledger.ack(root, 0b0010)
     assert out is not None
     assert out.acked and out.reason == Reason.COMPLETE and out.spout_task == 3
@@ -106,3 +106,45 @@ def test_invalid_arguments() -> None:
         Ledger(0)
     with pytest.raises(ValueError):
         Ledger(10, buckets=1)
+
+
+def test_fail_after_an_ack_but_before_the_init_fails_the_tree_at_the_init(clock: Clock) -> None:
+    # Storm's Acker answers a failed tree as soon as its spout task is known; before the
+    # fix this tree was dropped at the fail and its init waited for the timeout.
+    ledger = Ledger(30, clock)
+    assert ledger.ack(8, 0b01) is None
+    assert ledger.fail(8) is None
+    assert ledger.get(8) is not None and ledger.get(8).failed  # type: ignore[union-attr]
+    clock.t += 0.2
+    out = ledger.init(8, 0b01, spout_task=2)  # would have completed the tree
+    assert out is not None and out.reason == Reason.FAILED and not out.acked and out.spout_task == 2
+    assert 8 not in ledger
+
+
+def test_a_failed_tree_with_no_init_times_out_with_nobody_to_tell(clock: Clock) -> None:
+    ledger = Ledger(10, clock, buckets=2)
+    ledger.fail(9)
+    clock.t += 20.1
+    assert [(o.root, o.reason, o.spout_task) for o in ledger.tick()] == [(9, Reason.TIMEOUT, None)]
+
+
+@pytest.mark.parametrize("age", [0.0, 5.0, 14.9, 15.0, 25.0, 29.9, 30.0, 44.0, 100.0])
+def test_a_restored_tree_times_out_at_its_start_plus_the_timeout_not_later(clock: Clock, age: float) -> None:
+    # Before the fix a restored tree went to the newest bucket: it timed out 30-45 s after
+    # the *restore*, whatever its age. Now: within one period after start + timeout.
+    timeout, period = 30.0, 15.0  # 3 buckets
+    restored_at = clock.t
+    ledger = Ledger(timeout, clock, buckets=3)
+    start = restored_at - age
+    ledger.restore(1, 0b1, 0, start, tag=-1)
+    expired_at = None
+    while expired_at is None and clock.t < restored_at + 100:
+        clock.t += 0.1
+        if ledger.tick():
+            expired_at = clock.t
+    assert expired_at is not None
+    deadline = start + timeout
+    if age < timeout:
+        assert deadline - 1e-6 <= expired_at <= deadline + period + 0.1
+    else:  # overdue at the restore: the first rotation takes it
+        assert expired_at <= restored_at + period + 0.1

@@ -49,6 +49,14 @@ def test_acker_ops_results_and_changelog() -> None:
     (done,) = ledger.changelog()
     check("acker-changelog.schema.json", done[1] or b"null")
     assert json.loads(done[1] or b"null") == [10 << 20]
+    ledger.apply(11, [[1, 555, 1], [2, 555]])  # an ack, then a fail before the init
+    (failed,) = ledger.changelog()
+    check("acker-changelog.schema.json", failed[1] or b"null")
+    assert json.loads(failed[1] or b"null")[4] is True
+    restored = DurableLedger(Ledger(30))
+    restored.restore(555, json.loads(failed[1] or b"null"))
+    (out,) = restored.apply(12, [[0, 555, 1, 6]])  # the init fails it at once, after a restore too
+    assert out.spout_task == 6 and not out.acked
 
 
 def test_stats_snapshot() -> None:

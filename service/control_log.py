@@ -1,0 +1,198 @@
+"""The control topics on Kafka (the I/O edge of :mod:`service.control`).
+
+=====================  ==========  ================================================================
+``squall.__control``   1 part.     compacted; key = topology name, value = TopologyRecord JSON, null = removed
+``squall.__slots``     SLOTS part. never written; its group ``squall.__supervisors`` splits the slots
+``squall.__events``    1 part.     worker exits (JSON, ``schemas/event.schema.json``), for ``squall status``
+=====================  ==========  ================================================================
+
+Readers keep the last record per key (the embedded broker does not compact, so they must
+not rely on it) and know they are caught up from the Fetch high watermark.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from pydantic import ValidationError
+
+from service.control import TopologyRecord
+from service.exceptions import BrokerError
+
+log = logging.getLogger("squall.control")
+
+CONTROL_TOPIC = "squall.__control"
+SLOTS_TOPIC = "squall.__slots"
+EVENTS_TOPIC = "squall.__events"
+SUPERVISOR_GROUP = "squall.__supervisors"
+SLOTS = 32
+"""Worker slots: partitions of ``squall.__slots``. A topology's worker ``i`` runs on the
+supervisor that owns slot ``crc32(name/i) % SLOTS`` (:func:`service.slots.slot_of`)."""
+
+
+def ensure_control_topics(bootstrap: str, timeout_s: float = 30.0) -> None:
+    """Create the control topics if missing. Raises BrokerError naming the broker."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    try:
+        existing = admin.list_topics(timeout=timeout_s).topics
+    except KafkaException as exc:
+        raise BrokerError(f"[control] broker {bootstrap} is not reachable: {exc}") from exc
+    keep = {"retention.ms": "-1", "retention.bytes": "-1"}
+    want = {
+        CONTROL_TOPIC: NewTopic(CONTROL_TOPIC, 1, 1, config={**keep, "cleanup.policy": "compact"}),
+        SLOTS_TOPIC: NewTopic(SLOTS_TOPIC, SLOTS, 1, config=keep),
+        EVENTS_TOPIC: NewTopic(EVENTS_TOPIC, 1, 1, config={"retention.ms": str(7 * 24 * 3600 * 1000), "retention.bytes": "-1"}),
+    }
+    new = [t for name, t in want.items() if name not in existing]
+    if new:
+        for topic, fut in admin.create_topics(new).items():
+            try:
+                fut.result()
+            except KafkaException as exc:
+                if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                    raise BrokerError(f"[control] cannot create topic {topic} on {bootstrap}: {exc}") from exc
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        md = admin.list_topics(timeout=10).topics
+        if all(t in md and md[t].partitions for t in want):
+            return
+        time.sleep(0.1)
+    raise BrokerError(f"[control] control topics not visible on {bootstrap} after {timeout_s} s")
+
+
+def probe(bootstrap: str, timeout_s: float = 5.0) -> None:
+    """Raise BrokerError (one line, naming the address) if no broker answers at ``bootstrap``."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    try:
+        admin.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        raise BrokerError(f"[control] no Kafka broker answers at {bootstrap} (bootstrap.servers)") from exc
+
+
+class ControlLog:
+    """A tail of ``squall.__control``: the last record per topology.
+
+    Args:
+      bootstrap: ``bootstrap.servers``.
+      overrides: consumer settings (security, ...).
+    Not thread-safe: poll from one thread.
+    """
+
+    def __init__(self, bootstrap: str, overrides: dict[str, Any] | None = None) -> None:
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"squall.__control.reader.{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": 50,
+                "log_level": 0,
+                **(overrides or {}),
+            }
+        )
+        self.consumer.assign([TopicPartition(CONTROL_TOPIC, 0, OFFSET_BEGINNING)])
+        self.records: dict[str, TopologyRecord] = {}
+        self.position = 0
+
+    def poll(self, timeout_s: float = 0.0) -> set[str]:
+        """Apply what arrived; returns the names whose record changed (or was removed)."""
+        changed: set[str] = set()
+        for msg in self.consumer.consume(1000, timeout_s):
+            if msg.error():
+                continue
+            self.position = (msg.offset() or 0) + 1
+            key = msg.key()
+            if key is None:
+                continue
+            name = key.decode()
+            raw = msg.value()
+            if raw is None:
+                self.records.pop(name, None)
+            else:
+                try:
+                    self.records[name] = TopologyRecord.decode(raw)
+                except ValidationError as exc:
+                    log.error("[control] skipping a malformed record for %s at %s[0]@%s: %s", name, CONTROL_TOPIC, msg.offset(), exc)
+                    continue
+            changed.add(name)
+        return changed
+
+    def caught_up(self) -> bool:
+        """True once every record up to the Fetch high watermark has been applied."""
+        _, high = self.consumer.get_watermark_offsets(TopicPartition(CONTROL_TOPIC, 0), cached=True)
+        return high is not None and high >= 0 and self.position >= high
+
+    def catch_up(self, timeout_s: float = 15.0) -> dict[str, TopologyRecord]:
+        """Read to the high watermark. Raises BrokerError if that takes over ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            got = self.poll(0.1)
+            if not got and self.caught_up():
+                return self.records
+            if time.monotonic() > deadline:
+                raise BrokerError(f"[control] could not read {CONTROL_TOPIC} to its end within {timeout_s} s")
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+class ControlWriter:
+    """Writes records and tombstones to ``squall.__control`` and events to ``squall.__events``,
+    each confirmed by the broker (raises BrokerError otherwise)."""
+
+    def __init__(self, bootstrap: str, overrides: dict[str, Any] | None = None) -> None:
+        self.bootstrap = bootstrap
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "log_level": 0, **(overrides or {})})
+
+    def _send(self, topic: str, key: str, value: bytes | None) -> None:
+        errors: list[str] = []
+        self.producer.produce(topic, value, key.encode(), on_delivery=lambda err, _m: errors.append(str(err)) if err else None)
+        left = self.producer.flush(15)
+        if errors or left:
+            raise BrokerError(f"[control] write to {topic} on {self.bootstrap} not confirmed: {errors[0] if errors else 'timed out'}")
+
+    def put(self, rec: TopologyRecord) -> None:
+        self._send(CONTROL_TOPIC, rec.name, rec.encode())
+
+    def remove(self, name: str) -> None:
+        self._send(CONTROL_TOPIC, name, None)
+
+    def event(self, topology: str, event: dict[str, Any]) -> None:
+        self._send(EVENTS_TOPIC, topology, json.dumps({"topology": topology, **event}).encode())
+
+
+def read_events(bootstrap: str, topology: str, last: int = 5, timeout_s: float = 5.0) -> list[dict[str, Any]]:
+    """The last ``last`` events of ``topology`` from ``squall.__events`` (oldest first)."""
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"squall.__events.reader.{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 50,
+            "log_level": 0,
+        }
+    )
+    try:
+        c.assign([TopicPartition(EVENTS_TOPIC, 0, OFFSET_BEGINNING)])
+        out: list[dict[str, Any]] = []
+        pos = 0
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            msgs = c.consume(1000, 0.1)
+            for m in msgs:
+                if m.error():
+                    continue
+                pos = (m.offset() or 0) + 1
+                if m.key() == topology.encode() and m.value():
+                    out.append(json.loads(m.value() or b"{}"))
+            _, high = c.get_watermark_offsets(TopicPartition(EVENTS_TOPIC, 0), cached=True)
+            if not msgs and high is not None and high >= 0 and pos >= high:
+                break
+        return out[-last:]
+    finally:
+        c.close()

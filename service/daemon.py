@@ -1,0 +1,279 @@
+"""``squall serve``: Storm's supervisor (and, together with the others, its Nimbus).
+
+One per machine; each serves any number of topologies until SIGTERM. Every round
+(:meth:`SupervisorService.tick`, about 5 per second):
+
+1. heartbeat in ``squall.__supervisors`` (the slots it owns, :mod:`service.slots`);
+2. read new control records (:mod:`service.control_log`) and plan each changed topology
+   (:mod:`service.plan`; its topics are created if missing);
+3. reap workers that exited: a crash is reported to ``squall.__events`` and restarted
+   with backoff, or given up on after repeated crashes (:mod:`service.restarts`);
+4. start and stop workers to match the desired state (:mod:`service.reconcile`);
+5. SIGKILL workers that ignored a stop for longer than the drain bound.
+
+On SIGTERM it stops its workers (each drains: :mod:`service.drain`), keeps heartbeating
+while they do, then leaves the group, so the slots move only once the work is committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from service.admin import ensure_topics, topology_topics
+from service.config import ServiceSettings
+from service.control_log import ControlLog, ControlWriter, ensure_control_topics
+from service.http import HealthServer
+from service.plan import TopologyPlan, materialize
+from service.reconcile import Running, WorkerKey, WorkerSpec, decide, desired_workers
+from service.restarts import CrashHistory, RestartPolicy
+from service.slots import SlotMembership
+from service.supervisor import log_tail, spawn_worker
+
+log = logging.getLogger("squall.serve")
+
+TICK_S = 0.2
+
+
+@dataclass
+class WorkerProc:
+    """A worker this supervisor started."""
+
+    spec: WorkerSpec
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    ready_path: Path
+    started_at: float
+    stopping: bool = False
+    kill_at: float = 0.0
+
+
+class SupervisorService:
+    """One supervisor (see the module docstring).
+
+    Args:
+      settings: the service settings (data dir, HTTP address, drain bound, Kafka overrides).
+      bootstrap: ``bootstrap.servers``.
+      registry: where its metrics go (``squall_supervisor_*``, ``squall_worker_restarts_total``).
+      restart_policy: crash backoff.
+      clock: wall-clock seconds (kill deadlines are wall times).
+    Thread safety: :meth:`stop` from any thread (a signal handler); the rest from one.
+    """
+
+    def __init__(
+        self,
+        settings: ServiceSettings,
+        bootstrap: str,
+        registry: CollectorRegistry | None = None,
+        restart_policy: RestartPolicy | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.bootstrap = bootstrap
+        self.id = settings.supervisor_id or f"{socket.gethostname()}-{os.getpid()}"
+        self.clock = clock
+        self.home = settings.data_dir / "supervisors" / self.id
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.kafka = settings.kafka_overrides()
+        self.service_conf = settings.topology_layer()
+        self.policy = restart_policy or RestartPolicy()
+        self.registry = registry or CollectorRegistry()
+        self.stop_event = threading.Event()
+        self.control: ControlLog | None = None
+        self.writer: ControlWriter | None = None
+        self.membership: SlotMembership | None = None
+        self.plans: dict[str, TopologyPlan] = {}
+        self.plan_errors: dict[str, str] = {}
+        self.procs: dict[WorkerKey, WorkerProc] = {}
+        self.crashes: dict[WorkerKey, CrashHistory] = {}
+        self.backoff_until: dict[WorkerKey, float] = {}
+        self.gave_up: set[WorkerKey] = set()
+        self.desired: dict[WorkerKey, WorkerSpec] = {}
+        labels = ["supervisor"]
+        self.m_workers = Gauge("squall_supervisor_workers", "Workers this supervisor runs", labels, registry=self.registry)
+        self.m_slots = Gauge("squall_supervisor_slots", "Worker slots this supervisor owns", labels, registry=self.registry)
+        self.m_topologies = Gauge("squall_supervisor_topologies", "Topologies in the control topic", labels, registry=self.registry)
+        self.m_restarts = Counter(
+            "squall_worker_restarts", "Workers restarted after an unexpected exit", ["supervisor", "topology", "worker"], registry=self.registry
+        )
+        self.m_plans = Counter("squall_supervisor_plans", "Topology plans made (submit, rebalance)", labels, registry=self.registry)
+        self.http = HealthServer(settings.http_host, settings.http_port, self.registry, self.ready)
+
+    # -- lifecycle -------------------------------------------------------------------
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def run(self) -> None:
+        """Serve until :meth:`stop`; then drain the workers and leave the group."""
+        ensure_control_topics(self.bootstrap)
+        self.control = ControlLog(self.bootstrap, self.kafka.get("consumer"))
+        self.writer = ControlWriter(self.bootstrap, self.kafka.get("producer"))
+        session_ms = int(self.service_conf.get("squall.kafka.session.timeout.ms", 6000))
+        self.membership = SlotMembership(self.bootstrap, self.id, session_ms, self.kafka.get("consumer"))
+        self.http.start()
+        log.info("[supervisor %s] serving on %s:%d (bootstrap %s)", self.id, self.http.host, self.http.port, self.bootstrap)
+        try:
+            while not self.stop_event.wait(TICK_S):
+                self.tick()
+        finally:
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        log.info("[supervisor %s] stopping %d workers (drain up to %.0f s)", self.id, len(self.procs), self.settings.shutdown_timeout_secs)
+        for w in self.procs.values():
+            self._terminate(w)
+        deadline = time.monotonic() + self.settings.shutdown_timeout_secs + 10
+        while self.procs and time.monotonic() < deadline:
+            self._heartbeat()  # keep the slots until the workers have committed
+            for key in [k for k, w in self.procs.items() if w.proc.poll() is not None]:
+                del self.procs[key]
+            time.sleep(TICK_S)
+        for w in self.procs.values():
+            w.proc.kill()
+            w.proc.wait()
+        self.procs.clear()
+        if self.membership is not None:
+            self.membership.close()
+        if self.control is not None:
+            self.control.close()
+        self.http.close()
+        log.info("[supervisor %s] stopped", self.id)
+
+    def _heartbeat(self) -> None:
+        if self.membership is not None:
+            self.membership.poll()
+
+    # -- one round -------------------------------------------------------------------
+    def owned(self) -> set[int]:
+        return self.membership.owned if self.membership is not None else set()
+
+    def joined(self) -> bool:
+        return self.membership is not None and self.membership.joined
+
+    def tick(self) -> None:
+        """One round (see the module docstring)."""
+        assert self.control is not None
+        self._heartbeat()
+        for name in self.control.poll(0):
+            self._plan(name)
+        now = self.clock()
+        if self.control.caught_up() and self.joined():
+            records = list(self.control.records.values())
+            self.desired = desired_workers(records, {n: p.workers for n, p in self.plans.items()}, self.owned(), now)
+        self._reap(now)
+        running = {k: Running(w.spec.components, w.stopping) for k, w in self.procs.items()}
+        decision = decide(self.desired, running, self.backoff_until, self.gave_up, now)
+        for key in decision.stop:
+            self._terminate(self.procs[key])
+        for spec in decision.start:
+            self._start(spec, now)
+        for w in self.procs.values():
+            if w.stopping and now >= w.kill_at and w.proc.poll() is None:
+                log.warning("[%s] worker w%d ignored SIGTERM for %.0f s: SIGKILL", w.spec.key.topology, w.spec.key.worker, self.settings.shutdown_timeout_secs)
+                w.proc.kill()
+        self.m_workers.labels(self.id).set(len(self.procs))
+        self.m_slots.labels(self.id).set(len(self.owned()))
+        self.m_topologies.labels(self.id).set(len(self.control.records))
+
+    def _plan(self, name: str) -> None:
+        assert self.control is not None
+        rec = self.control.records.get(name)
+        if rec is None:
+            self.plans.pop(name, None)
+            self.plan_errors.pop(name, None)
+            return
+        if name in self.plans and self.plans[name].version == rec.version:
+            return
+        try:
+            plan = materialize(
+                rec,
+                self.home,
+                self.bootstrap,
+                service_conf=self.service_conf,
+                kafka=self.kafka,
+                log_level=self.settings.log_level,
+                shutdown_timeout_s=self.settings.shutdown_timeout_secs,
+            )
+            ensure_topics(self.bootstrap, topology_topics(plan.topology, plan.conf))
+        except Exception as exc:  # user code may raise anything: report it, serve the rest
+            self.plan_errors[name] = f"[{name}] cannot plan version {rec.version}: {type(exc).__name__}: {exc}"
+            log.error("%s", self.plan_errors[name])
+            return
+        self.plans[name] = plan
+        self.plan_errors.pop(name, None)
+        self.gave_up = {k for k in self.gave_up if k.topology != name}  # a new version gets new tries
+        self.m_plans.labels(self.id).inc()
+        log.info("[%s] planned version %d: %d workers %s", name, rec.version, len(plan.workers), plan.workers)
+
+    def _start(self, spec: WorkerSpec, now: float) -> None:
+        plan = self.plans[spec.key.topology]
+        logs = self.home / "logs"
+        logs.mkdir(exist_ok=True)
+        log_path = logs / f"{spec.key.topology}-w{spec.key.worker}.log"
+        ready = plan.path.parent / f"worker-{spec.key.worker}.ready"
+        ready.unlink(missing_ok=True)
+        proc = spawn_worker(plan.path, spec.key.worker, log_path)
+        self.procs[spec.key] = WorkerProc(spec, proc, log_path, ready, now)
+        log.info("[%s] started worker w%d (pid %d): %s", spec.key.topology, spec.key.worker, proc.pid, list(spec.components))
+
+    def _terminate(self, w: WorkerProc) -> None:
+        if w.stopping or w.proc.poll() is not None:
+            return
+        w.stopping = True
+        w.kill_at = self.clock() + self.settings.shutdown_timeout_secs + 5
+        w.proc.send_signal(signal.SIGTERM)
+        log.info("[%s] stopping worker w%d (pid %d)", w.spec.key.topology, w.spec.key.worker, w.proc.pid)
+
+    def _reap(self, now: float) -> None:
+        for key, w in list(self.procs.items()):
+            code = w.proc.poll()
+            if code is None:
+                continue
+            del self.procs[key]
+            if w.stopping:
+                continue
+            self._crashed(key, w, code, now)
+
+    def _crashed(self, key: WorkerKey, w: WorkerProc, code: int, now: float) -> None:
+        history = self.crashes.setdefault(key, CrashHistory(self.policy))
+        delay = history.crashed(now)
+        tail = log_tail(w.log_path, 2000)
+        comps = ",".join(dict.fromkeys(w.spec.components))
+        event = {"supervisor": self.id, "worker": key.worker, "components": comps, "exit_code": code, "at": now, "log_tail": tail, "gave_up": delay is None}
+        if delay is None:
+            self.gave_up.add(key)
+            log.error("[%s] worker w%d (%s) crashed %d times: giving up. Last lines:\n%s", key.topology, key.worker, comps, history.total, tail)
+        else:
+            self.backoff_until[key] = now + delay
+            self.m_restarts.labels(self.id, key.topology, str(key.worker)).inc()
+            log.warning("[%s] worker w%d (%s) exited with %s: restarting in %.1f s", key.topology, key.worker, comps, code, delay)
+        if self.writer is not None:
+            try:
+                self.writer.event(key.topology, event)
+            except Exception as exc:
+                log.warning("[supervisor %s] could not record a worker exit: %s", self.id, exc)
+
+    # -- readiness -------------------------------------------------------------------
+    def ready(self) -> tuple[bool, str]:
+        """``(ready, reason)`` for ``/readyz``."""
+        if not self.joined():
+            return False, "not in the supervisor group yet"
+        if self.control is None or not self.control.caught_up():
+            return False, "control topic not read to its end yet"
+        for key in self.desired:
+            w = self.procs.get(key)
+            if w is None:
+                return False, f"worker {key.topology}/w{key.worker} not running"
+            if not w.ready_path.exists():
+                return False, f"worker {key.topology}/w{key.worker} not ready (tasks not assigned or acker not restored)"
+        return True, f"ok: {len(self.procs)} workers"

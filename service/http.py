@@ -1,0 +1,70 @@
+"""A supervisor's HTTP endpoints: ``/healthz``, ``/readyz`` and ``/metrics``.
+
+``/healthz``: 200 while the process serves requests (Kubernetes liveness).
+``/readyz``: 200 when the supervisor is ready (it holds its slots, it has read the control
+topic, and every worker it runs has its tasks assigned and its acker state restored),
+else 503 with the reason (readiness). ``/metrics``: the registry passed in, in
+Prometheus' text format. Binds to 127.0.0.1 unless ``squall.http.host`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+log = logging.getLogger("squall.http")
+
+HEALTH_PATH = "/healthz"
+READY_PATH = "/readyz"
+METRICS_PATH = "/metrics"
+
+
+class HealthServer:
+    """Serves the three endpoints on ``host:port`` (port 0: any free port) from a thread.
+
+    ``ready()`` returns ``(ready, reason)``. ``port`` is the bound port after :meth:`start`.
+    """
+
+    def __init__(self, host: str, port: int, registry: CollectorRegistry, ready: Callable[[], tuple[bool, str]]) -> None:
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.split("?")[0]
+                if path == HEALTH_PATH:
+                    self._send(200, b"ok\n", "text/plain")
+                elif path == READY_PATH:
+                    ok, why = outer.ready()
+                    self._send(200 if ok else 503, (why + "\n").encode(), "text/plain")
+                elif path == METRICS_PATH:
+                    self._send(200, generate_latest(outer.registry), CONTENT_TYPE_LATEST)
+                else:
+                    self._send(404, b"not found\n", "text/plain")
+
+            def _send(self, code: int, body: bytes, ctype: str) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's name
+                log.debug("http: " + format, *args)
+
+        self.registry = registry
+        self.ready = ready
+        self.server = ThreadingHTTPServer((host, port), Handler)
+        self.host = host
+        self.port = int(self.server.server_address[1])
+        self.thread = threading.Thread(target=self.server.serve_forever, name="http", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

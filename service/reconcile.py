@@ -1,0 +1,88 @@
+"""What a supervisor must do to make its workers match the desired state (pure).
+
+Desired: for every topology that is not killed-and-due, each worker ``i`` whose slot this
+supervisor owns, with its executors. Running: the workers this supervisor started. The
+decision: start what is desired and not running (unless it is backing off after a crash or
+was given up on); stop what runs but is no longer desired, or whose executors changed
+(``rebalance``). A changed worker is stopped first and started again once it has exited.
+
+>>> want = {WorkerKey("wc", 0): WorkerSpec(WorkerKey("wc", 0), ("lines", "split"), 1)}
+>>> decide(want, {}, {}, set(), now=0.0)
+Decision(start=[WorkerSpec(key=WorkerKey(topology='wc', worker=0), components=('lines', 'split'), version=1)], stop=[])
+>>> running = {WorkerKey("wc", 0): Running(("lines",), stopping=False)}
+>>> decide(want, running, {}, set(), now=0.0).stop
+[WorkerKey(topology='wc', worker=0)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from service.control import TopologyRecord
+from service.slots import slot_of
+
+
+class WorkerKey(NamedTuple):
+    """A worker of a topology: ``(topology name, worker index)``."""
+
+    topology: str
+    worker: int
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """A worker as desired: its executors and the record version that planned it."""
+
+    key: WorkerKey
+    components: tuple[str, ...]
+    version: int
+
+
+@dataclass(frozen=True)
+class Running:
+    """A worker as it runs: its executors, and whether a stop was already asked."""
+
+    components: tuple[str, ...]
+    stopping: bool
+
+
+@dataclass
+class Decision:
+    start: list[WorkerSpec] = field(default_factory=list)
+    stop: list[WorkerKey] = field(default_factory=list)
+
+
+def desired_workers(records: Iterable[TopologyRecord], plans: Mapping[str, list[list[str]]], owned: set[int], now: float) -> dict[WorkerKey, WorkerSpec]:
+    """The workers this supervisor should run: ``plans[name][i]`` lists worker ``i``'s
+    executors; a topology with no plan (it failed to load) runs nowhere."""
+    out: dict[WorkerKey, WorkerSpec] = {}
+    for rec in records:
+        workers = plans.get(rec.name)
+        if workers is None or rec.killed_by(now):
+            continue
+        for i, comps in enumerate(workers):
+            if slot_of(rec.name, i) in owned:
+                key = WorkerKey(rec.name, i)
+                out[key] = WorkerSpec(key, tuple(comps), rec.version)
+    return out
+
+
+def decide(
+    desired: Mapping[WorkerKey, WorkerSpec],
+    running: Mapping[WorkerKey, Running],
+    backoff_until: Mapping[WorkerKey, float],
+    gave_up: set[WorkerKey],
+    now: float,
+) -> Decision:
+    """Start and stop lists for this round (see the module docstring)."""
+    d = Decision()
+    for key, run in running.items():
+        spec = desired.get(key)
+        if not run.stopping and (spec is None or spec.components != run.components):
+            d.stop.append(key)
+    for key, spec in desired.items():
+        if key not in running and key not in gave_up and now >= backoff_until.get(key, 0.0):
+            d.start.append(spec)
+    return d

@@ -1,0 +1,58 @@
+"""A worker's view of its topology's control record: are the spouts active?
+
+A thread tails ``squall.__control`` and sets or clears each spout executor's ``active``
+event (``activate``/``deactivate``/``kill``). Until it has caught up, spouts stay paused,
+so a worker started for an INACTIVE topology never emits.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from service.control_log import ControlLog
+
+log = logging.getLogger("squall.worker")
+
+
+class StatusWatcher:
+    """Mirrors ``topology``'s status into ``events`` (set = spouts may emit).
+
+    Thread safety: runs its own daemon thread; :meth:`stop` from any thread.
+    """
+
+    def __init__(self, bootstrap: str, topology: str, events: list[threading.Event], overrides: dict[str, Any] | None = None) -> None:
+        self.topology = topology
+        self.events = events
+        self.log = ControlLog(bootstrap, overrides)
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=f"status-{topology}", daemon=True)
+        for e in events:
+            e.clear()
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        active: bool | None = None
+        try:
+            while not self._stop.is_set():
+                self.log.poll(0.2)
+                if not self.log.caught_up():
+                    continue
+                rec = self.log.records.get(self.topology)
+                now_active = rec is not None and rec.spouts_active
+                if now_active != active:
+                    active = now_active
+                    log.info("[%s] spouts %s", self.topology, "active" if active else "paused")
+                    for e in self.events:
+                        if active:
+                            e.set()
+                        else:
+                            e.clear()
+        finally:
+            self.log.close()
+
+    def stop(self) -> None:
+        self._stop.set()
