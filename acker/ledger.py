@@ -101,6 +101,8 @@ class PendingTree(NamedTuple):
     @staticmethod
     def of(root: int, val: int, meta: int, aux: int) -> PendingTree:
         return PendingTree(root, val, CompactTable.task_of(meta), CompactTable.start_of(meta), CompactTable.tag_of(aux), CompactTable.failed_of(aux))
+
+
 """Returned for an op whose tag shows it was already applied."""
 
 

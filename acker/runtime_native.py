@@ -58,10 +58,11 @@ class AckerExecutor(Executor):
         for got in consumer.committed([TopicPartition(self.topic, tp.partition) for tp in partitions], timeout=10):
             if got.offset >= 0:
                 self.committed[got.partition] = self.next_offset[got.partition] = got.offset
-        self.assigned.set()
+        self._assigned()
         log.info("[%s] %s assigned acker tasks %s", ACKER_COMPONENT, self.worker, sorted(self.ledgers))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.rebalancing = True
         self._flush(consumer)
         for tp in partitions:
             for d in (self.ledgers, self.next_offset, self.committed):
@@ -162,4 +163,4 @@ class AckerExecutor(Executor):
             self._flush(consumer)
             self._maybe_stats(time.monotonic(), final=True)
             self.producer.flush(5)
-            consumer.close()
+            self._close_group(consumer)

@@ -73,6 +73,6 @@ def topology() -> Topology:
     builder = TopologyBuilder()
     builder.set_spout("lines", KafkaSpout(translator=RecordTranslator("line")), 2)
     builder.set_bolt("split", Split(), 1).shuffle_grouping("lines")
-    builder.set_bolt("count", Count(), 2).fields_grouping("split", ["word"])
+    builder.set_bolt("count", Count(), 2, num_tasks=4).fields_grouping("split", ["word"])  # 4 tasks: rebalance up to 4 executors
     builder.set_output("squall.{topology}.counts", "count", "counts", key_field="word", value_field="count", merge="sum")
     return builder.create_topology("wordcount", {"topology.workers": 4, "topology.acker.executors": 1})

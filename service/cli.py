@@ -1,47 +1,106 @@
-"""The ``squall`` command line (typer)."""
+"""The ``squall`` command line (typer): Storm's verbs on Kafka.
+
+A user's mistake prints one line (``error: ...``, naming the file, line, component, key,
+topology or broker) and exits 2; ``--verbose`` also prints the traceback. Verbs other than
+``run``, ``broker`` and ``serve`` talk to a running service through ``bootstrap.servers``
+(``--bootstrap-servers``, ``SQUALL_BOOTSTRAP_SERVERS``, ``squall.yaml``; default
+127.0.0.1:9092, where ``squall serve --embedded-broker`` listens).
+"""
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import signal
 import sys
+import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from service.broker import EmbeddedBroker
 from service.config import ServiceSettings
+from service.control_log import ControlTopics
 from service.progress import Progress
 from service.runner import Job
+from service.verbs import (
+    Client,
+    kill_topology,
+    list_topologies,
+    parse_conf,
+    parse_executors,
+    rebalance_topology,
+    set_active,
+    status,
+    submit,
+)
 from streams.exceptions import SquallError
 
-app = typer.Typer(help="Squall: Storm's guaranteed message processing on Kafka.", no_args_is_help=True)
+app = typer.Typer(help="Squall: Storm's guaranteed message processing on Kafka.", no_args_is_help=True, pretty_exceptions_enable=False)
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class State:
+    verbose = False
+
+
+def user_errors(fn: F) -> F:
+    """Print a SquallError as one line and exit 2 (a traceback only with --verbose)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except SquallError as exc:
+            if State.verbose:
+                traceback.print_exc()
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+Bootstrap = Annotated[str | None, typer.Option("--bootstrap-servers", envvar="SQUALL_BOOTSTRAP_SERVERS", help="the Kafka to use (HOST:PORT,...)")]
+
+
+@app.callback()
+def main_options(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="print tracebacks")] = False) -> None:
+    State.verbose = verbose
+
+
+def settings(bootstrap: str | None) -> ServiceSettings:
+    return ServiceSettings(bootstrap_servers=bootstrap) if bootstrap else ServiceSettings()
+
+
+def client(bootstrap: str | None) -> Client:
+    s = settings(bootstrap)
+    return Client(s.resolved_bootstrap() or DEFAULT_BOOTSTRAP, s.topology_layer(), s.kafka_overrides(), ControlTopics(s.control_namespace))
 
 
 @app.command()
+@user_errors
 def run(
     topology_file: Annotated[Path, typer.Argument(help="Python file defining topology()")],
     input: Annotated[Path | None, typer.Option("--input", help="text file or folder of .txt files (default: Shakespeare)")] = None,  # noqa: A002
     output: Annotated[Path | None, typer.Option("--output", help="JSON file for the results")] = None,
-    bootstrap_servers: Annotated[
-        str | None, typer.Option("--bootstrap-servers", envvar="SQUALL_BOOTSTRAP_SERVERS", help="use this Kafka; no embedded broker")
-    ] = None,
     timeout: Annotated[float, typer.Option(help="give up after this many seconds")] = 3600.0,
     progress: Annotated[bool, typer.Option(help="show live progress")] = True,
+    bootstrap_servers: Bootstrap = None,
 ) -> None:
     """Run a topology on real input until every source record is acked, then summarise."""
-    settings = ServiceSettings(bootstrap_servers=bootstrap_servers) if bootstrap_servers else ServiceSettings()
-    logging.basicConfig(level=settings.log_level if settings.log_level != "INFO" else "WARNING", format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    job = Job(topology_file, input, output, settings)
+    s = settings(bootstrap_servers)
+    logging.basicConfig(level=s.log_level if s.log_level != "INFO" else "WARNING", format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    job = Job(topology_file, input, output, s)
     bar = Progress() if progress else None
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         job.start()
         summary = job.wait(timeout, on_progress=bar)
-    except SquallError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
     finally:
         if bar is not None:
             bar.close()
@@ -50,6 +109,7 @@ def run(
 
 
 @app.command()
+@user_errors
 def broker(port: Annotated[int, typer.Option(help="TCP port")] = 9092) -> None:
     """Run the embedded broker in the foreground (memory storage; for local use)."""
     b = EmbeddedBroker(port=port)
@@ -59,6 +119,131 @@ def broker(port: Annotated[int, typer.Option(help="TCP port")] = 9092) -> None:
         signal.sigwait({signal.SIGINT, signal.SIGTERM})
     finally:
         b.stop()
+
+
+@app.command()
+@user_errors
+def serve(
+    embedded_broker: Annotated[bool, typer.Option("--embedded-broker", help="also run the embedded broker (memory storage)")] = False,
+    broker_port: Annotated[int, typer.Option(help="the embedded broker's port")] = 9092,
+    http_port: Annotated[int | None, typer.Option(help="/healthz, /readyz, /metrics port (default 9470)")] = None,
+    http_host: Annotated[str | None, typer.Option(help="HTTP bind address (default 127.0.0.1)")] = None,
+    bootstrap_servers: Bootstrap = None,
+) -> None:
+    """Run a supervisor until SIGTERM: it runs its share of every submitted topology's workers."""
+    from service.daemon import SupervisorService
+
+    s = settings(bootstrap_servers)
+    if http_port is not None:
+        s.http_port = http_port
+    if http_host is not None:
+        s.http_host = http_host
+    logging.basicConfig(level=s.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    embedded = EmbeddedBroker(port=broker_port) if embedded_broker else None
+    bootstrap = embedded.start() if embedded is not None else (s.resolved_bootstrap() or DEFAULT_BOOTSTRAP)
+    service = SupervisorService(s, bootstrap)
+    signal.signal(signal.SIGTERM, lambda *_: service.stop())
+    signal.signal(signal.SIGINT, lambda *_: service.stop())
+    typer.echo(f"supervisor {service.id}: bootstrap {bootstrap}, http://{service.http.host}:{service.http.port}", err=True)
+    try:
+        service.run()
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
+@app.command("submit")
+@user_errors
+def submit_cmd(
+    topology_file: Annotated[Path, typer.Argument(help="Python file defining topology()")],
+    name: Annotated[str | None, typer.Option("--name", help="topology name (default: the file's)")] = None,
+    conf: Annotated[list[str] | None, typer.Option("-c", help="config override key=value (repeatable)")] = None,
+    bootstrap_servers: Bootstrap = None,
+) -> None:
+    """Store a topology in the control topic and start it (storm jar)."""
+    typer.echo(submit(client(bootstrap_servers), topology_file, name, parse_conf(conf or []), time.time()))
+
+
+@app.command("list")
+@user_errors
+def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False, bootstrap_servers: Bootstrap = None) -> None:
+    """Each topology's status, uptime, workers, executors and tasks (storm list)."""
+    rows = list_topologies(client(bootstrap_servers), time.time())
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    typer.echo(f"{'NAME':<24} {'STATUS':<12} {'UPTIME':>9} {'WORKERS':>7} {'EXECUTORS':>9} {'TASKS':>6}")
+    for r in rows:
+        typer.echo(f"{r['name']:<24} {r['status']:<12} {r['uptime_s']:>8.0f}s {r['workers']:>7} {r['executors']:>9} {r['tasks']:>6}")
+
+
+@app.command("kill")
+@user_errors
+def kill_cmd(
+    name: Annotated[str, typer.Argument(help="topology name")],
+    wait: Annotated[float | None, typer.Option("-w", "--wait", help="seconds to let trees in flight finish (default: the message timeout)")] = None,
+    bootstrap_servers: Bootstrap = None,
+) -> None:
+    """Deactivate, wait, stop the workers and remove the topology (storm kill -w)."""
+    typer.echo(kill_topology(client(bootstrap_servers), name, wait, time.time()))
+
+
+@app.command("activate")
+@user_errors
+def activate_cmd(name: Annotated[str, typer.Argument(help="topology name")], bootstrap_servers: Bootstrap = None) -> None:
+    """Resume the spouts (storm activate)."""
+    typer.echo(set_active(client(bootstrap_servers), name, True, time.time()))
+
+
+@app.command("deactivate")
+@user_errors
+def deactivate_cmd(name: Annotated[str, typer.Argument(help="topology name")], bootstrap_servers: Bootstrap = None) -> None:
+    """Pause the spouts; bolts keep draining (storm deactivate)."""
+    typer.echo(set_active(client(bootstrap_servers), name, False, time.time()))
+
+
+@app.command("rebalance")
+@user_errors
+def rebalance_cmd(
+    name: Annotated[str, typer.Argument(help="topology name")],
+    workers: Annotated[int | None, typer.Option("-n", help="worker processes")] = None,
+    executors: Annotated[list[str] | None, typer.Option("-e", help="COMPONENT=EXECUTORS (repeatable)")] = None,
+    bootstrap_servers: Bootstrap = None,
+) -> None:
+    """Change workers and executors of a running topology; tasks stay fixed (storm rebalance)."""
+    typer.echo(rebalance_topology(client(bootstrap_servers), name, workers, parse_executors(executors or []), time.time()))
+
+
+@app.command("status")
+@user_errors
+def status_cmd(
+    name: Annotated[str, typer.Argument(help="topology name")],
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+    bootstrap_servers: Bootstrap = None,
+) -> None:
+    """The Storm UI's topology page: per component counts, latency, capacity, lag; errors."""
+    st = status(client(bootstrap_servers), name, time.time())
+    if as_json:
+        typer.echo(json.dumps(st, indent=2))
+        return
+    typer.echo(f"{st['name']}  {st['status']}  up {st['uptime_s']:.0f}s  workers {st['workers']}  pending {st['pending']}")
+    p50, p99 = ms(st["complete_latency_p50_s"]), ms(st["complete_latency_p99_s"])
+    typer.echo(f"trees acked {st['trees_acked']}, failed {st['trees_failed']}; complete latency p50 {p50} ms, p99 {p99} ms")
+    typer.echo(
+        f"{'COMPONENT':<16} {'EXEC':>4} {'TASKS':>5} {'EMITTED':>9} {'EXECUTED':>9} {'ACKED':>9} {'FAILED':>7} {'EXEC p99 ms':>11} {'CAPACITY':>8} {'LAG':>7}"
+    )
+    for comp, c in st["components"].items():
+        typer.echo(
+            f"{comp:<16} {c['executors']:>4} {c['tasks']:>5} {c['emitted']:>9} {c['executed']:>9} {c['acked']:>9} {c['failed']:>7} "
+            f"{ms(c['execute_latency_p99_s']):>11} {c['capacity']:>8.3f} {c['lag']:>7}"
+        )
+    for e in st["errors"]:
+        typer.echo(f"worker w{e['worker']} ({e['components']}) on {e['supervisor']} exited with {e['exit_code']}{' (gave up)' if e['gave_up'] else ''}")
+
+
+def ms(seconds: float | None) -> str:
+    """Seconds as milliseconds for the status table ("-" when unknown)."""
+    return "-" if seconds is None else f"{seconds * 1000:.1f}"
 
 
 def main() -> None:

@@ -15,6 +15,8 @@ setting                    env var                     meaning (unit; default)
 ``http_port``              ``SQUALL_HTTP_PORT``         ``squall serve``'s HTTP port (default 9470)
 ``shutdown_timeout_secs``  ``SQUALL_SHUTDOWN_TIMEOUT_SECS`` SIGTERM drain bound (seconds; default 30)
 ``supervisor_id``          ``SQUALL_SUPERVISOR_ID``     names this supervisor (default host-pid)
+``control_namespace``      ``SQUALL_CONTROL_NAMESPACE`` prefix of the control topics and group
+                                                        (default squall: squall.__control, ...)
 =========================  ==========================  =====================================
 
 The service file may hold ``bootstrap.servers``, a ``topology:`` mapping of Storm keys
@@ -47,6 +49,7 @@ class ServiceSettings(BaseSettings):
     http_port: int = Field(9470, ge=0, le=65535, description="squall serve's /healthz, /readyz, /metrics port (0 = any free port)")
     shutdown_timeout_secs: float = Field(30.0, gt=0, description="SIGTERM drain bound (seconds)")
     supervisor_id: str | None = Field(None, description="names this supervisor in logs, metrics and events")
+    control_namespace: str = Field("squall", pattern=r"^[A-Za-z0-9._-]+$", description="prefix of the control topics and supervisor group")
 
     def service_file(self) -> dict[str, Any]:
         """The parsed service file (empty if there is none). Raises ConfigError if unreadable."""

@@ -6,6 +6,9 @@
 ``squall.__events``    1 part.     worker exits (JSON, ``schemas/event.schema.json``), for ``squall status``
 =====================  ==========  ================================================================
 
+``squall`` is the default *namespace* (``SQUALL_CONTROL_NAMESPACE``): several independent
+Squall services can share one Kafka cluster under different namespaces.
+
 Readers keep the last record per key (the embedded broker does not compact, so they must
 not rely on it) and know they are caught up from the Fetch high watermark.
 """
@@ -16,6 +19,7 @@ import json
 import logging
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
@@ -27,16 +31,35 @@ from service.exceptions import BrokerError
 
 log = logging.getLogger("squall.control")
 
-CONTROL_TOPIC = "squall.__control"
-SLOTS_TOPIC = "squall.__slots"
-EVENTS_TOPIC = "squall.__events"
-SUPERVISOR_GROUP = "squall.__supervisors"
 SLOTS = 32
 """Worker slots: partitions of ``squall.__slots``. A topology's worker ``i`` runs on the
 supervisor that owns slot ``crc32(name/i) % SLOTS`` (:func:`service.slots.slot_of`)."""
 
 
-def ensure_control_topics(bootstrap: str, timeout_s: float = 30.0) -> None:
+@dataclass(frozen=True)
+class ControlTopics:
+    """The control plane's topic and group names under ``namespace``."""
+
+    namespace: str = "squall"
+
+    @property
+    def control(self) -> str:
+        return f"{self.namespace}.__control"
+
+    @property
+    def slots(self) -> str:
+        return f"{self.namespace}.__slots"
+
+    @property
+    def events(self) -> str:
+        return f"{self.namespace}.__events"
+
+    @property
+    def group(self) -> str:
+        return f"{self.namespace}.__supervisors"
+
+
+def ensure_control_topics(bootstrap: str, names: ControlTopics, timeout_s: float = 30.0) -> None:
     """Create the control topics if missing. Raises BrokerError naming the broker."""
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     try:
@@ -45,9 +68,9 @@ def ensure_control_topics(bootstrap: str, timeout_s: float = 30.0) -> None:
         raise BrokerError(f"[control] broker {bootstrap} is not reachable: {exc}") from exc
     keep = {"retention.ms": "-1", "retention.bytes": "-1"}
     want = {
-        CONTROL_TOPIC: NewTopic(CONTROL_TOPIC, 1, 1, config={**keep, "cleanup.policy": "compact"}),
-        SLOTS_TOPIC: NewTopic(SLOTS_TOPIC, SLOTS, 1, config=keep),
-        EVENTS_TOPIC: NewTopic(EVENTS_TOPIC, 1, 1, config={"retention.ms": str(7 * 24 * 3600 * 1000), "retention.bytes": "-1"}),
+        names.control: NewTopic(names.control, 1, 1, config={**keep, "cleanup.policy": "compact"}),
+        names.slots: NewTopic(names.slots, SLOTS, 1, config=keep),
+        names.events: NewTopic(names.events, 1, 1, config={"retention.ms": str(7 * 24 * 3600 * 1000), "retention.bytes": "-1"}),
     }
     new = [t for name, t in want.items() if name not in existing]
     if new:
@@ -84,7 +107,8 @@ class ControlLog:
     Not thread-safe: poll from one thread.
     """
 
-    def __init__(self, bootstrap: str, overrides: dict[str, Any] | None = None) -> None:
+    def __init__(self, bootstrap: str, names: ControlTopics, overrides: dict[str, Any] | None = None) -> None:
+        self.topic = names.control
         self.consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -95,7 +119,7 @@ class ControlLog:
                 **(overrides or {}),
             }
         )
-        self.consumer.assign([TopicPartition(CONTROL_TOPIC, 0, OFFSET_BEGINNING)])
+        self.consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
         self.records: dict[str, TopologyRecord] = {}
         self.position = 0
 
@@ -117,14 +141,14 @@ class ControlLog:
                 try:
                     self.records[name] = TopologyRecord.decode(raw)
                 except ValidationError as exc:
-                    log.error("[control] skipping a malformed record for %s at %s[0]@%s: %s", name, CONTROL_TOPIC, msg.offset(), exc)
+                    log.error("[control] skipping a malformed record for %s at %s[0]@%s: %s", name, self.topic, msg.offset(), exc)
                     continue
             changed.add(name)
         return changed
 
     def caught_up(self) -> bool:
         """True once every record up to the Fetch high watermark has been applied."""
-        _, high = self.consumer.get_watermark_offsets(TopicPartition(CONTROL_TOPIC, 0), cached=True)
+        _, high = self.consumer.get_watermark_offsets(TopicPartition(self.topic, 0), cached=True)
         return high is not None and high >= 0 and self.position >= high
 
     def catch_up(self, timeout_s: float = 15.0) -> dict[str, TopologyRecord]:
@@ -135,7 +159,7 @@ class ControlLog:
             if not got and self.caught_up():
                 return self.records
             if time.monotonic() > deadline:
-                raise BrokerError(f"[control] could not read {CONTROL_TOPIC} to its end within {timeout_s} s")
+                raise BrokerError(f"[control] could not read {self.topic} to its end within {timeout_s} s")
 
     def close(self) -> None:
         self.consumer.close()
@@ -145,8 +169,9 @@ class ControlWriter:
     """Writes records and tombstones to ``squall.__control`` and events to ``squall.__events``,
     each confirmed by the broker (raises BrokerError otherwise)."""
 
-    def __init__(self, bootstrap: str, overrides: dict[str, Any] | None = None) -> None:
+    def __init__(self, bootstrap: str, names: ControlTopics, overrides: dict[str, Any] | None = None) -> None:
         self.bootstrap = bootstrap
+        self.names = names
         self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "log_level": 0, **(overrides or {})})
 
     def _send(self, topic: str, key: str, value: bytes | None) -> None:
@@ -157,16 +182,16 @@ class ControlWriter:
             raise BrokerError(f"[control] write to {topic} on {self.bootstrap} not confirmed: {errors[0] if errors else 'timed out'}")
 
     def put(self, rec: TopologyRecord) -> None:
-        self._send(CONTROL_TOPIC, rec.name, rec.encode())
+        self._send(self.names.control, rec.name, rec.encode())
 
     def remove(self, name: str) -> None:
-        self._send(CONTROL_TOPIC, name, None)
+        self._send(self.names.control, name, None)
 
     def event(self, topology: str, event: dict[str, Any]) -> None:
-        self._send(EVENTS_TOPIC, topology, json.dumps({"topology": topology, **event}).encode())
+        self._send(self.names.events, topology, json.dumps({"topology": topology, **event}).encode())
 
 
-def read_events(bootstrap: str, topology: str, last: int = 5, timeout_s: float = 5.0) -> list[dict[str, Any]]:
+def read_events(bootstrap: str, names: ControlTopics, topology: str, last: int = 5, timeout_s: float = 5.0) -> list[dict[str, Any]]:
     """The last ``last`` events of ``topology`` from ``squall.__events`` (oldest first)."""
     c = Consumer(
         {
@@ -178,7 +203,7 @@ def read_events(bootstrap: str, topology: str, last: int = 5, timeout_s: float =
         }
     )
     try:
-        c.assign([TopicPartition(EVENTS_TOPIC, 0, OFFSET_BEGINNING)])
+        c.assign([TopicPartition(names.events, 0, OFFSET_BEGINNING)])
         out: list[dict[str, Any]] = []
         pos = 0
         deadline = time.monotonic() + timeout_s
@@ -190,7 +215,7 @@ def read_events(bootstrap: str, topology: str, last: int = 5, timeout_s: float =
                 pos = (m.offset() or 0) + 1
                 if m.key() == topology.encode() and m.value():
                     out.append(json.loads(m.value() or b"{}"))
-            _, high = c.get_watermark_offsets(TopicPartition(EVENTS_TOPIC, 0), cached=True)
+            _, high = c.get_watermark_offsets(TopicPartition(names.events, 0), cached=True)
             if not msgs and high is not None and high >= 0 and pos >= high:
                 break
         return out[-last:]

@@ -27,12 +27,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from service.admin import ensure_topics, topology_topics
 from service.config import ServiceSettings
-from service.control_log import ControlLog, ControlWriter, ensure_control_topics
+from service.control_log import ControlLog, ControlTopics, ControlWriter, ensure_control_topics
 from service.http import HealthServer
 from service.plan import TopologyPlan, materialize
 from service.reconcile import Running, WorkerKey, WorkerSpec, decide, desired_workers
@@ -86,6 +87,7 @@ class SupervisorService:
         self.home.mkdir(parents=True, exist_ok=True)
         self.kafka = settings.kafka_overrides()
         self.service_conf = settings.topology_layer()
+        self.names = ControlTopics(settings.control_namespace)
         self.policy = restart_policy or RestartPolicy()
         self.registry = registry or CollectorRegistry()
         self.stop_event = threading.Event()
@@ -115,11 +117,11 @@ class SupervisorService:
 
     def run(self) -> None:
         """Serve until :meth:`stop`; then drain the workers and leave the group."""
-        ensure_control_topics(self.bootstrap)
-        self.control = ControlLog(self.bootstrap, self.kafka.get("consumer"))
-        self.writer = ControlWriter(self.bootstrap, self.kafka.get("producer"))
+        ensure_control_topics(self.bootstrap, self.names)
+        self.control = ControlLog(self.bootstrap, self.names, self.kafka.get("consumer"))
+        self.writer = ControlWriter(self.bootstrap, self.names, self.kafka.get("producer"))
         session_ms = int(self.service_conf.get("squall.kafka.session.timeout.ms", 6000))
-        self.membership = SlotMembership(self.bootstrap, self.id, session_ms, self.kafka.get("consumer"))
+        self.membership = SlotMembership(self.bootstrap, self.id, self.names, session_ms, self.kafka.get("consumer"))
         self.http.start()
         log.info("[supervisor %s] serving on %s:%d (bootstrap %s)", self.id, self.http.host, self.http.port, self.bootstrap)
         try:
@@ -136,11 +138,13 @@ class SupervisorService:
         while self.procs and time.monotonic() < deadline:
             self._heartbeat()  # keep the slots until the workers have committed
             for key in [k for k, w in self.procs.items() if w.proc.poll() is not None]:
-                del self.procs[key]
+                w = self.procs.pop(key)
+                self._event(key.topology, {"event": "stopped", "supervisor": self.id, "worker": key.worker, "exit_code": w.proc.returncode, "at": self.clock()})
             time.sleep(TICK_S)
-        for w in self.procs.values():
+        for key, w in self.procs.items():
             w.proc.kill()
             w.proc.wait()
+            self._event(key.topology, {"event": "stopped", "supervisor": self.id, "worker": key.worker, "exit_code": w.proc.returncode, "at": self.clock()})
         self.procs.clear()
         if self.membership is not None:
             self.membership.close()
@@ -203,6 +207,8 @@ class SupervisorService:
                 kafka=self.kafka,
                 log_level=self.settings.log_level,
                 shutdown_timeout_s=self.settings.shutdown_timeout_secs,
+                control_namespace=self.names.namespace,
+                metrics_host=self.settings.http_host,
             )
             ensure_topics(self.bootstrap, topology_topics(plan.topology, plan.conf))
         except Exception as exc:  # user code may raise anything: report it, serve the rest
@@ -241,6 +247,7 @@ class SupervisorService:
                 continue
             del self.procs[key]
             if w.stopping:
+                self._event(key.topology, {"event": "stopped", "supervisor": self.id, "worker": key.worker, "exit_code": code, "at": now})
                 continue
             self._crashed(key, w, code, now)
 
@@ -249,7 +256,16 @@ class SupervisorService:
         delay = history.crashed(now)
         tail = log_tail(w.log_path, 2000)
         comps = ",".join(dict.fromkeys(w.spec.components))
-        event = {"supervisor": self.id, "worker": key.worker, "components": comps, "exit_code": code, "at": now, "log_tail": tail, "gave_up": delay is None}
+        event = {
+            "event": "crashed",
+            "supervisor": self.id,
+            "worker": key.worker,
+            "components": comps,
+            "exit_code": code,
+            "at": now,
+            "log_tail": tail,
+            "gave_up": delay is None,
+        }
         if delay is None:
             self.gave_up.add(key)
             log.error("[%s] worker w%d (%s) crashed %d times: giving up. Last lines:\n%s", key.topology, key.worker, comps, history.total, tail)
@@ -257,11 +273,15 @@ class SupervisorService:
             self.backoff_until[key] = now + delay
             self.m_restarts.labels(self.id, key.topology, str(key.worker)).inc()
             log.warning("[%s] worker w%d (%s) exited with %s: restarting in %.1f s", key.topology, key.worker, comps, code, delay)
+        self._event(key.topology, event)
+
+    def _event(self, topology: str, event: dict[str, Any]) -> None:
+        """Record a worker exit in the events topic (for ``status`` and ``kill``)."""
         if self.writer is not None:
             try:
-                self.writer.event(key.topology, event)
+                self.writer.event(topology, event)
             except Exception as exc:
-                log.warning("[supervisor %s] could not record a worker exit: %s", self.id, exc)
+                log.warning("[supervisor %s] could not record a worker exit of %s: %s", self.id, topology, exc)
 
     # -- readiness -------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:
@@ -272,7 +292,7 @@ class SupervisorService:
             return False, "control topic not read to its end yet"
         for key in self.desired:
             w = self.procs.get(key)
-            if w is None:
+            if w is None or w.proc.poll() is not None:
                 return False, f"worker {key.topology}/w{key.worker} not running"
             if not w.ready_path.exists():
                 return False, f"worker {key.topology}/w{key.worker} not ready (tasks not assigned or acker not restored)"

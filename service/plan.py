@@ -81,6 +81,8 @@ def materialize(
     kafka: dict[str, Any],
     log_level: str,
     shutdown_timeout_s: float,
+    control_namespace: str = "squall",
+    metrics_host: str = "127.0.0.1",
 ) -> TopologyPlan:
     """Load ``rec`` and write its worker plan (``plan.json`` beside the source)."""
     path, topology, conf = load_record(rec, data_dir, service_conf)
@@ -95,7 +97,13 @@ def materialize(
         kafka=kafka,
         log_level=log_level,
         topology_overrides=overrides,
-        extra={"executors": rec.executors, "control": True, "shutdown_timeout_secs": shutdown_timeout_s},
+        extra={
+            "executors": rec.executors,
+            "control": True,
+            "control_namespace": control_namespace,
+            "shutdown_timeout_secs": shutdown_timeout_s,
+            "metrics_host": metrics_host,
+        },
     )
     plan_path = path.parent / "plan.json"
     plan_path.write_text(json.dumps(plan, indent=2))

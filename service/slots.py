@@ -18,7 +18,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from service.control_log import SLOTS, SLOTS_TOPIC, SUPERVISOR_GROUP
+from service.control_log import SLOTS, ControlTopics
 
 log = logging.getLogger("squall.slots")
 
@@ -40,14 +40,16 @@ class SlotMembership:
     Call :meth:`poll` often (it heartbeats). Not thread-safe.
     """
 
-    def __init__(self, bootstrap: str, supervisor_id: str, session_timeout_ms: int = 6000, overrides: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, bootstrap: str, supervisor_id: str, names: ControlTopics, session_timeout_ms: int = 6000, overrides: dict[str, Any] | None = None
+    ) -> None:
         self.supervisor_id = supervisor_id
         self.owned: set[int] = set()
         self.joined = False
         self.consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
-                "group.id": SUPERVISOR_GROUP,
+                "group.id": names.group,
                 "session.timeout.ms": session_timeout_ms,
                 "heartbeat.interval.ms": max(500, session_timeout_ms // 6),
                 "enable.auto.commit": False,
@@ -56,7 +58,7 @@ class SlotMembership:
                 **(overrides or {}),
             }
         )
-        self.consumer.subscribe([SLOTS_TOPIC], on_assign=self._on_assign, on_lost=self._on_lost)
+        self.consumer.subscribe([names.slots], on_assign=self._on_assign, on_lost=self._on_lost)
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.owned = {tp.partition for tp in partitions}

@@ -11,7 +11,7 @@ import logging
 import threading
 from typing import Any
 
-from service.control_log import ControlLog
+from service.control_log import ControlLog, ControlTopics
 
 log = logging.getLogger("squall.worker")
 
@@ -22,10 +22,10 @@ class StatusWatcher:
     Thread safety: runs its own daemon thread; :meth:`stop` from any thread.
     """
 
-    def __init__(self, bootstrap: str, topology: str, events: list[threading.Event], overrides: dict[str, Any] | None = None) -> None:
+    def __init__(self, bootstrap: str, names: ControlTopics, topology: str, events: list[threading.Event], overrides: dict[str, Any] | None = None) -> None:
         self.topology = topology
         self.events = events
-        self.log = ControlLog(bootstrap, overrides)
+        self.log = ControlLog(bootstrap, names, overrides)
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name=f"status-{topology}", daemon=True)
         for e in events:

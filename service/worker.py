@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 
 from acker.common import ACKER_COMPONENT
 from acker.runtime_native import AckerExecutor
+from service.control_log import ControlTopics
 from service.drain import draining_elsewhere
 from service.metrics import StatsCollector, serve
 from service.status_watch import StatusWatcher
@@ -110,7 +111,17 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     spouts = [e for e in executors if isinstance(e, SpoutExecutor)]
-    watcher = StatusWatcher(plan["bootstrap"], plan["name"], [s.active for s in spouts], plan.get("kafka", {}).get("consumer")) if plan.get("control") else None
+    watcher = (
+        StatusWatcher(
+            plan["bootstrap"],
+            ControlTopics(plan.get("control_namespace", "squall")),
+            plan["name"],
+            [s.active for s in spouts],
+            plan.get("kafka", {}).get("consumer"),
+        )
+        if plan.get("control")
+        else None
+    )
     if watcher is not None:
         watcher.start()
     threads = [threading.Thread(target=e.run, name=f"{e.component}-{i}", daemon=True) for i, e in enumerate(executors)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
@@ -42,6 +43,17 @@ class StatsBoard:
             self.latest[snap["instance"]] = snap
             n += 1
         return n
+
+    def catch_up(self, quiet_s: float = 0.6, timeout_s: float = 10.0) -> None:
+        """Poll until nothing new arrives for ``quiet_s`` seconds (or ``timeout_s`` passes)."""
+        deadline = time.monotonic() + timeout_s
+        quiet = 0.0
+        while quiet < quiet_s and time.monotonic() < deadline:
+            quiet = 0.0 if self.poll(0.2) else quiet + 0.2
+
+    def live(self, now: float, fresh_s: float = 5.0) -> list[dict[str, Any]]:
+        """Snapshots of executors that are running now (not final, recent)."""
+        return [s for s in self.latest.values() if not s.get("final") and now - float(s.get("time", 0.0)) <= fresh_s]
 
     def total(self, kind: str, counter: str) -> float:
         return float(sum(s["counters"].get(counter, 0) for s in self.latest.values() if s["kind"] == kind))

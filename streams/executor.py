@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any, TypeVar
 
-from confluent_kafka import Message
+from confluent_kafka import Consumer, Message
 
 from streams.codec import encode_json
 from streams.collector import AckBuffer
@@ -108,6 +109,8 @@ class Executor:
         self.assigned = threading.Event()
         """Set once the group first assigned this executor its tasks (maybe none) and,
         for an acker, its table is restored: the worker's readiness."""
+        self.rebalancing = True
+        """True while joining or between a revoke and the next assignment (eager protocol)."""
 
     def stop(self) -> None:
         """Ask the loop to finish: it flushes, commits and publishes final stats."""
@@ -128,6 +131,21 @@ class Executor:
 
     def _run(self) -> None:
         raise NotImplementedError
+
+    def _assigned(self) -> None:
+        """Call at the end of an assignment callback."""
+        self.rebalancing = False
+        self.assigned.set()
+
+    def _close_group(self, consumer: Consumer) -> None:
+        """Leave the group, but never in the middle of a join: the embedded broker never
+        assigns the group's next members if one leaves before its assignment arrives. So
+        first poll (serving callbacks) until the pending assignment came, for at most
+        two session timeouts."""
+        deadline = time.monotonic() + 2 * self.conf.session_timeout_ms / 1000
+        while self.rebalancing and time.monotonic() < deadline:
+            consumer.consume(1, 0.1)
+        consumer.close()
 
     def _task_copy(self, partition: int, kind: type[C]) -> tuple[int, TopologyContext, C]:
         """A fresh copy of the component for the task at input ``partition``: its global task

@@ -59,6 +59,8 @@ class BoltExecutor(Executor):
         self.topic = component_topic(self.topology.name, self.component)
         self.by_partition: dict[int, BoltTask] = {}
         self._exec_hist = self.stats.hist("execute_latency")
+        self._busy_s = 0.0  # seconds spent in execute() since the last snapshot
+        self._window_start = time.monotonic()
         # Counters of task copies that were revoked (collectors count per copy).
         self._retired = {"emitted": 0, "acked": 0, "failed": 0}
 
@@ -71,13 +73,14 @@ class BoltExecutor(Executor):
             self.by_partition[tp.partition] = BoltTask(task_id, bolt, collector)
         ids = [self.cdef.task_base + tp.partition for tp in partitions]
         self.local.add(self.component, ids)
-        self.assigned.set()
+        self._assigned()
         log.info("[%s] %s assigned tasks %s", self.component, self.worker, sorted(ids))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         # cleanup() first: a bolt that holds tuples (deferred acks, windows) can emit and
         # ack them, and the flush + commit below make that durable before the task moves.
         # Without it, those trees would time out and replay after every rebalance.
+        self.rebalancing = True
         gone = [self.by_partition[tp.partition] for tp in partitions if tp.partition in self.by_partition]
         self._cleanup(gone)
         self._flush()
@@ -127,7 +130,9 @@ class BoltExecutor(Executor):
             self.stats.inc("errors")
             log.exception("[%s] task %d failed on %s: %s", self.component, task.task_id, t.where, exc)
             task.collector.fail(t)
-        self._exec_hist.record(time.perf_counter() - start)
+        took = time.perf_counter() - start
+        self._busy_s += took
+        self._exec_hist.record(took)
 
     def _flush(self) -> None:
         before = self.delivery.failures
@@ -164,6 +169,10 @@ class BoltExecutor(Executor):
             emitted += t.collector.emitted
             acked += t.collector.acked
             failed += t.collector.failed
+        now = time.monotonic()
+        # Storm's capacity: the fraction of the window spent executing (near 1: saturated).
+        self.stats.gauges["capacity"] = min(1.0, self._busy_s / max(now - self._window_start, 1e-9))
+        self._busy_s, self._window_start = 0.0, now
         self.stats.gauges["tasks"] = len(self.by_partition)
         self.stats.tasks = sorted(t.task_id for t in self.by_partition.values())
         self.stats.counters["executed"] = self._exec_hist.count
@@ -199,4 +208,4 @@ class BoltExecutor(Executor):
             self._flush()
             self._maybe_stats(time.monotonic(), final=True)
             self.producer.flush(5)
-            consumer.close()
+            self._close_group(consumer)

@@ -121,10 +121,27 @@ class SpoutExecutor(Executor):
         if self.feed is not None:
             self.feed.assign_new()
         self.local.add(self.component, [t.task_id for t in added])
-        self.assigned.set()
+        self._assigned()
         log.info("[%s] %s assigned tasks %s", self.component, self.worker, sorted(t.task_id for t in added))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """A graceful handover: the revoked tasks emit nothing more, their trees in flight
+        finish (ack results keep being applied, up to ``squall.spout.handover.secs``), and
+        their offsets are committed, so the next owner re-reads nothing (no replay)."""
+        self.rebalancing = True
+        ids = {self.cdef.task_base + tp.partition for tp in partitions} & set(self.by_task)
+        deadline = time.monotonic() + self.conf.handover_secs
+        while self.acks is not None and any(self.inflight.pending(t) for t in ids) and time.monotonic() < deadline:
+            self._flush()
+            self._results(self.results.consume(self.conf.batch_size, 0.05))
+            self._timeouts()
+        left = sum(self.inflight.pending(t) for t in ids)
+        if left:
+            log.warning("[%s] handing over tasks %s with %d trees still in flight: they will be replayed", self.component, sorted(ids), left)
+        self._on_lost(consumer, partitions)
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Give the tasks up now (the session expired: another executor may own them)."""
         self._flush()
         self._commit()
         gone = [self.by_task.pop(self.cdef.task_base + tp.partition) for tp in partitions if self.cdef.task_base + tp.partition in self.by_task]
@@ -256,7 +273,7 @@ class SpoutExecutor(Executor):
 
     def _run(self) -> None:
         conf = self.conf
-        self.consumer.subscribe([self.own_topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke)
+        self.consumer.subscribe([self.own_topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
         now = time.monotonic()
         flush = Every(conf.flush_interval_secs, now, delay_s=0)
         commit = Every(conf.commit_period_secs, now)
@@ -292,7 +309,7 @@ class SpoutExecutor(Executor):
             self.by_task.clear()
             self._maybe_stats(time.monotonic(), final=True)
             self.producer.flush(5)
-            self.consumer.close()
+            self._close_group(self.consumer)
             if self.feed is not None:
                 self.feed.close()
             self.results.close()

@@ -17,7 +17,8 @@ from streams.topology import Topology
 def load_topology(path: str | Path, name: str | None = None) -> Topology:
     """Import ``path`` and call its ``topology()``; optionally rename it (topic prefix).
 
-    Raises TopologyError naming the file when it is missing or has no ``topology()``.
+    Raises TopologyError naming the file (and the line, for user code that fails) when it
+    is missing, does not import, has no ``topology()``, or ``topology()`` raises.
     """
     path = Path(path).resolve()
     if not path.is_file():
@@ -28,13 +29,34 @@ def load_topology(path: str | Path, name: str | None = None) -> Topology:
         raise TopologyError(f"[{path}] cannot import topology file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise TopologyError(f"[{path}:{exc.lineno}] syntax error: {exc.msg}") from exc
+    except Exception as exc:
+        raise TopologyError(f"[{path}:{_user_line(exc, path)}] importing the topology file raised {type(exc).__name__}: {exc}") from exc
     factory = getattr(module, "topology", None)
     if not callable(factory):
         raise TopologyError(f"[{path}] defines no topology() function")
-    topology = factory()
+    try:
+        topology = factory()
+    except TopologyError:
+        raise
+    except Exception as exc:
+        raise TopologyError(f"[{path}:{_user_line(exc, path)}] topology() raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(topology, Topology):
         raise TopologyError(f"[{path}] topology() returned {type(topology).__name__}, not a Topology")
     if name:
         topology.name = name
     return topology
+
+
+def _user_line(exc: BaseException, path: Path) -> int | str:
+    """The deepest line of ``path`` in ``exc``'s traceback ("?" if none)."""
+    line: int | str = "?"
+    tb = exc.__traceback__
+    while tb is not None:
+        if Path(tb.tb_frame.f_code.co_filename).resolve() == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line

@@ -105,19 +105,26 @@ class SourceFeed:
         new = [tp for tp in self._source_partitions() if tp not in self.owner and task_of(tp[0], tp[1], self.num_tasks) in self.tasks]
         if not new:
             return
-        starts = self._start_offsets(new)
+        committed = self._committed(new)
+        starts = self._start_offsets(new, committed)
         for tp in new:
             task = self.tasks[task_of(tp[0], tp[1], self.num_tasks)]
             task.partitions.append(tp)
+            if tp in committed:
+                task.committed[tp] = committed[tp]  # lag is measured from here until the next commit
             self.owner[tp] = task
         self.data.incremental_assign([TopicPartition(t, p, starts[(t, p)]) for t, p in new])
         log.info("[%s] reading %s", self.component, ", ".join(f"{t}[{p}]" for t, p in new))
 
-    def _start_offsets(self, tps: list[TP]) -> dict[TP, int]:
+    def _committed(self, tps: list[TP]) -> dict[TP, int]:
+        """The spout group's committed offsets (partitions with none are absent)."""
+        got = self.group.committed([TopicPartition(t, p) for t, p in tps], timeout=10)
+        return {(tp.topic, tp.partition): tp.offset for tp in got if tp.offset >= 0}
+
+    def _start_offsets(self, tps: list[TP], committed: dict[TP, int]) -> dict[TP, int]:
         mode = self.prototype.first_poll_offset
         if mode == "committed":
-            got = self.group.committed([TopicPartition(t, p) for t, p in tps], timeout=10)
-            return {(tp.topic, tp.partition): tp.offset if tp.offset >= 0 else OFFSET_BEGINNING for tp in got}
+            return {tp: committed.get(tp, OFFSET_BEGINNING) for tp in tps}
         if mode == "earliest":
             return dict.fromkeys(tps, OFFSET_BEGINNING)
         # latest: from Fetch high watermarks (ListOffsets may under-report)

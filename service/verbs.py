@@ -1,0 +1,260 @@
+"""Storm's verbs against a running service: submit, list, kill, activate, deactivate,
+rebalance and status. Each reads or writes the control topic (:mod:`service.control_log`)
+and reads the topology's stats topic; :mod:`service.cli` only parses and prints.
+
+Every user mistake raises a :class:`~streams.exceptions.SquallError` whose message is the
+one line the CLI prints: it names the file and line, the component, the config key, the
+topology or the broker address.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from service.admin import ensure_topics, topology_topics
+from service.control import TopologyRecord, activate, deactivate, kill, rebalance, rebalanced
+from service.control_log import ControlLog, ControlTopics, ControlWriter, ensure_control_topics, probe, read_events
+from service.exceptions import ControlError, UsageError
+from service.plan import load_record
+from streams.board import StatsBoard
+from streams.config import KEYS, resolve
+from streams.loader import load_topology
+from streams.stats import LogHistogram
+
+
+@dataclass
+class Client:
+    """A CLI session: the broker, the service-level config, Kafka client overrides."""
+
+    bootstrap: str
+    service_conf: dict[str, Any]
+    kafka: dict[str, Any]
+    names: ControlTopics
+
+    def connect(self) -> None:
+        """Raise BrokerError (one line) if no broker answers; create the control topics."""
+        probe(self.bootstrap)
+        ensure_control_topics(self.bootstrap, self.names)
+
+    def records(self) -> dict[str, TopologyRecord]:
+        log = ControlLog(self.bootstrap, self.names, self.kafka.get("consumer"))
+        try:
+            return dict(log.catch_up())
+        finally:
+            log.close()
+
+    def record(self, name: str) -> TopologyRecord:
+        """Raises ControlError naming ``name`` if there is no such topology."""
+        rec = self.records().get(name)
+        if rec is None:
+            raise ControlError(f"[{name}] no such topology (see: squall list)")
+        return rec
+
+    def put(self, rec: TopologyRecord) -> None:
+        ControlWriter(self.bootstrap, self.names, self.kafka.get("producer")).put(rec)
+
+
+def parse_conf(pairs: list[str]) -> dict[str, Any]:
+    """``-c key=value`` pairs; values are YAML scalars (``4`` is an int). Raises UsageError
+    naming an unknown key or a pair without ``=``."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"-c {pair!r}: expected key=value")
+        if key not in KEYS and not key.startswith("spark."):
+            raise UsageError(f"-c {key}: unknown config key (known: topology.*, squall.* keys of docs, or spark.*)")
+        out[key] = yaml.safe_load(raw) if raw else raw
+    return out
+
+
+def submit(client: Client, path: Path, name: str | None, conf: dict[str, Any], now: float) -> str:
+    """Store the topology in the control topic (``storm jar``). Returns the printed line."""
+    if not path.is_file():
+        raise UsageError(f"[{path}] topology file not found")
+    source = path.read_text()
+    topology = load_topology(path)  # raises TopologyError naming the file and line
+    name = name or topology.name
+    resolve(client.service_conf, topology.conf, conf, where=name)  # a wrong type: ConfigError naming the key
+    client.connect()
+    if name in client.records():
+        raise ControlError(f"[{name}] a topology of that name is running; kill it first or give --name")
+    rec = TopologyRecord.new(name, source, path.name, conf, now)
+    with tempfile.TemporaryDirectory() as tmp:
+        _, loaded, resolved = load_record(rec, Path(tmp), client.service_conf)
+        ensure_topics(client.bootstrap, topology_topics(loaded, resolved))
+        executors = sum(c.parallelism for c in loaded.components.values())
+        tasks = sum(c.num_tasks for c in loaded.components.values())
+    client.put(rec)
+    return f"submitted {name}: {resolved.workers} workers, {executors} executors, {tasks} tasks"
+
+
+def _shape(client: Client, rec: TopologyRecord) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        _, topology, conf = load_record(rec, Path(tmp), client.service_conf)
+    comps = topology.components.values()
+    return {
+        "workers": conf.workers,
+        "executors": {c.id: c.parallelism for c in comps},
+        "tasks": {c.id: c.num_tasks for c in comps},
+        "message_timeout_secs": conf.message_timeout_secs,
+    }
+
+
+def list_topologies(client: Client, now: float) -> list[dict[str, Any]]:
+    """One row per topology: name, status, uptime (s), workers, executors, tasks."""
+    client.connect()
+    rows = []
+    for rec in sorted(client.records().values(), key=lambda r: r.name):
+        shape = _shape(client, rec)
+        rows.append(
+            {
+                "name": rec.name,
+                "status": rec.status.value,
+                "uptime_s": round(now - rec.submitted_at, 1),
+                "workers": shape["workers"],
+                "executors": sum(shape["executors"].values()),
+                "tasks": sum(shape["tasks"].values()),
+            }
+        )
+    return rows
+
+
+def set_active(client: Client, name: str, active: bool, now: float) -> str:
+    client.connect()
+    rec = client.record(name)
+    client.put(activate(rec, now) if active else deactivate(rec, now))
+    return f"{'activated' if active else 'deactivated'} {name}"
+
+
+def kill_topology(client: Client, name: str, wait_s: float | None, now: float, sleep: Any = time.sleep) -> str:
+    """Deactivate, wait ``wait_s`` (default: the message timeout), stop the workers, remove."""
+    client.connect()
+    rec = client.record(name)
+    wait = float(_shape(client, rec)["message_timeout_secs"]) if wait_s is None else wait_s
+    killed = kill(rec, wait, now)
+    client.put(killed)
+    sleep(wait)
+    # The supervisors stop the workers at kill_at (each drains); wait until every worker's
+    # exit is recorded, so the topology is gone when this returns.
+    workers = set(range(int(_shape(client, killed)["workers"])))
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        stopped = {e["worker"] for e in read_events(client.bootstrap, client.names, name, last=10_000) if e.get("event") == "stopped" and e["at"] >= now}
+        if workers <= stopped:
+            break
+        time.sleep(0.5)
+    else:
+        raise ControlError(f"[{name}] workers {sorted(workers - stopped)} did not report stopping within 90 s after kill_at; the topology is left KILLED")
+    ControlWriter(client.bootstrap, client.names, client.kafka.get("producer")).remove(name)
+    return f"killed {name} (waited {wait:g} s)"
+
+
+def parse_executors(pairs: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for pair in pairs:
+        comp, sep, raw = pair.partition("=")
+        if not sep or not raw.strip().isdigit():
+            raise UsageError(f"-e {pair!r}: expected COMPONENT=EXECUTORS")
+        out[comp] = int(raw)
+    return out
+
+
+def rebalance_topology(client: Client, name: str, workers: int | None, executors: dict[str, int], now: float, timeout_s: float = 120.0) -> str:
+    """Change workers/executors; wait until the running executors match, then ACTIVE."""
+    client.connect()
+    rec = client.record(name)
+    shape = _shape(client, rec)
+    new = rebalance(rec, now, workers, executors, shape["tasks"])
+    client.put(new)
+    want = {**shape["executors"], **new.executors}
+    board = StatsBoard(client.bootstrap, name)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            board.catch_up(quiet_s=0.4, timeout_s=2)
+            have = executors_running(board.live(time.time(), fresh_s=3.0))
+            if all(have.get(c, 0) == n for c, n in want.items()):
+                break
+            if time.monotonic() > deadline:
+                raise ControlError(f"[{name}] rebalance not settled after {timeout_s:g} s: executors {have}, want {want}")
+    finally:
+        board.close()
+    client.put(rebalanced(client.record(name), time.time()))
+    return f"rebalanced {name}: " + ", ".join(f"{c}={n}" for c, n in sorted(want.items()))
+
+
+def executors_running(live: list[dict[str, Any]]) -> dict[str, int]:
+    """``component -> executors`` that are running (one live snapshot each)."""
+    out: dict[str, int] = {}
+    for s in live:
+        if s["kind"] in ("spout", "bolt", "spark"):
+            out[s["component"]] = out.get(s["component"], 0) + 1
+    return out
+
+
+def _q(h: LogHistogram, q: float) -> float | None:
+    v = h.quantile(q)
+    return None if math.isnan(v) else round(v, 6)
+
+
+def status(client: Client, name: str, now: float) -> dict[str, Any]:
+    """The Storm UI's topology page as a dict (``squall status --json``)."""
+    client.connect()
+    rec = client.record(name)
+    shape = _shape(client, rec)
+    board = StatsBoard(client.bootstrap, name)
+    try:
+        board.catch_up()
+        snaps = list(board.latest.values())
+        live = board.live(time.time())
+    finally:
+        board.close()
+    running = executors_running(live)
+    comps: dict[str, Any] = {}
+    for comp, tasks in shape["tasks"].items():
+        mine = [s for s in snaps if s["component"] == comp]
+        hist = LogHistogram()
+        for s in mine:
+            if "execute_latency" in s["hists"]:
+                hist.merge(LogHistogram.from_json(s["hists"]["execute_latency"]))
+        total = {k: int(sum(s["counters"].get(k, 0) for s in mine)) for k in ("emitted", "acked", "failed", "executed", "replayed", "dead_lettered")}
+        comps[comp] = {
+            **total,
+            "executors": running.get(comp, 0),
+            "executors_planned": shape["executors"][comp],
+            "tasks": tasks,
+            "execute_latency_p50_s": _q(hist, 0.5),
+            "execute_latency_p99_s": _q(hist, 0.99),
+            "capacity": round(max((s["gauges"].get("capacity", 0.0) for s in live if s["component"] == comp), default=0.0), 3),
+            "lag": int(sum(v for s in live if s["component"] == comp for v in s.get("lag", {}).values())),
+        }
+    complete = LogHistogram()
+    for s in snaps:
+        if s["kind"] == "spout" and "complete_latency" in s["hists"]:
+            complete.merge(LogHistogram.from_json(s["hists"]["complete_latency"]))
+    spouts = [s for s in snaps if s["kind"] == "spout"]
+    return {
+        "name": name,
+        "status": rec.status.value,
+        "uptime_s": round(now - rec.submitted_at, 1),
+        "workers": shape["workers"],
+        "trees_acked": int(sum(s["counters"].get("acked", 0) for s in spouts)),
+        "trees_failed": int(sum(s["counters"].get("failed", 0) for s in spouts)),
+        "pending": int(sum(s["gauges"].get("pending", 0) for s in live if s["kind"] == "spout")),
+        "complete_latency_p50_s": _q(complete, 0.5),
+        "complete_latency_p99_s": _q(complete, 0.99),
+        "components": comps,
+        "errors": [
+            {k: e.get(k) for k in ("at", "supervisor", "worker", "components", "exit_code", "gave_up", "log_tail")}
+            for e in read_events(client.bootstrap, client.names, name, last=10_000)
+            if e.get("event") == "crashed"
+        ][-5:],
+    }
