@@ -35,11 +35,13 @@ from service.admin import ensure_topics, topology_topics
 from service.config import ServiceSettings
 from service.control_log import ControlLog, ControlTopics, ControlWriter, ensure_control_topics
 from service.http import HealthServer
+from service.metrics import StatsCollector, merge_snapshots
 from service.plan import TopologyPlan, materialize
 from service.reconcile import Running, WorkerKey, WorkerSpec, decide, desired_workers
 from service.restarts import CrashHistory, RestartPolicy
 from service.slots import SlotMembership
 from service.supervisor import log_tail, spawn_worker
+from streams.board import StatsBoard
 
 log = logging.getLogger("squall.serve")
 
@@ -109,6 +111,8 @@ class SupervisorService:
             "squall_worker_restarts", "Workers restarted after an unexpected exit", ["supervisor", "topology", "worker"], registry=self.registry
         )
         self.m_plans = Counter("squall_supervisor_plans", "Topology plans made (submit, rebalance)", labels, registry=self.registry)
+        self.boards: dict[str, StatsBoard] = {}
+        self.registry.register(StatsCollector(self.executor_stats))
         self.http = HealthServer(settings.http_host, settings.http_port, self.registry, self.ready)
 
     # -- lifecycle -------------------------------------------------------------------
@@ -150,6 +154,8 @@ class SupervisorService:
             self.membership.close()
         if self.control is not None:
             self.control.close()
+        for board in self.boards.values():
+            board.close()
         self.http.close()
         log.info("[supervisor %s] stopped", self.id)
 
@@ -185,6 +191,7 @@ class SupervisorService:
             if w.stopping and now >= w.kill_at and w.proc.poll() is None:
                 log.warning("[%s] worker w%d ignored SIGTERM for %.0f s: SIGKILL", w.spec.key.topology, w.spec.key.worker, self.settings.shutdown_timeout_secs)
                 w.proc.kill()
+        self._poll_boards()
         self.m_workers.labels(self.id).set(len(self.procs))
         self.m_slots.labels(self.id).set(len(self.owned()))
         self.m_topologies.labels(self.id).set(len(self.control.records))
@@ -282,6 +289,23 @@ class SupervisorService:
                 self.writer.event(topology, event)
             except Exception as exc:
                 log.warning("[supervisor %s] could not record a worker exit of %s: %s", self.id, topology, exc)
+
+    # -- metrics ---------------------------------------------------------------------
+    def executor_stats(self) -> list[Any]:
+        """The live executors of the workers this supervisor runs, from their topologies'
+        stats topics (so one scrape of a supervisor covers its workers)."""
+        now = time.time()
+        mine = {(k.topology, f"w{k.worker}") for k in self.procs}
+        snaps = [s for board in list(self.boards.values()) for s in board.live(now) if (s["topology"], s["worker"]) in mine]
+        return merge_snapshots(snaps)
+
+    def _poll_boards(self) -> None:
+        for name in set(self.boards) - set(self.plans):
+            self.boards.pop(name).close()
+        for name in self.plans:
+            if name not in self.boards:
+                self.boards[name] = StatsBoard(self.bootstrap, name)
+            self.boards[name].poll(0)
 
     # -- readiness -------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:

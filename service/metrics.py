@@ -8,6 +8,7 @@ Every family is labelled ``topology``, ``component``, ``kind`` (spout/bolt/acker
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -86,6 +87,26 @@ class StatsCollector(Collector):
         yield pending
         yield lag
         yield from hists.values()
+
+
+def merge_snapshots(snapshots: Iterable[dict[str, Any]]) -> list[ExecutorStats]:
+    """Stats snapshots (``schemas/stats.schema.json``) folded into one :class:`ExecutorStats`
+    per ``(topology, component, kind, worker)``: counters and gauges add up, histograms
+    merge, lag is per partition. A supervisor exposes its workers' executors this way."""
+    out: dict[tuple[str, str, str, str], ExecutorStats] = {}
+    for snap in snapshots:
+        key = (snap["topology"], snap["component"], snap["kind"], snap["worker"])
+        s = out.get(key)
+        if s is None:
+            s = out[key] = ExecutorStats(*key)
+        for k, v in snap.get("counters", {}).items():
+            s.inc(k, v)
+        for k, v in snap.get("gauges", {}).items():
+            s.gauges[k] = s.gauges.get(k, 0.0) + v
+        for k, h in snap.get("hists", {}).items():
+            s.hist(k).merge(LogHistogram.from_json(h))
+        s.partition_lag.update(snap.get("lag", {}))
+    return list(out.values())
 
 
 def serve(registry: CollectorRegistry, port: int, host: str = "127.0.0.1") -> None:

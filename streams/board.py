@@ -53,7 +53,7 @@ class StatsBoard:
 
     def live(self, now: float, fresh_s: float = 5.0) -> list[dict[str, Any]]:
         """Snapshots of executors that are running now (not final, recent)."""
-        return [s for s in self.latest.values() if not s.get("final") and now - float(s.get("time", 0.0)) <= fresh_s]
+        return [s for s in list(self.latest.values()) if not s.get("final") and now - float(s.get("time", 0.0)) <= fresh_s]
 
     def total(self, kind: str, counter: str) -> float:
         return float(sum(s["counters"].get(counter, 0) for s in self.latest.values() if s["kind"] == kind))

@@ -48,6 +48,12 @@ def test_two_supervisors_count_a_live_stream_exactly(cluster: Cluster, corpus: P
     assert feeder.wait(120) == 0
     cluster.wait_committed(wc, 50_000)
     assert cluster.counts(wc) == direct_count(src)
+    time.sleep(2)  # one more stats interval
+    acked = 0.0
+    for sid in ("s1", "s2"):  # each supervisor's /metrics covers the workers it runs
+        _, text = cluster.http(sid, "/metrics")
+        acked += sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("squall_acked_total{") and 'kind="spout"' in line)
+    assert acked == 50_000
     listed = cluster.squall("list").stdout
     assert wc in listed and "ACTIVE" in listed
 

@@ -65,3 +65,21 @@ def test_spark_bolt_metrics_are_exposed() -> None:
     assert got[("squall_spark_batch_duration_seconds_count", spark_labels)] == 1
     assert got[("squall_executed_total", bolt_labels)] == 1200
     assert got[("squall_state_keys_skipped_total", bolt_labels)] == 9
+
+
+def test_a_supervisor_merges_its_workers_snapshots_per_component_and_worker() -> None:
+    from service.metrics import merge_snapshots
+
+    a = ExecutorStats("wc", "count", "bolt", "w1")
+    a.inc("executed", 5)
+    a.hist("execute_latency").record(0.002)
+    a.gauges["capacity"] = 0.25
+    b = ExecutorStats("wc", "count", "bolt", "w1")
+    b.inc("executed", 7)
+    b.hist("execute_latency").record(0.004)
+    c = ExecutorStats("wc", "lines", "spout", "w0")
+    c.partition_lag["squall.wc.lines[0]"] = 3
+    merged = {(s.component, s.worker): s for s in merge_snapshots([a.snapshot(), b.snapshot(), c.snapshot()])}
+    assert set(merged) == {("count", "w1"), ("lines", "w0")}
+    assert merged[("count", "w1")].counters["executed"] == 12 and merged[("count", "w1")].hists["execute_latency"].count == 2
+    assert merged[("lines", "w0")].partition_lag == {"squall.wc.lines[0]": 3}

@@ -70,3 +70,20 @@ def test_stats_snapshot() -> None:
 @pytest.mark.parametrize("path", sorted(SCHEMAS.glob("*.json")), ids=lambda p: p.name)
 def test_every_schema_is_a_valid_draft_2020_12_schema(path: Path) -> None:
     jsonschema.Draft202012Validator.check_schema(json.loads(path.read_text()))
+
+
+def test_control_record_and_events() -> None:
+    from service.control import TopologyRecord, kill, rebalance
+
+    rec = TopologyRecord.new("wc", "def topology(): ...", "wc.py", {"topology.workers": 3}, now=10.0)
+    check("control.schema.json", rec.encode())
+    moved = rebalance(rec, 11.0, 2, {"count": 4}, {"count": 4, "lines": 2})
+    check("control.schema.json", moved.encode())
+    check("control.schema.json", kill(moved, 5.0, 12.0).encode())
+    assert TopologyRecord.decode(moved.encode()) == moved
+    with pytest.raises(jsonschema.ValidationError):
+        check("control.schema.json", b'{"name": "wc", "source": "", "file_name": "wc.py", "status": "PAUSED"}')
+    stopped = {"topology": "wc", "event": "stopped", "supervisor": "s1", "worker": 0, "exit_code": 0, "at": 1.5}
+    check("event.schema.json", json.dumps(stopped).encode())
+    crashed = {**stopped, "event": "crashed", "exit_code": -9, "components": "lines,__acker", "log_tail": "...", "gave_up": False}
+    check("event.schema.json", json.dumps(crashed).encode())
