@@ -35,6 +35,10 @@ class FaustAckerExecutor(Executor):
 
     kind = "acker"
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ledgers: dict[int, DurableLedger] = {}
+
     def build_app(self) -> Any:
         import faust
 
@@ -61,7 +65,6 @@ class FaustAckerExecutor(Executor):
         results = app.topic(ack_result_topic(name), key_serializer="raw", value_serializer="raw")
         changelog = app.topic(acker_changelog_topic(name), key_serializer="raw", value_serializer="raw", partitions=ackers)
         table = app.Table("acker", partitions=ackers, changelog_topic=changelog, key_type=bytes, value_type=bytes)
-        self.ledgers: dict[int, DurableLedger] = {}
         input_name = acker_topic(name)
         stats = self.stats
 

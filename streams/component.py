@@ -48,7 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from streams.exceptions import TopologyError
+from streams.exceptions import FailedException, TopologyError
 
 if TYPE_CHECKING:
     from streams.collector import OutputCollector, SpoutOutputCollector
@@ -200,8 +200,6 @@ class BasicBoltExecutor(Bolt):
         self.inner.prepare(conf, context)
 
     def execute(self, tuple: Tuple) -> None:  # noqa: A002
-        from streams.exceptions import FailedException
-
         self.basic._input = tuple
         try:
             self.inner.execute(tuple, self.basic)
