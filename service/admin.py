@@ -40,19 +40,24 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, int]:
     return topics
 
 
-def ensure_topics(bootstrap: str, topics: dict[str, int], timeout_s: float = 30.0) -> None:
-    """Create missing topics; check existing ones have the partitions asked for.
+def ensure_topics(bootstrap: str, topics: dict[str, int], timeout_s: float = 30.0, configs: dict[str, dict[str, str]] | None = None) -> None:
+    """Create missing topics (``configs[topic]`` replaces the default topic config); check
+    existing ones have the partitions asked for.
 
-    Raises BrokerError naming the topic when a count differs (tasks are fixed at submit).
+    Raises BrokerError naming the topic when a count differs (tasks are fixed at submit),
+    or naming the broker when it does not answer.
     """
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-    existing = admin.list_topics(timeout=10).topics
+    try:
+        existing = admin.list_topics(timeout=10).topics
+    except KafkaException as exc:
+        raise BrokerError(f"[admin] broker {bootstrap} is not reachable: {exc}") from exc
     for topic, n in topics.items():
         if topic in existing:
             have = len(existing[topic].partitions)
             if have != n:
                 raise BrokerError(f"[admin] topic {topic} has {have} partitions but the topology needs {n} (one per task)")
-    new = [NewTopic(t, n, 1, config=TOPIC_CONFIG) for t, n in topics.items() if t not in existing]
+    new = [NewTopic(t, n, 1, config=(configs or {}).get(t, TOPIC_CONFIG)) for t, n in topics.items() if t not in existing]
     if new:
         for topic, fut in admin.create_topics(new).items():
             try:

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from pydantic import ValidationError
 
+from service.admin import ensure_topics
 from service.control import TopologyRecord
 from service.exceptions import BrokerError
 
@@ -61,32 +62,17 @@ class ControlTopics:
 
 def ensure_control_topics(bootstrap: str, names: ControlTopics, timeout_s: float = 30.0) -> None:
     """Create the control topics if missing. Raises BrokerError naming the broker."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-    try:
-        existing = admin.list_topics(timeout=timeout_s).topics
-    except KafkaException as exc:
-        raise BrokerError(f"[control] broker {bootstrap} is not reachable: {exc}") from exc
     keep = {"retention.ms": "-1", "retention.bytes": "-1"}
-    want = {
-        names.control: NewTopic(names.control, 1, 1, config={**keep, "cleanup.policy": "compact"}),
-        names.slots: NewTopic(names.slots, SLOTS, 1, config=keep),
-        names.events: NewTopic(names.events, 1, 1, config={"retention.ms": str(7 * 24 * 3600 * 1000), "retention.bytes": "-1"}),
-    }
-    new = [t for name, t in want.items() if name not in existing]
-    if new:
-        for topic, fut in admin.create_topics(new).items():
-            try:
-                fut.result()
-            except KafkaException as exc:
-                if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                    raise BrokerError(f"[control] cannot create topic {topic} on {bootstrap}: {exc}") from exc
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        md = admin.list_topics(timeout=10).topics
-        if all(t in md and md[t].partitions for t in want):
-            return
-        time.sleep(0.1)
-    raise BrokerError(f"[control] control topics not visible on {bootstrap} after {timeout_s} s")
+    ensure_topics(
+        bootstrap,
+        {names.control: 1, names.slots: SLOTS, names.events: 1},
+        timeout_s,
+        configs={
+            names.control: {**keep, "cleanup.policy": "compact"},
+            names.slots: keep,
+            names.events: {"retention.ms": str(7 * 24 * 3600 * 1000), "retention.bytes": "-1"},
+        },
+    )
 
 
 def probe(bootstrap: str, timeout_s: float = 5.0) -> None:

@@ -25,7 +25,7 @@ from service.broker import EmbeddedBroker
 from service.config import ServiceSettings
 from service.corpus import read_lines, shakespeare_texts
 from service.exceptions import InputError
-from service.supervisor import Supervisor, is_spark_bolt
+from service.supervisor import Supervisor, is_spark_bolt, worker_plan
 from streams.board import StatsBoard
 from streams.config import TopologyConfig, resolve
 from streams.kafka_spout import KafkaSpout
@@ -135,7 +135,7 @@ class Job:
             bootstrap = self.broker.start()
         self.bootstrap = bootstrap
         ensure_topics(bootstrap, topology_topics(self.topology, self.conf))
-        self.supervisor = Supervisor(
+        plan = worker_plan(
             self.topology_file,
             self.topology,
             self.conf,
@@ -146,7 +146,9 @@ class Job:
             metrics_port=self.settings.metrics_port,
             log_level=self.settings.log_level,
             topology_overrides=self.topology_overrides,
+            extra={"metrics_host": self.settings.http_host},
         )
+        self.supervisor = Supervisor(self.topology, workdir, plan)
         self.supervisor.start()
         self.board = StatsBoard(bootstrap, self.name)
         self.started = time.monotonic()

@@ -128,34 +128,12 @@ def is_spark_bolt(obj: Any) -> bool:
 class Supervisor:
     """Owns the worker processes of one topology on this machine."""
 
-    def __init__(
-        self,
-        topology_file: str | Path,
-        topology: Topology,
-        conf: TopologyConfig,
-        bootstrap: str,
-        workdir: Path,
-        service_conf: dict[str, Any] | None = None,
-        kafka: dict[str, Any] | None = None,
-        metrics_port: int = 0,
-        log_level: str = "INFO",
-        topology_overrides: dict[str, Any] | None = None,
-    ) -> None:
+    def __init__(self, topology: Topology, workdir: Path, plan: dict[str, Any]) -> None:
+        """``plan``: from :func:`worker_plan` (written to ``workdir/plan.json``)."""
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.topology = topology
-        self.plan = worker_plan(
-            topology_file,
-            topology,
-            conf,
-            bootstrap,
-            self.workdir,
-            service_conf=service_conf,
-            kafka=kafka,
-            metrics_port=metrics_port,
-            log_level=log_level,
-            topology_overrides=topology_overrides,
-        )
+        self.plan = plan
         self.workers: list[list[str]] = self.plan["workers"]
         self.plan_path = self.workdir / "plan.json"
         self.plan_path.write_text(json.dumps(self.plan, indent=2))

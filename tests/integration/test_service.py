@@ -42,14 +42,20 @@ def name() -> str:
     return f"wc{uuid.uuid4().hex[:6]}"
 
 
+def running_wordcount(cluster: Cluster, supervisors: list[str], *conf: str) -> str:
+    """Start ``supervisors``, submit the word count under a fresh name, wait until ready."""
+    for sid in supervisors:
+        cluster.serve(sid)
+    wc = name()
+    out = cluster.squall("submit", str(WORDCOUNT), "--name", wc, *conf)
+    assert out.stdout.startswith(f"submitted {wc}: 4 workers")
+    cluster.wait_ready(supervisors, WORKERS)
+    return wc
+
+
 def test_two_supervisors_count_a_live_stream_exactly(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "in.txt", 50_000)
-    cluster.serve("s1")
-    cluster.serve("s2")
-    wc = name()
-    out = cluster.squall("submit", str(WORDCOUNT), "--name", wc)
-    assert out.stdout.startswith(f"submitted {wc}: 4 workers")
-    cluster.wait_ready(["s1", "s2"], WORKERS)
+    wc = running_wordcount(cluster, ["s1", "s2"])
     assert cluster.metric("s1", "squall_supervisor_workers") >= 1 and cluster.metric("s2", "squall_supervisor_workers") >= 1  # split
     feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=30)
     assert feeder.wait(120) == 0
@@ -67,11 +73,7 @@ def test_two_supervisors_count_a_live_stream_exactly(cluster: Cluster, corpus: P
 
 def test_a_supervisor_killed_mid_stream_hands_its_workers_over(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "in.txt", 50_000)
-    cluster.serve("s1")
-    cluster.serve("s2")
-    wc = name()
-    cluster.squall("submit", str(WORDCOUNT), "--name", wc)
-    cluster.wait_ready(["s1", "s2"], WORKERS)
+    wc = running_wordcount(cluster, ["s1", "s2"])
     victim = "s1" if cluster.metric("s1", "squall_supervisor_workers") > 0 else "s2"
     survivor = "s2" if victim == "s1" else "s1"
     feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=30)
@@ -88,10 +90,7 @@ def test_a_supervisor_killed_mid_stream_hands_its_workers_over(cluster: Cluster,
 @GROUP_WEDGE
 def test_rebalance_executors_mid_stream_without_replays(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "in.txt", 30_000)
-    cluster.serve("s1")
-    wc = name()
-    cluster.squall("submit", str(WORDCOUNT), "--name", wc)
-    cluster.wait_ready(["s1"], WORKERS)
+    wc = running_wordcount(cluster, ["s1"])
     feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=25)
     time.sleep(6)
     assert cluster.squall("rebalance", wc, "-e", "count=1").stdout.startswith(f"rebalanced {wc}")
@@ -109,10 +108,7 @@ def test_rebalance_executors_mid_stream_without_replays(cluster: Cluster, corpus
 
 def test_deactivate_pauses_the_spouts_and_activate_resumes(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "in.txt", 20_000)
-    cluster.serve("s1")
-    wc = name()
-    cluster.squall("submit", str(WORDCOUNT), "--name", wc, "-c", "topology.message.timeout.secs=10")
-    cluster.wait_ready(["s1"], WORKERS)
+    wc = running_wordcount(cluster, ["s1"], "-c", "topology.message.timeout.secs=10")
     feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=20)
     time.sleep(5)
     assert cluster.squall("deactivate", wc).stdout.strip() == f"deactivated {wc}"
@@ -132,10 +128,7 @@ def test_deactivate_pauses_the_spouts_and_activate_resumes(cluster: Cluster, cor
 
 def test_kill_waits_for_trees_in_flight_then_removes_the_workers(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "in.txt", 20_000)
-    cluster.serve("s1")
-    wc = name()
-    cluster.squall("submit", str(WORDCOUNT), "--name", wc)
-    cluster.wait_ready(["s1"], WORKERS)
+    wc = running_wordcount(cluster, ["s1"])
     assert len(worker_pids(wc)) == WORKERS
     feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=10)
     time.sleep(5)
@@ -156,10 +149,7 @@ def test_kill_waits_for_trees_in_flight_then_removes_the_workers(cluster: Cluste
 @GROUP_WEDGE
 def test_sigterm_drains_and_a_new_supervisor_replays_nothing(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "in.txt", 30_000)
-    cluster.serve("s1")
-    wc = name()
-    cluster.squall("submit", str(WORDCOUNT), "--name", wc)
-    cluster.wait_ready(["s1"], WORKERS)
+    wc = running_wordcount(cluster, ["s1"])
     feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=20)
     time.sleep(8)
     started = time.monotonic()
@@ -212,10 +202,7 @@ def test_user_errors_print_one_line_and_exit_2(cluster: Cluster, tmp_path: Path)
 
 
 def test_a_crashed_worker_is_restarted_and_reported(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
-    cluster.serve("s1")
-    wc = name()
-    cluster.squall("submit", str(WORDCOUNT), "--name", wc)
-    cluster.wait_ready(["s1"], WORKERS)
+    wc = running_wordcount(cluster, ["s1"])
     before = set(worker_pids(wc))
     victim = min(before)
     os.kill(victim, signal.SIGKILL)

@@ -38,7 +38,11 @@ def make_log(seed: int, trees: int) -> tuple[list[list[list[Any]]], list[int]]:
         o, r = build_tree(seed * 1000 + t, 1, rnd.randint(0, 6), 3)
         ops += o
         roots += r
-    # interleave trees but keep each op list shuffled as the network would
+    return shuffled_records(ops, rnd), roots
+
+
+def shuffled_records(ops: list[list[Any]], rnd: random.Random) -> list[list[list[Any]]]:
+    """Interleave the trees' ops as the network would, then cut them into records of 1-4 ops."""
     rnd.shuffle(ops)
     records = []
     i = 0
@@ -46,7 +50,7 @@ def make_log(seed: int, trees: int) -> tuple[list[list[list[Any]]], list[int]]:
         n = rnd.randint(1, 4)
         records.append(ops[i : i + n])
         i += n
-    return records, roots
+    return records
 
 
 class Node:
@@ -127,13 +131,7 @@ def make_failing_log(seed: int, trees: int) -> tuple[list[list[list[Any]]], dict
         else:
             truth[root] = True
         ops += o
-    rnd.shuffle(ops)
-    records = []
-    i = 0
-    while i < len(ops):
-        n = rnd.randint(1, 4)
-        records.append(ops[i : i + n])
-        i += n
+    records = shuffled_records(ops, rnd)
     # one record where a tree's fail, an ack and its init meet (fail first: before the init)
     root = rnd.getrandbits(64) or 1
     records.insert(rnd.randint(0, len(records)), [[OP_FAIL, root], [OP_ACK, root, 5], [OP_INIT, root, 9, 0]])
