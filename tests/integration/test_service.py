@@ -100,7 +100,7 @@ def test_rebalance_executors_mid_stream_without_replays(cluster: Cluster, corpus
     st = cluster.status(wc)
     assert st["components"]["count"]["executors"] == 4 and st["status"] == "ACTIVE"
     assert feeder.wait(120) == 0
-    cluster.wait_committed(wc, 30_000)
+    cluster.wait_committed(wc, 30_000, timeout_s=90)
     assert cluster.counts(wc) == direct_count(src)
     st = cluster.status(wc)
     assert st["trees_failed"] == 0 and st["components"]["lines"]["replayed"] == 0
@@ -158,7 +158,7 @@ def test_sigterm_drains_and_a_new_supervisor_replays_nothing(cluster: Cluster, c
     assert worker_pids(wc) == []
     cluster.serve("s2")
     assert feeder.wait(120) == 0
-    cluster.wait_committed(wc, 30_000)
+    cluster.wait_committed(wc, 30_000, timeout_s=90)
     assert cluster.counts(wc) == direct_count(src)
     board = cluster.board(wc)
     spouts = [s for s in board.latest.values() if s["kind"] == "spout"]
