@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import time
+import uuid
+from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from service.exceptions import BrokerError
@@ -72,3 +75,39 @@ def ensure_topics(bootstrap: str, topics: dict[str, int], timeout_s: float = 30.
             return
         time.sleep(0.1)
     raise BrokerError(f"[admin] topics not visible after {timeout_s} s: {sorted(topics)}")
+
+
+def read_topic(bootstrap: str, topic: str, idle_s: float = 1.0) -> list[dict[str, Any]]:
+    """Every JSON record of ``topic`` (all partitions), read to the fetch high watermark."""
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"squall.reader.{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 50,
+            "log_level": 0,
+        }
+    )
+    try:
+        md = c.list_topics(topic, timeout=10).topics[topic]
+        parts = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in md.partitions]
+        c.assign(parts)
+        out: list[dict[str, Any]] = []
+        quiet = 0.0
+        while quiet < idle_s:
+            msgs = c.consume(10000, 0.2)
+            if not msgs:
+                quiet += 0.2
+                positions = c.position([TopicPartition(topic, p.partition) for p in parts])
+                ends = [c.get_watermark_offsets(TopicPartition(topic, p.partition), cached=True)[1] for p in parts]
+                if all(e is not None and e >= 0 and pos.offset >= e for pos, e in zip(positions, ends, strict=True)) and quiet >= 0.4:
+                    break
+                continue
+            quiet = 0.0
+            for m in msgs:
+                value = m.value()
+                if not m.error() and value is not None:
+                    out.append(json.loads(value))
+        return out
+    finally:
+        c.close()

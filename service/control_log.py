@@ -175,35 +175,3 @@ class ControlWriter:
 
     def event(self, topology: str, event: dict[str, Any]) -> None:
         self._send(self.names.events, topology, json.dumps({"topology": topology, **event}).encode())
-
-
-def read_events(bootstrap: str, names: ControlTopics, topology: str, last: int = 5, timeout_s: float = 5.0) -> list[dict[str, Any]]:
-    """The last ``last`` events of ``topology`` from ``squall.__events`` (oldest first)."""
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"squall.__events.reader.{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": False,
-            "fetch.wait.max.ms": 50,
-            "log_level": 0,
-        }
-    )
-    try:
-        c.assign([TopicPartition(names.events, 0, OFFSET_BEGINNING)])
-        out: list[dict[str, Any]] = []
-        pos = 0
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            msgs = c.consume(1000, 0.1)
-            for m in msgs:
-                if m.error():
-                    continue
-                pos = (m.offset() or 0) + 1
-                if m.key() == topology.encode() and m.value():
-                    out.append(json.loads(m.value() or b"{}"))
-            _, high = c.get_watermark_offsets(TopicPartition(names.events, 0), cached=True)
-            if not msgs and high is not None and high >= 0 and pos >= high:
-                break
-        return out[-last:]
-    finally:
-        c.close()

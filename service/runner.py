@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
-from service.admin import ensure_topics, topology_topics
+from service.admin import ensure_topics, read_topic, topology_topics
 from service.broker import EmbeddedBroker
 from service.config import ServiceSettings
 from service.corpus import read_lines, shakespeare_texts
@@ -340,42 +340,6 @@ def fold(merged: dict[str, Any], out: OutputDef, obj: dict[str, Any]) -> None:
     slot = merged.setdefault(key, {})
     for f in out.value_fields:
         slot[f] = slot.get(f, 0) + obj[f] if out.merge == "sum" else obj[f]
-
-
-def read_topic(bootstrap: str, topic: str, idle_s: float = 1.0) -> list[dict[str, Any]]:
-    """Every JSON record of ``topic`` (all partitions), read to the fetch high watermark."""
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"squall.reader.{uuid.uuid4().hex[:6]}",
-            "enable.auto.commit": False,
-            "fetch.wait.max.ms": 50,
-            "log_level": 0,
-        }
-    )
-    try:
-        md = c.list_topics(topic, timeout=10).topics[topic]
-        parts = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in md.partitions]
-        c.assign(parts)
-        out: list[dict[str, Any]] = []
-        quiet = 0.0
-        while quiet < idle_s:
-            msgs = c.consume(10000, 0.2)
-            if not msgs:
-                quiet += 0.2
-                positions = c.position([TopicPartition(topic, p.partition) for p in parts])
-                ends = [c.get_watermark_offsets(TopicPartition(topic, p.partition), cached=True)[1] for p in parts]
-                if all(e is not None and e >= 0 and pos.offset >= e for pos, e in zip(positions, ends, strict=True)) and quiet >= 0.4:
-                    break
-                continue
-            quiet = 0.0
-            for m in msgs:
-                value = m.value()
-                if not m.error() and value is not None:
-                    out.append(json.loads(value))
-        return out
-    finally:
-        c.close()
 
 
 def summary_json(summary: Summary) -> str:

@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from service.admin import ensure_topics, topology_topics
+from service.admin import ensure_topics, read_topic, topology_topics
 from service.control import TopologyRecord, activate, deactivate, kill, rebalance, rebalanced
-from service.control_log import ControlLog, ControlTopics, ControlWriter, ensure_control_topics, probe, read_events
+from service.control_log import ControlLog, ControlTopics, ControlWriter, ensure_control_topics, probe
 from service.exceptions import ControlError, UsageError
 from service.plan import load_record
 from streams.board import StatsBoard
@@ -96,6 +96,11 @@ def submit(client: Client, path: Path, name: str | None, conf: dict[str, Any], n
     return f"submitted {name}: {resolved.workers} workers, {executors} executors, {tasks} tasks"
 
 
+def events(client: Client, name: str) -> list[dict[str, Any]]:
+    """Worker exits of topology ``name`` recorded in the events topic, oldest first."""
+    return [e for e in read_topic(client.bootstrap, client.names.events) if e.get("topology") == name]
+
+
 def _shape(client: Client, rec: TopologyRecord) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         _, topology, conf = load_record(rec, Path(tmp), client.service_conf)
@@ -138,16 +143,17 @@ def kill_topology(client: Client, name: str, wait_s: float | None, now: float, s
     """Deactivate, wait ``wait_s`` (default: the message timeout), stop the workers, remove."""
     client.connect()
     rec = client.record(name)
-    wait = float(_shape(client, rec)["message_timeout_secs"]) if wait_s is None else wait_s
+    shape = _shape(client, rec)  # a kill changes the status, never the shape
+    wait = float(shape["message_timeout_secs"]) if wait_s is None else wait_s
     killed = kill(rec, wait, now)
     client.put(killed)
     sleep(wait)
     # The supervisors stop the workers at kill_at (each drains); wait until every worker's
     # exit is recorded, so the topology is gone when this returns.
-    workers = set(range(int(_shape(client, killed)["workers"])))
+    workers = set(range(int(shape["workers"])))
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        stopped = {e["worker"] for e in read_events(client.bootstrap, client.names, name, last=10_000) if e.get("event") == "stopped" and e["at"] >= now}
+        stopped = {e["worker"] for e in events(client, name) if e.get("event") == "stopped" and e["at"] >= now}
         if workers <= stopped:
             break
         time.sleep(0.5)
@@ -254,7 +260,7 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
         "components": comps,
         "errors": [
             {k: e.get(k) for k in ("at", "supervisor", "worker", "components", "exit_code", "gave_up", "log_tail")}
-            for e in read_events(client.bootstrap, client.names, name, last=10_000)
+            for e in events(client, name)
             if e.get("event") == "crashed"
         ][-5:],
     }
