@@ -1,9 +1,10 @@
 """The native acker runtime (the default): a confluent-kafka batch loop.
 
-One :class:`acker.durable.DurableLedger` per assigned ``__acker`` partition (acker task).
+One :class:`acker.durable.DurableLedger` per acker task it owns (a fixed partition of
+``__acker``, :mod:`streams.assignment`).
 Per batch: apply ops. Per flush (``squall.flush.interval.secs``), in this order:
 ack results -> wait for the broker -> changelog records -> wait -> commit input offsets
--> done-record tombstones (see :mod:`acker.durable` for why). On assignment the table
+-> done-record tombstones (see :mod:`acker.durable` for why). At start each task's table
 is restored from ``squall.T.__acker.changelog`` read to its true end (the high watermark
 of a Fetch response; ListOffsets under-reports on the embedded broker).
 
@@ -34,7 +35,7 @@ EXPIRY_CHECK_SECS = 0.1
 
 
 class AckerExecutor(Executor):
-    """Runs acker tasks (partitions of ``squall.T.__acker``) with the native runtime."""
+    """Runs acker tasks (fixed partitions of ``squall.T.__acker``) with the native runtime."""
 
     kind = "acker"
 
@@ -49,8 +50,9 @@ class AckerExecutor(Executor):
         self.committed: dict[int, int] = {}
         self.results: dict[int, list[list[Any]]] = {}
 
-    # -- assignment ------------------------------------------------------------------
-    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    # -- tasks -----------------------------------------------------------------------
+    def _open_tasks(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Restore each task's table from the changelog before its ops are read."""
         for tp in partitions:
             self.ledgers[tp.partition] = restored_ledger(self.bootstrap, self.topology.name, self.conf, tp.partition, self.stats)
         # The group's committed offsets: done records below them are tombstoned at the next
@@ -59,14 +61,7 @@ class AckerExecutor(Executor):
             if got.offset >= 0:
                 self.committed[got.partition] = self.next_offset[got.partition] = got.offset
         self._assigned()
-        log.info("[%s] %s assigned acker tasks %s", ACKER_COMPONENT, self.worker, sorted(self.ledgers))
-
-    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self.rebalancing = True
-        self._flush(consumer)
-        for tp in partitions:
-            for d in (self.ledgers, self.next_offset, self.committed):
-                d.pop(tp.partition, None)
+        log.info("[%s] %s runs acker tasks %s", ACKER_COMPONENT, self.worker, sorted(self.ledgers))
 
     # -- processing ------------------------------------------------------------------
     def _apply(self, msg: Message) -> None:
@@ -145,7 +140,9 @@ class AckerExecutor(Executor):
     def _run(self) -> None:
         conf = self.conf
         consumer = Consumer(consumer_config(self.bootstrap, component_group(self.topology.name, ACKER_COMPONENT), conf, self.kafka.get("consumer")))
-        consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke)
+        partitions = [TopicPartition(self.topic, p) for p in self.tasks]
+        self._open_tasks(consumer, partitions)  # restore first, then read the ops
+        consumer.assign(partitions)
         now = time.monotonic()
         flush = Every(conf.flush_interval_secs, now)
         expiry = Every(EXPIRY_CHECK_SECS, now, delay_s=0)
@@ -163,4 +160,4 @@ class AckerExecutor(Executor):
             self._flush(consumer)
             self._maybe_stats(time.monotonic(), final=True)
             self.producer.flush(5)
-            self._close_group(consumer)
+            consumer.close()

@@ -17,6 +17,12 @@ setting                    env var                     meaning (unit; default)
 ``supervisor_id``          ``SQUALL_SUPERVISOR_ID``     names this supervisor (default host-pid)
 ``control_namespace``      ``SQUALL_CONTROL_NAMESPACE`` prefix of the control topics and group
                                                         (default squall: squall.__control, ...)
+``restart_initial_secs``   ``SQUALL_RESTART_INITIAL_SECS`` first backoff before a crashed worker
+                                                        restarts (seconds; doubles; default 1)
+``restart_max_secs``       ``SQUALL_RESTART_MAX_SECS``  longest backoff (seconds; default 30)
+``restart_give_up_after``  ``SQUALL_RESTART_GIVE_UP_AFTER`` crashes within the window after which
+                                                        a worker is given up on (default 5)
+``restart_window_secs``    ``SQUALL_RESTART_WINDOW_SECS`` that window (seconds; default 300)
 =========================  ==========================  =====================================
 
 The service file may hold ``bootstrap.servers``, a ``topology:`` mapping of Storm keys
@@ -33,6 +39,7 @@ import yaml
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from service.restarts import RestartPolicy
 from streams.config import env_layer
 from streams.exceptions import ConfigError
 
@@ -50,6 +57,14 @@ class ServiceSettings(BaseSettings):
     shutdown_timeout_secs: float = Field(30.0, gt=0, description="SIGTERM drain bound (seconds)")
     supervisor_id: str | None = Field(None, description="names this supervisor in logs, metrics and events")
     control_namespace: str = Field("squall", pattern=r"^[A-Za-z0-9._-]+$", description="prefix of the control topics and supervisor group")
+    restart_initial_secs: float = Field(1.0, gt=0, description="first backoff before a crashed worker restarts (seconds; doubles)")
+    restart_max_secs: float = Field(30.0, gt=0, description="longest restart backoff (seconds)")
+    restart_give_up_after: int = Field(5, ge=1, description="crashes within the window after which a worker is given up on")
+    restart_window_secs: float = Field(300.0, gt=0, description="the crash-counting window (seconds)")
+
+    def restart_policy(self) -> RestartPolicy:
+        """Crash backoff and give-up for ``squall run`` and ``squall serve`` alike."""
+        return RestartPolicy(self.restart_initial_secs, self.restart_max_secs, self.restart_give_up_after, self.restart_window_secs)
 
     def service_file(self) -> dict[str, Any]:
         """The parsed service file (empty if there is none). Raises ConfigError if unreadable."""

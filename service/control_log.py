@@ -3,7 +3,8 @@
 =====================  ==========  ================================================================
 ``squall.__control``   1 part.     compacted; key = topology name, value = TopologyRecord JSON, null = removed
 ``squall.__slots``     SLOTS part. never written; its group ``squall.__supervisors`` splits the slots
-``squall.__events``    1 part.     worker exits (JSON, ``schemas/event.schema.json``), for ``squall status``
+``squall.__events``    1 part.     worker starts and exits (JSON, ``schemas/event.schema.json``): task
+                                  claims (:mod:`service.claims`), crashes for ``squall status``
 =====================  ==========  ================================================================
 
 ``squall`` is the default *namespace* (``SQUALL_CONTROL_NAMESPACE``): several independent
@@ -146,6 +147,52 @@ class ControlLog:
                 return self.records
             if time.monotonic() > deadline:
                 raise BrokerError(f"[control] could not read {self.topic} to its end within {timeout_s} s")
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+class EventLog:
+    """A tail of ``squall.__events`` from its beginning (the events of every topology).
+
+    Not thread-safe: poll from one thread.
+    """
+
+    def __init__(self, bootstrap: str, names: ControlTopics, overrides: dict[str, Any] | None = None) -> None:
+        self.topic = names.events
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"squall.__events.reader.{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": 50,
+                "log_level": 0,
+                **(overrides or {}),
+            }
+        )
+        self.consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
+        self.position = 0
+
+    def poll(self, timeout_s: float = 0.0) -> list[dict[str, Any]]:
+        """The events that arrived since the last call (malformed ones are logged and skipped)."""
+        out: list[dict[str, Any]] = []
+        for msg in self.consumer.consume(1000, timeout_s):
+            if msg.error():
+                continue
+            self.position = (msg.offset() or 0) + 1
+            try:
+                event = json.loads(msg.value() or b"")
+            except ValueError as exc:
+                log.error("[control] skipping a malformed event at %s[0]@%s: %s", self.topic, msg.offset(), exc)
+                continue
+            if isinstance(event, dict):
+                out.append(event)
+        return out
+
+    def caught_up(self) -> bool:
+        """True once every event up to the Fetch high watermark has been read."""
+        _, high = self.consumer.get_watermark_offsets(TopicPartition(self.topic, 0), cached=True)
+        return high is not None and high >= 0 and self.position >= high
 
     def close(self) -> None:
         self.consumer.close()

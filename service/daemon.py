@@ -5,14 +5,19 @@ One per machine; each serves any number of topologies until SIGTERM. Every round
 
 1. heartbeat in ``squall.__supervisors`` (the slots it owns, :mod:`service.slots`);
 2. read new control records (:mod:`service.control_log`) and plan each changed topology
-   (:mod:`service.plan`; its topics are created if missing);
+   (:mod:`service.plan`; its topics are created if missing), and read the events of every
+   supervisor (``started``/``stopped``/``crashed``: who claims which tasks,
+   :mod:`service.claims`);
 3. reap workers that exited: a crash is reported to ``squall.__events`` and restarted
    with backoff, or given up on after repeated crashes (:mod:`service.restarts`);
-4. start and stop workers to match the desired state (:mod:`service.reconcile`);
+4. start and stop workers to match the desired state (:mod:`service.reconcile`); a worker
+   starts only once no other process still claims its tasks and its slot has settled;
 5. SIGKILL workers that ignored a stop for longer than the drain bound.
 
-On SIGTERM it stops its workers (each drains: :mod:`service.drain`), keeps heartbeating
-while they do, then leaves the group, so the slots move only once the work is committed.
+On SIGTERM it stops its workers (each drains: :mod:`service.drain`) and keeps heartbeating
+while they do; then it stops heartbeating without leaving the group (see
+:class:`service.slots.SlotMembership`), so its slots move one session timeout later, once
+the work is committed.
 """
 
 from __future__ import annotations
@@ -32,20 +37,28 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from service.admin import ensure_topics, topology_topics
+from service.claims import Claim, ClaimBook, task_refs
 from service.config import ServiceSettings
-from service.control_log import ControlLog, ControlTopics, ControlWriter, ensure_control_topics
+from service.control_log import ControlLog, ControlTopics, ControlWriter, EventLog, ensure_control_topics
 from service.http import HealthServer
 from service.metrics import StatsCollector, merge_snapshots
 from service.plan import TopologyPlan, materialize
 from service.reconcile import Running, WorkerKey, WorkerSpec, decide, desired_workers
 from service.restarts import CrashHistory, RestartPolicy
-from service.slots import SlotMembership
+from service.slots import SlotMembership, slot_of
 from service.supervisor import log_tail, spawn_worker
 from streams.board import StatsBoard
 
 log = logging.getLogger("squall.serve")
 
 TICK_S = 0.2
+
+CLAIM_GRACE_S = 15.0
+"""A worker just started holds its tasks this long before its executors' stats must show
+it alive (seconds; covers interpreter start-up, an acker's restore, a Spark session)."""
+
+LIVE_S = 5.0
+"""A worker whose latest stats snapshot is older than this is not alive (seconds)."""
 
 
 @dataclass
@@ -90,10 +103,14 @@ class SupervisorService:
         self.kafka = settings.kafka_overrides()
         self.service_conf = settings.topology_layer()
         self.names = ControlTopics(settings.control_namespace)
-        self.policy = restart_policy or RestartPolicy()
+        self.policy = restart_policy or settings.restart_policy()
         self.registry = registry or CollectorRegistry()
         self.stop_event = threading.Event()
         self.control: ControlLog | None = None
+        self.events: EventLog | None = None
+        self.claims = ClaimBook(startup_grace_s=CLAIM_GRACE_S)
+        self.waiting: dict[WorkerKey, str] = {}
+        """Workers held back this round, and why (logged when the reason changes)."""
         self.writer: ControlWriter | None = None
         self.membership: SlotMembership | None = None
         self.plans: dict[str, TopologyPlan] = {}
@@ -123,6 +140,7 @@ class SupervisorService:
         """Serve until :meth:`stop`; then drain the workers and leave the group."""
         ensure_control_topics(self.bootstrap, self.names)
         self.control = ControlLog(self.bootstrap, self.names, self.kafka.get("consumer"))
+        self.events = EventLog(self.bootstrap, self.names, self.kafka.get("consumer"))
         self.writer = ControlWriter(self.bootstrap, self.names, self.kafka.get("producer"))
         session_ms = int(self.service_conf.get("squall.kafka.session.timeout.ms", 6000))
         self.membership = SlotMembership(self.bootstrap, self.id, self.names, session_ms, self.kafka.get("consumer"))
@@ -142,18 +160,18 @@ class SupervisorService:
         while self.procs and time.monotonic() < deadline:
             self._heartbeat()  # keep the slots until the workers have committed
             for key in [k for k, w in self.procs.items() if w.proc.poll() is not None]:
-                w = self.procs.pop(key)
-                self._event(key.topology, {"event": "stopped", "supervisor": self.id, "worker": key.worker, "exit_code": w.proc.returncode, "at": self.clock()})
+                self._stopped(key, self.procs.pop(key))
             time.sleep(TICK_S)
         for key, w in self.procs.items():
             w.proc.kill()
             w.proc.wait()
-            self._event(key.topology, {"event": "stopped", "supervisor": self.id, "worker": key.worker, "exit_code": w.proc.returncode, "at": self.clock()})
+            self._stopped(key, w)
         self.procs.clear()
-        if self.membership is not None:
-            self.membership.close()
+        # No LeaveGroup (see SlotMembership): the slots move after one session timeout.
         if self.control is not None:
             self.control.close()
+        if self.events is not None:
+            self.events.close()
         for board in self.boards.values():
             board.close()
         self.http.close()
@@ -172,26 +190,34 @@ class SupervisorService:
 
     def tick(self) -> None:
         """One round (see the module docstring)."""
-        assert self.control is not None
+        assert self.control is not None and self.events is not None
         self._heartbeat()
         for name in self.control.poll(0):
             self._plan(name)
+        for event in self.events.poll(0):
+            self.claims.apply(event)
         now = self.clock()
         if self.control.caught_up() and self.joined():
             records = list(self.control.records.values())
             self.desired = desired_workers(records, {n: p.workers for n, p in self.plans.items()}, self.owned(), now)
         self._reap(now)
-        running = {k: Running(w.spec.components, w.stopping) for k, w in self.procs.items()}
+        running = {k: Running(w.spec.executors, w.stopping) for k, w in self.procs.items()}
         decision = decide(self.desired, running, self.backoff_until, self.gave_up, now)
         for key in decision.stop:
             self._terminate(self.procs[key])
+        self._poll_boards()
         for spec in decision.start:
-            self._start(spec, now)
+            why = self._held_back(spec, now)
+            if why is None:
+                self.waiting.pop(spec.key, None)
+                self._start(spec, now)
+            elif self.waiting.get(spec.key) != why:
+                self.waiting[spec.key] = why
+                log.info("[%s] worker w%d waits: %s", spec.key.topology, spec.key.worker, why)
         for w in self.procs.values():
             if w.stopping and now >= w.kill_at and w.proc.poll() is None:
                 log.warning("[%s] worker w%d ignored SIGTERM for %.0f s: SIGKILL", w.spec.key.topology, w.spec.key.worker, self.settings.shutdown_timeout_secs)
                 w.proc.kill()
-        self._poll_boards()
         self.m_workers.labels(self.id).set(len(self.procs))
         self.m_slots.labels(self.id).set(len(self.owned()))
         self.m_topologies.labels(self.id).set(len(self.control.records))
@@ -237,7 +263,35 @@ class SupervisorService:
         ready.unlink(missing_ok=True)
         proc = spawn_worker(plan.path, spec.key.worker, log_path)
         self.procs[spec.key] = WorkerProc(spec, proc, log_path, ready, now)
-        log.info("[%s] started worker w%d (pid %d): %s", spec.key.topology, spec.key.worker, proc.pid, list(spec.components))
+        tasks = sorted([c, t] for c, t in task_refs(spec.executors))
+        self._event(
+            spec.key.topology,
+            {"event": "started", "supervisor": self.id, "worker": spec.key.worker, "pid": proc.pid, "version": spec.version, "tasks": tasks, "at": now},
+        )
+        log.info("[%s] started worker w%d (pid %d): %s", spec.key.topology, spec.key.worker, proc.pid, spec.components)
+
+    def _held_back(self, spec: WorkerSpec, now: float) -> str | None:
+        """Why ``spec`` may not start yet, or None: its slot has not settled, the events are
+        not read to their end, or another process still claims some of its tasks."""
+        assert self.membership is not None and self.events is not None
+        if slot_of(spec.key.topology, spec.key.worker) not in self.membership.startable():
+            return "its slot was just gained (or a rebalance is under way)"
+        if not self.events.caught_up():
+            return "reading the events of the other supervisors"
+        blocking = self.claims.blocking(spec.key.topology, task_refs(spec.executors), now, self._alive)
+        if blocking:
+            who = ", ".join(f"w{c.worker} (pid {c.pid}) on {c.supervisor}" for c in blocking)
+            return f"its tasks are still held by {who}"
+        return None
+
+    def _alive(self, claim: Claim) -> bool:
+        """Whether the claim's worker publishes live stats (fresh, not final)."""
+        board = self.boards.get(claim.topology)
+        if board is None:
+            return False
+        worker = f"w{claim.worker}"
+        now = time.time()
+        return any(s.get("pid") == claim.pid and s["worker"] == worker for s in board.live(now, fresh_s=LIVE_S))
 
     def _terminate(self, w: WorkerProc) -> None:
         if w.stopping or w.proc.poll() is not None:
@@ -254,9 +308,13 @@ class SupervisorService:
                 continue
             del self.procs[key]
             if w.stopping:
-                self._event(key.topology, {"event": "stopped", "supervisor": self.id, "worker": key.worker, "exit_code": code, "at": now})
+                self._stopped(key, w)
                 continue
             self._crashed(key, w, code, now)
+
+    def _stopped(self, key: WorkerKey, w: WorkerProc) -> None:
+        event = {"event": "stopped", "supervisor": self.id, "worker": key.worker, "pid": w.proc.pid, "exit_code": w.proc.returncode, "at": self.clock()}
+        self._event(key.topology, event)
 
     def _crashed(self, key: WorkerKey, w: WorkerProc, code: int, now: float) -> None:
         history = self.crashes.setdefault(key, CrashHistory(self.policy))
@@ -267,6 +325,7 @@ class SupervisorService:
             "event": "crashed",
             "supervisor": self.id,
             "worker": key.worker,
+            "pid": w.proc.pid,
             "components": comps,
             "exit_code": code,
             "at": now,
@@ -283,7 +342,9 @@ class SupervisorService:
         self._event(key.topology, event)
 
     def _event(self, topology: str, event: dict[str, Any]) -> None:
-        """Record a worker exit in the events topic (for ``status`` and ``kill``)."""
+        """Record a worker start or exit in the events topic (claims, ``status``, ``kill``);
+        it applies to this supervisor's own claims at once."""
+        self.claims.apply({"topology": topology, **event})
         if self.writer is not None:
             try:
                 self.writer.event(topology, event)

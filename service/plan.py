@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from service.control import TopologyRecord
-from service.supervisor import is_spark_bolt, worker_plan
+from service.supervisor import is_spark_bolt, parse_plan_workers, worker_plan
+from streams.assignment import ExecutorAssignment
 from streams.config import TopologyConfig, resolve
 from streams.loader import load_topology
 from streams.topology import Topology
@@ -25,7 +26,7 @@ from streams.topology import Topology
 class TopologyPlan:
     """A record, loaded and planned.
 
-    ``workers[i]``: the executors (component ids, repeated per executor) of worker ``i``.
+    ``workers[i]``: the executors of worker ``i``, each with its fixed tasks.
     ``tasks``/``executors``: per component. ``path``: the plan file (JSON).
     """
 
@@ -33,7 +34,7 @@ class TopologyPlan:
     version: int
     topology: Topology
     conf: TopologyConfig
-    workers: list[list[str]]
+    workers: list[list[ExecutorAssignment]]
     path: Path
     overrides: dict[str, Any]
 
@@ -107,4 +108,4 @@ def materialize(
     )
     plan_path = path.parent / "plan.json"
     plan_path.write_text(json.dumps(plan, indent=2))
-    return TopologyPlan(rec.name, rec.version, topology, conf, plan["workers"], plan_path, overrides)
+    return TopologyPlan(rec.name, rec.version, topology, conf, parse_plan_workers(plan["workers"]), plan_path, overrides)

@@ -1,15 +1,18 @@
 """What a supervisor must do to make its workers match the desired state (pure).
 
 Desired: for every topology that is not killed-and-due, each worker ``i`` whose slot this
-supervisor owns, with its executors. Running: the workers this supervisor started. The
-decision: start what is desired and not running (unless it is backing off after a crash or
-was given up on); stop what runs but is no longer desired, or whose executors changed
-(``rebalance``). A changed worker is stopped first and started again once it has exited.
+supervisor owns, with its executors and their tasks. Running: the workers this supervisor
+started. The decision: start what is desired and not running (unless it is backing off
+after a crash or was given up on); stop what runs but is no longer desired, or whose
+executors changed (``rebalance``). A changed worker is stopped first and started again once
+it has exited. The daemon then starts a worker only when no other process still claims its
+tasks (:mod:`service.claims`) and its slot has settled.
 
->>> want = {WorkerKey("wc", 0): WorkerSpec(WorkerKey("wc", 0), ("lines", "split"), 1)}
->>> decide(want, {}, {}, set(), now=0.0)
-Decision(start=[WorkerSpec(key=WorkerKey(topology='wc', worker=0), components=('lines', 'split'), version=1)], stop=[])
->>> running = {WorkerKey("wc", 0): Running(("lines",), stopping=False)}
+>>> lines, split = ExecutorAssignment("lines", (0,)), ExecutorAssignment("split", (0,))
+>>> want = {WorkerKey("wc", 0): WorkerSpec(WorkerKey("wc", 0), (lines, split), 1)}
+>>> [s.key for s in decide(want, {}, {}, set(), now=0.0).start]
+[WorkerKey(topology='wc', worker=0)]
+>>> running = {WorkerKey("wc", 0): Running((lines,), stopping=False)}
 >>> decide(want, running, {}, set(), now=0.0).stop
 [WorkerKey(topology='wc', worker=0)]
 """
@@ -22,6 +25,7 @@ from typing import NamedTuple
 
 from service.control import TopologyRecord
 from service.slots import slot_of
+from streams.assignment import ExecutorAssignment, worker_components
 
 
 class WorkerKey(NamedTuple):
@@ -33,18 +37,22 @@ class WorkerKey(NamedTuple):
 
 @dataclass(frozen=True)
 class WorkerSpec:
-    """A worker as desired: its executors and the record version that planned it."""
+    """A worker as desired: its executors (with their tasks) and the record version that planned it."""
 
     key: WorkerKey
-    components: tuple[str, ...]
+    executors: tuple[ExecutorAssignment, ...]
     version: int
+
+    @property
+    def components(self) -> list[str]:
+        return worker_components(self.executors)
 
 
 @dataclass(frozen=True)
 class Running:
     """A worker as it runs: its executors, and whether a stop was already asked."""
 
-    components: tuple[str, ...]
+    executors: tuple[ExecutorAssignment, ...]
     stopping: bool
 
 
@@ -54,7 +62,9 @@ class Decision:
     stop: list[WorkerKey] = field(default_factory=list)
 
 
-def desired_workers(records: Iterable[TopologyRecord], plans: Mapping[str, list[list[str]]], owned: set[int], now: float) -> dict[WorkerKey, WorkerSpec]:
+def desired_workers(
+    records: Iterable[TopologyRecord], plans: Mapping[str, list[list[ExecutorAssignment]]], owned: set[int], now: float
+) -> dict[WorkerKey, WorkerSpec]:
     """The workers this supervisor should run: ``plans[name][i]`` lists worker ``i``'s
     executors; a topology with no plan (it failed to load) runs nowhere."""
     out: dict[WorkerKey, WorkerSpec] = {}
@@ -80,7 +90,7 @@ def decide(
     d = Decision()
     for key, run in running.items():
         spec = desired.get(key)
-        if not run.stopping and (spec is None or spec.components != run.components):
+        if not run.stopping and (spec is None or spec.executors != run.executors):
             d.stop.append(key)
     for key, spec in desired.items():
         if key not in running and key not in gave_up and now >= backoff_until.get(key, 0.0):

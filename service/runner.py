@@ -50,6 +50,7 @@ class Summary:
     complete_latency_p99_s: float
     output: str | None = None
     keys: int = 0
+    worker_restarts: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
@@ -64,6 +65,7 @@ class Summary:
             f"throughput          {self.records_per_s:,.0f} records/s",
             f"complete latency    p50 {self.complete_latency_p50_s * 1000:.1f} ms, p99 {self.complete_latency_p99_s * 1000:.1f} ms",
             f"output              {self.output} ({self.keys} keys)",
+            f"worker restarts     {self.worker_restarts}",
         ]
 
 
@@ -148,7 +150,7 @@ class Job:
             topology_overrides=self.topology_overrides,
             extra={"metrics_host": self.settings.http_host},
         )
-        self.supervisor = Supervisor(self.topology, workdir, plan)
+        self.supervisor = Supervisor(self.topology, workdir, plan, self.settings.restart_policy())
         self.supervisor.start()
         self.board = StatsBoard(bootstrap, self.name)
         self.started = time.monotonic()
@@ -294,6 +296,7 @@ class Job:
             complete_latency_p99_s=b.quantile("spout", "complete_latency", 0.99),
             output=str(out) if out else None,
             keys=keys,
+            worker_restarts=self.supervisor.restarts if self.supervisor is not None else 0,
             extra={"bolt_tuples_emitted": int(b.total("bolt", "emitted")), "acker_ops": int(b.total("acker", "ops"))},
         )
 

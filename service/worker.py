@@ -24,7 +24,7 @@ from service.control_log import ControlTopics
 from service.drain import draining_elsewhere
 from service.metrics import StatsCollector, serve
 from service.status_watch import StatusWatcher
-from service.supervisor import is_spark_bolt
+from service.supervisor import is_spark_bolt, parse_plan_workers
 from streams.board import StatsBoard
 from streams.config import resolve
 from streams.context import LocalTasks
@@ -44,7 +44,7 @@ def build_executors(plan: dict[str, Any], index: int) -> list[Executor]:
     worker = f"w{index}"
     kafka = plan.get("kafka", {})
     out: list[Executor] = []
-    for component in plan["workers"][index]:
+    for component, tasks in parse_plan_workers(plan["workers"])[index]:
         if component == ACKER_COMPONENT:
             conf = resolve(service_layer, topology.conf, where=component)
             if conf.acker_runtime == "faust":
@@ -52,7 +52,7 @@ def build_executors(plan: dict[str, Any], index: int) -> list[Executor]:
 
                 out.append(FaustAckerExecutor(topology, component, conf, plan["bootstrap"], worker, local, kafka))
             else:
-                out.append(AckerExecutor(topology, component, conf, plan["bootstrap"], worker, local, kafka))
+                out.append(AckerExecutor(topology, component, conf, plan["bootstrap"], worker, local, kafka, tasks))
             continue
         cdef = topology.components[component]
         conf = resolve(service_layer, topology.conf, cdef.conf, where=component)
@@ -62,16 +62,22 @@ def build_executors(plan: dict[str, Any], index: int) -> list[Executor]:
             out.append(SparkBoltExecutor(topology, component, conf, plan["bootstrap"], worker, local, kafka, plan=plan))
             continue
         cls = SpoutExecutor if cdef.is_spout else BoltExecutor
-        out.append(cls(topology, component, conf, plan["bootstrap"], worker, local, kafka))
+        out.append(cls(topology, component, conf, plan["bootstrap"], worker, local, kafka, tasks))
     return out
 
 
 def drain(plan: dict[str, Any], spouts: list[SpoutExecutor], threads: list[threading.Thread]) -> None:
-    """SIGTERM in the service: let trees in flight finish before stopping (:mod:`service.drain`)."""
+    """SIGTERM: let trees in flight finish before stopping (:mod:`service.drain`). Under
+    ``squall serve`` a worker also waits for spouts draining elsewhere; under ``squall
+    run`` only for its own spouts."""
     timeout = float(plan.get("shutdown_timeout_secs", 30.0))
     deadline = time.monotonic() + timeout
     for s in spouts:
         s.drain()
+    if not plan.get("control"):
+        while time.monotonic() < deadline and all(t.is_alive() for t in threads) and any(len(s.inflight) for s in spouts):
+            time.sleep(0.05)
+        return
     board = StatsBoard(plan["bootstrap"], plan["name"])
     grace = time.monotonic() + 2.5  # draining spouts elsewhere publish their flag within a stats interval
     try:
@@ -136,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             break
         if not ready.exists() and all(e.assigned.is_set() for e in executors):
             ready.write_text(str(os.getpid()))
-    if not failed and plan.get("control"):
+    if not failed:
         drain(plan, spouts, threads)
     if watcher is not None:
         watcher.stop()

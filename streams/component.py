@@ -3,25 +3,25 @@
 Lifecycle (Storm's ``IBolt`` Javadoc, on Kafka):
 
 1. **One copy per task.** The object given to ``set_spout``/``set_bolt`` is a prototype.
-   When Kafka assigns a task (a partition of the component's input topic) to an executor,
-   the executor makes a deep copy of the prototype for that task, as Storm deserialises one
-   instance per task. Tasks never share an instance; state on ``self`` is per task.
-2. **open / prepare on assignment.** ``Spout.open`` or ``Bolt.prepare`` runs once on the new
+   When an executor starts, it makes a deep copy of the prototype for each of its fixed
+   tasks (partitions of the component's input topic, :mod:`streams.assignment`), as Storm
+   deserialises one instance per task. Tasks never share an instance; state on ``self``
+   is per task.
+2. **open / prepare at start.** ``Spout.open`` or ``Bolt.prepare`` runs once on the new
    copy, before its first ``next_tuple`` or ``execute``. It is given the resolved config
    (a ``dict``), a :class:`~streams.context.TopologyContext` and the task's collector.
 3. **Tuples.** ``next_tuple``/``ack``/``fail`` (spouts) or ``execute`` (bolts) run on the
    executor's thread, one call at a time.
-4. **close / cleanup on revoke and on shutdown.** ``Spout.close`` or ``Bolt.cleanup`` runs
-   when a rebalance moves the task to another executor (a worker joined or left, a
-   ``rebalance``), and when the worker stops cleanly (SIGTERM). A bolt may still emit,
+4. **close / cleanup when the worker stops cleanly** (SIGTERM: a ``rebalance`` that moves
+   the task to another executor, a ``kill``, a supervisor's drain). A bolt may still emit,
    ack and fail in ``cleanup``: the executor flushes and commits after it, so tuples it
    held (deferred acks, windows) are not replayed. A crash (``kill -9``) runs neither:
-   the tuples in flight time out and are replayed, as in Storm.
+   the tuples in flight time out and are replayed, as in Storm, once the worker restarts.
 5. **Threads.** A task's methods are never called concurrently, and its collector is
    **not thread-safe**: emit, ack and fail only from the executor's thread (inside the
    callbacks above). Several tasks of one worker run on different threads.
 
-Example: a bolt that counts words and emits the counts when its task is revoked::
+Example: a bolt that counts words and emits the counts when its worker stops::
 
     >>> from streams import Bolt, TopologyBuilder, KafkaSpout
     >>> class Count(Bolt):
@@ -107,7 +107,7 @@ class Spout(Component):
     """
 
     def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
-        """Called once per task copy, when the task is assigned, before ``next_tuple``."""
+        """Called once per task copy, when its executor starts, before ``next_tuple``."""
         self.collector = collector
 
     def next_tuple(self) -> None:
@@ -121,8 +121,9 @@ class Spout(Component):
         """The tree rooted at ``msg_id`` failed or timed out."""
 
     def close(self) -> None:
-        """Called when the task is revoked (rebalance) and on a clean shutdown; never
-        after a crash. Trees still in flight are answered to the task's next owner."""
+        """Called when the worker stops cleanly (SIGTERM: rebalance, kill, drain); never
+        after a crash. Trees still in flight then (a drain waits for them
+        first) are replayed by the task's next run."""
 
 
 class Bolt(Component):
@@ -132,7 +133,7 @@ class Bolt(Component):
     """
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
-        """Called once per task copy, when the task is assigned, before ``execute``."""
+        """Called once per task copy, when its executor starts, before ``execute``."""
         self.collector = collector
 
     def execute(self, tuple: Tuple) -> None:  # noqa: A002 - Storm's name
@@ -140,7 +141,7 @@ class Bolt(Component):
         raise NotImplementedError
 
     def cleanup(self) -> None:
-        """Called when the task is revoked (rebalance) and on a clean shutdown; never
+        """Called when the worker stops cleanly (SIGTERM: rebalance, kill, drain); never
         after a crash. It may still emit, ack and fail: a flush and commit follow."""
 
 
@@ -172,7 +173,7 @@ class BasicBolt(Component):
         raise NotImplementedError
 
     def cleanup(self) -> None:
-        """Called when the task is revoked and on a clean shutdown (see :class:`Bolt`)."""
+        """Called when the worker stops cleanly (see :class:`Bolt`)."""
 
 
 class BasicBoltExecutor(Bolt):

@@ -53,13 +53,6 @@ class TopologyConfig(BaseModel):
     retry_multiplier: float = Field(2.0, alias="squall.spout.retry.multiplier", ge=1)
     retry_max_delay_secs: float = Field(10.0, alias="squall.spout.retry.max.delay.secs", ge=0)
     commit_period_secs: float = Field(1.0, alias="squall.spout.commit.period.secs", gt=0, description="offset commit period (seconds; default 1)")
-    handover_secs: float = Field(
-        15.0,
-        alias="squall.spout.handover.secs",
-        ge=0,
-        description="when a rebalance moves a spout task, how long its trees in flight may take to finish before the "
-        "task moves anyway and they are replayed (seconds; default 15)",
-    )
     stats_interval_secs: float = Field(1.0, alias="squall.stats.interval.secs", gt=0, description="stats snapshot period (seconds; default 1)")
     acker_buckets: int = Field(3, alias="squall.acker.buckets", ge=2, description="RotatingMap buckets (default 3)")
     acker_runtime: str = Field(

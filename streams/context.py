@@ -11,8 +11,8 @@ if TYPE_CHECKING:
 class LocalTasks:
     """Which tasks of each component run in this worker process right now.
 
-    Updated by executors as Kafka assigns and revokes partitions; read by the
-    local-or-shuffle grouping. Values are global task ids.
+    Filled by executors as they open their tasks; read by the local-or-shuffle grouping.
+    Values are global task ids.
     """
 
     def __init__(self) -> None:

@@ -1,10 +1,11 @@
 """The executor base: what every executor (spout, bolt, acker, Spark driver) shares.
 
-An executor is a consumer in its component's group ``squall.T.<component>`` subscribed to
-the component's input topic; the partitions Kafka assigns it are its tasks. One copy of
-the component runs per task (as Storm deserialises one per task). An executor runs on
-one thread of a worker process (:mod:`service.worker`), from :meth:`Executor.run` until
-:meth:`Executor.stop`.
+An executor owns a fixed range of its component's tasks (:mod:`streams.assignment`),
+which are partitions of the component's input topic; it reads them with ``assign()`` and
+commits its offsets to the group ``squall.T.<component>`` (used for offsets only, never
+for membership). One copy of the component runs per task (as Storm deserialises one per
+task). An executor runs on one thread of a worker process (:mod:`service.worker`), from
+:meth:`Executor.run` until :meth:`Executor.stop`.
 
 Loop shape (every kind): consume a batch -> run user code -> every
 ``squall.flush.interval.secs`` flush outputs, *then* send the coalesced acker ops -> commit.
@@ -21,9 +22,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, Message
+from confluent_kafka import Consumer, Message, TopicPartition
 
 from streams.codec import encode_json
 from streams.collector import AckBuffer
@@ -75,6 +77,8 @@ class Executor:
       worker: the worker's name (``w0``...), for logs and metrics.
       local: the tasks running in this worker process (local-or-shuffle grouping).
       kafka: client overrides ``{"consumer": {...}, "producer": {...}}``.
+      tasks: the task indexes this executor owns (partitions of its input topic; default:
+        every task of the component).
     Thread safety: :meth:`stop` may be called from any thread; everything else runs on
     the executor's own thread.
     """
@@ -90,6 +94,7 @@ class Executor:
         worker: str = "w0",
         local: LocalTasks | None = None,
         kafka: dict[str, Any] | None = None,
+        tasks: Sequence[int] | None = None,
     ) -> None:
         self.topology = topology
         self.component = component
@@ -104,13 +109,12 @@ class Executor:
         self.producer, self.delivery = make_producer(bootstrap, conf, component, self.kafka.get("producer"))
         self.produce = produce_fn(self.producer)
         self.acks = AckBuffer(acker_topic(topology.name), conf.ackers) if conf.ackers > 0 else None
+        self.tasks: tuple[int, ...] = tuple(range(self._task_count())) if tasks is None else tuple(tasks)
         self._next_stats = 0.0
         self.error: BaseException | None = None
         self.assigned = threading.Event()
-        """Set once the group first assigned this executor its tasks (maybe none) and,
-        for an acker, its table is restored: the worker's readiness."""
-        self.rebalancing = True
-        """True while joining or between a revoke and the next assignment (eager protocol)."""
+        """Set once this executor has opened its tasks and, for an acker, restored its
+        table: the worker's readiness."""
 
     def stop(self) -> None:
         """Ask the loop to finish: it flushes, commits and publishes final stats."""
@@ -123,6 +127,7 @@ class Executor:
     def run(self) -> None:
         """Run until :meth:`stop`; a fatal error is logged with the component id and kept in ``error``."""
         try:
+            self._maybe_stats(time.monotonic())  # alive from the start (service.claims reads it)
             self._run()
         except BaseException as exc:
             self.error = exc
@@ -132,20 +137,22 @@ class Executor:
     def _run(self) -> None:
         raise NotImplementedError
 
+    def _task_count(self) -> int:
+        """How many tasks the component has (the acker, not a declared component, has
+        ``topology.acker.executors``)."""
+        cdef = self.topology.components.get(self.component)
+        return cdef.num_tasks if cdef is not None else self.conf.ackers
+
     def _assigned(self) -> None:
-        """Call at the end of an assignment callback."""
-        self.rebalancing = False
+        """Call once the tasks are open (and state restored)."""
         self.assigned.set()
 
-    def _close_group(self, consumer: Consumer) -> None:
-        """Leave the group, but never in the middle of a join: the embedded broker never
-        assigns the group's next members if one leaves before its assignment arrives. So
-        first poll (serving callbacks) until the pending assignment came, for at most
-        two session timeouts."""
-        deadline = time.monotonic() + 2 * self.conf.session_timeout_ms / 1000
-        while self.rebalancing and time.monotonic() < deadline:
-            consumer.consume(1, 0.1)
-        consumer.close()
+    def _assign(self, consumer: Consumer, topic: str) -> list[TopicPartition]:
+        """Start reading this executor's tasks: partitions :attr:`tasks` of ``topic``, each
+        from the group's committed offset (else the earliest). Returns them."""
+        partitions = [TopicPartition(topic, p) for p in self.tasks]
+        consumer.assign(partitions)
+        return partitions
 
     def _task_copy(self, partition: int, kind: type[C]) -> tuple[int, TopologyContext, C]:
         """A fresh copy of the component for the task at input ``partition``: its global task

@@ -1,6 +1,6 @@
 """The bolt executor (Storm's ``executor/bolt/BoltExecutor``).
 
-It runs a bolt's tasks: the partitions of ``squall.T.<bolt>`` that the group assigns it.
+It runs a bolt's tasks: its fixed partitions of ``squall.T.<bolt>`` (:mod:`streams.assignment`).
 Per batch it decodes each record into a :class:`~streams.tuple.Tuple` and calls the task's
 ``execute``; a record that does not decode is dead-lettered. Every
 ``squall.flush.interval.secs`` it flushes outputs, then acker ops (see
@@ -49,7 +49,7 @@ class BoltTask:
 
 
 class BoltExecutor(Executor):
-    """Runs a bolt's tasks (the partitions of ``squall.T.<bolt>`` assigned to it)."""
+    """Runs a bolt's tasks (its fixed partitions of ``squall.T.<bolt>``)."""
 
     kind = "bolt"
 
@@ -61,11 +61,10 @@ class BoltExecutor(Executor):
         self._exec_hist = self.stats.hist("execute_latency")
         self._busy_s = 0.0  # seconds spent in execute() since the last snapshot
         self._window_start = time.monotonic()
-        # Counters of task copies that were revoked (collectors count per copy).
-        self._retired = {"emitted": 0, "acked": 0, "failed": 0}
 
-    # -- assignment ------------------------------------------------------------------
-    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    # -- tasks -----------------------------------------------------------------------
+    def _open_tasks(self, partitions: list[TopicPartition]) -> None:
+        """A bolt copy per task, prepared (Storm: ``prepare`` once per task)."""
         for tp in partitions:
             task_id, ctx, bolt = self._task_copy(tp.partition, Bolt)
             collector = OutputCollector(Router(self.topology, self.component, ctx), task_id, self.produce, self.acks)
@@ -74,23 +73,7 @@ class BoltExecutor(Executor):
         ids = [self.cdef.task_base + tp.partition for tp in partitions]
         self.local.add(self.component, ids)
         self._assigned()
-        log.info("[%s] %s assigned tasks %s", self.component, self.worker, sorted(ids))
-
-    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        # cleanup() first: a bolt that holds tuples (deferred acks, windows) can emit and
-        # ack them, and the flush + commit below make that durable before the task moves.
-        # Without it, those trees would time out and replay after every rebalance.
-        self.rebalancing = True
-        gone = [self.by_partition[tp.partition] for tp in partitions if tp.partition in self.by_partition]
-        self._cleanup(gone)
-        self._flush()
-        self._commit(consumer, sync=True)
-        for task in gone:
-            self._retired["emitted"] += task.collector.emitted
-            self._retired["acked"] += task.collector.acked
-            self._retired["failed"] += task.collector.failed
-            del self.by_partition[task.task_id - self.cdef.task_base]
-        self.local.remove(self.component, [self.cdef.task_base + tp.partition for tp in partitions])
+        log.info("[%s] %s runs tasks %s", self.component, self.worker, sorted(ids))
 
     def _cleanup(self, tasks: list[BoltTask]) -> None:
         for task in tasks:
@@ -110,13 +93,13 @@ class BoltExecutor(Executor):
             return
         off = msg.offset() or 0
         try:
-            stream, source, source_task, values, anchors = decode_tuple(msg.value(), component=self.component, topic=self.topic, partition=p, offset=off)
+            stream, source, source_task, values, anchors, batch = decode_tuple(msg.value(), component=self.component, topic=self.topic, partition=p, offset=off)
         except DecodeError as exc:
             self.stats.inc("poison")
             self.dead_letter(msg, str(exc), 0)
             task.next_offset = off + 1
             return
-        t = Tuple(values, stream, source, source_task, anchors, self.topology.field_index(source, stream), self.topic, p, off)
+        t = Tuple(values, stream, source, source_task, anchors, self.topology.field_index(source, stream), self.topic, p, off, batch)
         self._execute(task, t)
         task.next_offset = off + 1
 
@@ -176,14 +159,14 @@ class BoltExecutor(Executor):
         self.stats.gauges["tasks"] = len(self.by_partition)
         self.stats.tasks = sorted(t.task_id for t in self.by_partition.values())
         self.stats.counters["executed"] = self._exec_hist.count
-        self.stats.counters["emitted"] = self._retired["emitted"] + emitted
-        self.stats.counters["acked"] = self._retired["acked"] + acked
-        self.stats.counters["failed"] = self._retired["failed"] + failed
+        self.stats.counters["emitted"] = emitted
+        self.stats.counters["acked"] = acked
+        self.stats.counters["failed"] = failed
 
     def _run(self) -> None:
         conf = self.conf
         consumer = Consumer(consumer_config(self.bootstrap, component_group(self.topology.name, self.component), conf, self.kafka.get("consumer")))
-        consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke)
+        self._open_tasks(self._assign(consumer, self.topic))
         now = time.monotonic()
         ticks = Every(conf.tick_tuple_freq_secs or float("inf"), now)
         flush = Every(conf.flush_interval_secs, now)
@@ -202,10 +185,11 @@ class BoltExecutor(Executor):
                     self._commit(consumer)
                 self._maybe_stats(now)
         finally:
-            self._flush()
-            self._commit(consumer, sync=True)
+            # cleanup() first: a bolt that holds tuples (deferred acks, windows) can emit and
+            # ack them; the flush and commit then make that durable before the tasks stop.
             self._cleanup(list(self.by_partition.values()))
             self._flush()
+            self._commit(consumer, sync=True)
             self._maybe_stats(time.monotonic(), final=True)
             self.producer.flush(5)
-            self._close_group(consumer)
+            consumer.close()

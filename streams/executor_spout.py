@@ -1,12 +1,7 @@
 """The spout executor (Storm's ``executor/spout/SpoutExecutor``): it knows only :class:`Spout`.
 
-It runs a spout's tasks, the partitions of ``squall.T.<spout>`` that the group assigns it,
-with two consumers of its own:
-
-* *membership*: the group. Its partitions are paused, so it only carries assignments
-  (and the commits of a Kafka-reading spout's source offsets);
-* *results*: assign-only, the ``squall.T.__ack_result`` partitions whose numbers are its
-  task ids.
+It runs a spout's fixed tasks (:mod:`streams.assignment`), and reads the
+``squall.T.__ack_result`` partitions whose numbers are its task ids.
 
 Like Storm's, it tracks every tree in flight (:class:`streams.inflight.InFlightTrees`),
 bounds them per task by ``topology.max.spout.pending``, and fails trees past
@@ -32,7 +27,7 @@ from streams.exceptions import DecodeError
 from streams.executor import Every, Executor
 from streams.inflight import InFlightTrees
 from streams.kafka_io import consumer_config
-from streams.naming import ack_result_topic, component_group, component_topic
+from streams.naming import ack_result_topic, component_group
 from streams.source import KafkaSource, SourceIO, kafka_source
 from streams.source_feed import SourceFeed
 
@@ -68,7 +63,6 @@ class SpoutExecutor(Executor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.cdef = self.topology.components[self.component]
-        self.own_topic = component_topic(self.topology.name, self.component)
         self.result_topic = ack_result_topic(self.topology.name)
         self.by_task: dict[int, SpoutTask] = {}
         self.inflight = InFlightTrees()
@@ -77,10 +71,8 @@ class SpoutExecutor(Executor):
         drain; results, timeouts and commits go on while it is clear."""
         self.active.set()
         self.draining = False
-        self._retired_emitted = 0
         group = component_group(self.topology.name, self.component)
         overrides = self.kafka.get("consumer")
-        self.consumer = Consumer(consumer_config(self.bootstrap, group, self.conf, overrides))
         self.results = Consumer(consumer_config(self.bootstrap, group + ".__results", self.conf, overrides))
         proto = kafka_source(self.cdef.obj)
         self.feed = (
@@ -90,21 +82,20 @@ class SpoutExecutor(Executor):
                 proto,
                 self.cdef.num_tasks,
                 self.bootstrap,
-                self.consumer,
-                Consumer(consumer_config(self.bootstrap, group + ".__data", self.conf, overrides)),
+                Consumer(consumer_config(self.bootstrap, group, self.conf, overrides)),
                 self.conf.batch_size,
             )
             if proto is not None
             else None
         )
 
-    # -- assignment ------------------------------------------------------------------
-    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        consumer.assign(partitions)
-        consumer.pause(partitions)  # membership only: never fetch the own topic here
+    # -- tasks -----------------------------------------------------------------------
+    def _open_tasks(self) -> None:
+        """A spout copy per task, opened (Storm: ``open`` once per task); a Kafka-reading
+        spout's source partitions start being read."""
         added: list[SpoutTask] = []
-        for tp in partitions:
-            task_id, ctx, spout = self._task_copy(tp.partition, Spout)
+        for index in self.tasks:
+            task_id, ctx, spout = self._task_copy(index, Spout)
             immediate: list[Any] = []
             collector = SpoutOutputCollector(
                 Router(self.topology, self.component, ctx), task_id, self.produce, self.acks, self._tracker(task_id), immediate.append
@@ -113,7 +104,7 @@ class SpoutExecutor(Executor):
             task = SpoutTask(task_id, spout, collector, kafka_source(spout), immediate)
             if task.source is not None and self.feed is not None:
                 task.source.bind(SourceIO(self.dead_letter))
-                self.feed.add(tp.partition, task.source)
+                self.feed.add(index, task.source)
             self.by_task[task_id] = task
             added.append(task)
         if added and self.acks is not None:
@@ -122,43 +113,9 @@ class SpoutExecutor(Executor):
             self.feed.assign_new()
         self.local.add(self.component, [t.task_id for t in added])
         self._assigned()
-        log.info("[%s] %s assigned tasks %s", self.component, self.worker, sorted(t.task_id for t in added))
-
-    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        """A graceful handover: the revoked tasks emit nothing more, their trees in flight
-        finish (ack results keep being applied, up to ``squall.spout.handover.secs``), and
-        their offsets are committed, so the next owner re-reads nothing (no replay)."""
-        self.rebalancing = True
-        ids = {self.cdef.task_base + tp.partition for tp in partitions} & set(self.by_task)
-        deadline = time.monotonic() + self.conf.handover_secs
-        while self.acks is not None and any(self.inflight.pending(t) for t in ids) and time.monotonic() < deadline:
-            self._flush()
-            self._results(self.results.consume(self.conf.batch_size, 0.05))
-            self._timeouts()
-        left = sum(self.inflight.pending(t) for t in ids)
-        if left:
-            log.warning("[%s] handing over tasks %s with %d trees still in flight: they will be replayed", self.component, sorted(ids), left)
-        self._on_lost(consumer, partitions)
-
-    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        """Give the tasks up now (the session expired: another executor may own them)."""
-        self._flush()
-        self._commit()
-        gone = [self.by_task.pop(self.cdef.task_base + tp.partition) for tp in partitions if self.cdef.task_base + tp.partition in self.by_task]
-        if not gone:
-            return
-        ids = [t.task_id for t in gone]
-        self.inflight.drop_tasks(ids)
-        if self.feed is not None:
-            self.feed.remove([t - self.cdef.task_base for t in ids])
-        for task in gone:
-            self._close(task)
-        if self.acks is not None:
-            self.results.incremental_unassign([TopicPartition(self.result_topic, t) for t in ids])
-        self.local.remove(self.component, ids)
+        log.info("[%s] %s runs tasks %s", self.component, self.worker, sorted(t.task_id for t in added))
 
     def _close(self, task: SpoutTask) -> None:
-        self._retired_emitted += task.collector.emitted
         try:
             task.spout.close()
         except Exception:
@@ -262,7 +219,7 @@ class SpoutExecutor(Executor):
         s.gauges["draining"] = 1.0 if self.draining else 0.0
         s.gauges["tasks"] = len(self.by_task)
         s.tasks = sorted(self.by_task)
-        s.counters["emitted"] = self._retired_emitted + sum(t.collector.emitted for t in self.by_task.values())
+        s.counters["emitted"] = sum(t.collector.emitted for t in self.by_task.values())
         s.counters["ignored_results"] = self.inflight.ignored
         if self.feed is not None:
             counters = self.feed.counters()
@@ -273,7 +230,7 @@ class SpoutExecutor(Executor):
 
     def _run(self) -> None:
         conf = self.conf
-        self.consumer.subscribe([self.own_topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
+        self._open_tasks()
         now = time.monotonic()
         flush = Every(conf.flush_interval_secs, now, delay_s=0)
         commit = Every(conf.commit_period_secs, now)
@@ -282,7 +239,6 @@ class SpoutExecutor(Executor):
         idle = False
         try:
             while not self.stop_event.is_set():
-                self.consumer.consume(1, 0)  # rebalance callbacks and heartbeats only
                 fed = self.feed.poll(0.02 if idle and not len(self.inflight) else 0) if self.feed is not None else 0
                 done = 0
                 if self.acks is not None and self.by_task:
@@ -304,12 +260,10 @@ class SpoutExecutor(Executor):
         finally:
             self._flush()
             self._commit()
+            self._maybe_stats(time.monotonic(), final=True)
             for task in self.by_task.values():
                 self._close(task)
-            self.by_task.clear()
-            self._maybe_stats(time.monotonic(), final=True)
             self.producer.flush(5)
-            self._close_group(self.consumer)
             if self.feed is not None:
                 self.feed.close()
             self.results.close()

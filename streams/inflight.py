@@ -19,7 +19,7 @@ It also bounds trees in flight per task for ``topology.max.spout.pending``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,15 +87,3 @@ class InFlightTrees:
             self._per_task[tree.task_id] -= 1
             out.append(tree)
         return out
-
-    def drop_tasks(self, task_ids: Iterable[int]) -> int:
-        """Forget the trees of tasks this executor no longer owns (a rebalance revoked
-        them); the new owner re-reads their records from the committed offset. Returns how
-        many were dropped."""
-        gone = set(task_ids)
-        roots = [r for r, t in self._trees.items() if t.task_id in gone]
-        for r in roots:
-            del self._trees[r]
-        for t in gone:
-            self._per_task.pop(t, None)
-        return len(roots)

@@ -13,7 +13,7 @@ Per task the executor calls, in this order:
 2. repeatedly: ``on_records(msgs)`` with the records of the source partitions the task
    owns, ``next_tuple()`` / ``ack()`` / ``fail()``, and ``committable()`` whenever it
    commits;
-3. ``close()`` when the task is revoked or the worker stops.
+3. ``close()`` when the worker stops.
 
 Example: a minimal source that emits each record's value untracked and commits
 everything it has seen::

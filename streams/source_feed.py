@@ -1,10 +1,11 @@
 """The spout executor's half of :class:`streams.source.KafkaSource`: reading source partitions.
 
-A :class:`SourceFeed` owns the *data* consumer (assign-only) of one spout executor. It
-maps each source partition to the task that owns it (:func:`streams.source.task_of`),
-starts reading it at the position the source asks for (``first_poll_offset``), hands
-records to the owning task's source, pauses fetching while the sources are full, commits
-what the sources say is committable through the spout's group, and reports lag.
+A :class:`SourceFeed` owns the consumer (assign-only) of one spout executor. It maps each
+source partition to the task that owns it (:func:`streams.source.task_of`), starts reading
+it at the position the source asks for (``first_poll_offset``), hands records to the
+owning task's source, pauses fetching while the sources are full, commits what the
+sources say is committable to the spout's group (offsets only: the group has no
+members), and reports lag.
 
 It knows the protocol, never a spout class: storm-kafka-client's ``KafkaSpout`` keeps the
 same duties inside the spout; here they sit beside it so any Kafka-reading spout shares them.
@@ -45,8 +46,8 @@ class SourceFeed:
       prototype: the spout as declared (its topics, pattern and ``first_poll_offset``).
       num_tasks: the spout's task count (fixed at submit).
       bootstrap: ``bootstrap.servers``.
-      group: the spout's group consumer; the feed commits source offsets through it.
-      data: an assign-only consumer the feed owns and closes.
+      consumer: an assign-only consumer whose ``group.id`` is the spout's group (its
+        committed offsets are the spout's); the feed owns and closes it.
       batch: ``squall.batch.size`` (records per consume).
     Not thread-safe: the spout executor's thread makes every call.
     """
@@ -54,19 +55,17 @@ class SourceFeed:
     REFRESH_SECS = 5.0
 
     def __init__(
-        self, component: str, topology: str, prototype: KafkaSource, num_tasks: int, bootstrap: str, group: Consumer, data: Consumer, batch: int
+        self, component: str, topology: str, prototype: KafkaSource, num_tasks: int, bootstrap: str, consumer: Consumer, batch: int
     ) -> None:
         self.component = component
         self.topology = topology
         self.prototype = prototype
         self.num_tasks = num_tasks
         self.bootstrap = bootstrap
-        self.group = group
-        self.data = data
+        self.data = consumer
         self.batch = batch
         self.tasks: dict[int, FedTask] = {}
         self.owner: dict[TP, FedTask] = {}
-        self.retired = SourceCounters()
         self._paused = False
         self._next_refresh = 0.0
 
@@ -74,17 +73,6 @@ class SourceFeed:
     def add(self, index: int, source: KafkaSource) -> None:
         """Own task ``index`` (its source already opened); call :meth:`assign_new` after."""
         self.tasks[index] = FedTask(index, source)
-
-    def remove(self, indexes: list[int]) -> None:
-        """Stop reading for these tasks (revoked); keep their counters."""
-        gone = [self.tasks.pop(i) for i in indexes if i in self.tasks]
-        partitions = [tp for t in gone for tp in t.partitions]
-        for t in gone:
-            self.retired.add(t.source.counters)
-        if partitions:
-            self.data.incremental_unassign([TopicPartition(t, p) for t, p in partitions])
-            for tp in partitions:
-                self.owner.pop(tp, None)
 
     def _source_partitions(self) -> list[TP]:
         md = self.data.list_topics(timeout=10)
@@ -118,7 +106,7 @@ class SourceFeed:
 
     def _committed(self, tps: list[TP]) -> dict[TP, int]:
         """The spout group's committed offsets (partitions with none are absent)."""
-        got = self.group.committed([TopicPartition(t, p) for t, p in tps], timeout=10)
+        got = self.data.committed([TopicPartition(t, p) for t, p in tps], timeout=10)
         return {(tp.topic, tp.partition): tp.offset for tp in got if tp.offset >= 0}
 
     def _start_offsets(self, tps: list[TP], committed: dict[TP, int]) -> dict[TP, int]:
@@ -175,7 +163,7 @@ class SourceFeed:
         if not offsets:
             return
         try:
-            self.group.commit(offsets=offsets, asynchronous=False)
+            self.data.commit(offsets=offsets, asynchronous=False)
             for done in offsets:
                 key = (done.topic, done.partition)
                 self.owner[key].committed[key] = done.offset
@@ -184,9 +172,8 @@ class SourceFeed:
 
     # -- reporting -------------------------------------------------------------------
     def counters(self) -> SourceCounters:
-        """Totals over owned and revoked tasks."""
+        """Totals over the tasks."""
         total = SourceCounters()
-        total.add(self.retired)
         for task in self.tasks.values():
             total.add(task.source.counters)
         return total

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 import uuid
 from typing import Any
@@ -79,6 +80,7 @@ class ExecutorStats:
         self.kind = kind
         self.worker = worker
         self.instance = uuid.uuid4().hex[:12]
+        self.pid = os.getpid()
         self.started = time.time()
         self.counters: dict[str, float] = {}
         self.gauges: dict[str, float] = {}
@@ -103,6 +105,7 @@ class ExecutorStats:
             "kind": self.kind,
             "worker": self.worker,
             "instance": self.instance,
+            "pid": self.pid,
             "time": time.time(),
             "final": final,
             "counters": dict(self.counters),

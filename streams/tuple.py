@@ -21,12 +21,15 @@ class Tuple:
         (Storm's ``TupleImpl.updateAckVal``); folded into the ack sent for each root.
       * ``topic``/``partition``/``offset`` -- where the record was read, for errors.
       * ``settled`` -- True once the tuple was acked *or* failed.
+      * ``batch`` -- ``(txid, attempt)`` in a transactional topology (:mod:`streams.batch`),
+        else None.
     """
 
     __slots__ = (
         "_index",
         "ack_val",
         "anchors",
+        "batch",
         "offset",
         "partition",
         "settled",
@@ -48,6 +51,7 @@ class Tuple:
         topic: str = "",
         partition: int = -1,
         offset: int = -1,
+        batch: tuple[int, int] | None = None,
     ) -> None:
         self.values = values
         self.stream = stream
@@ -60,6 +64,7 @@ class Tuple:
         self.partition = partition
         self.offset = offset
         self.settled = False  # acked or failed: a second ack or fail is ignored
+        self.batch = batch
 
     @property
     def fields(self) -> Sequence[str]:

@@ -21,6 +21,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -127,12 +128,13 @@ def start_bolt_query(
     return writer.start()
 
 
-def warm_up(query: Any, producer: Any, topic: str, partitions: int, stop: Any, timeout_s: float = 120.0) -> None:
+def warm_up(query: Any, producer: Any, topic: str, partitions: int, stop: Any, tick: Callable[[], None], timeout_s: float = 120.0) -> None:
     """Run one real micro-batch before the bolt reports ready.
 
     The first micro-batch starts Spark's Python workers for the source, the processor and
     the sink (~8 s on 2 cores). One untracked ``__warmup`` record per partition (skipped
     by the processor, never seen by user code) pays that cost before any tree is waiting.
+    ``tick()`` is called while waiting (the executor publishes its stats: it is alive).
     """
     from streams.spark.bolt import WARMUP_STREAM
 
@@ -143,6 +145,7 @@ def warm_up(query: Any, producer: Any, topic: str, partitions: int, stop: Any, t
     while query.isActive and not stop.is_set() and time.monotonic() < deadline:
         if any(p.get("numInputRows") for p in query.recentProgress):
             return
+        tick()
         time.sleep(0.1)
 
 
@@ -223,7 +226,14 @@ class SparkBoltExecutor(Executor):
             )
             log.info("[%s] Spark query started (master %s, checkpoint %s)", self.component, self.conf.spark_master, self.checkpoint)
             cdef = self.topology.components[self.component]
-            warm_up(self.query, self.producer, component_topic(self.topology.name, self.component), cdef.num_tasks, self.stop_event)
+            warm_up(
+                self.query,
+                self.producer,
+                component_topic(self.topology.name, self.component),
+                cdef.num_tasks,
+                self.stop_event,
+                lambda: self._maybe_stats(time.monotonic()),
+            )
             self.stats.tasks = list(cdef.task_ids)  # ready: Spark owns every task
             self.assigned.set()
             self.stats.gauges["tasks"] = cdef.num_tasks

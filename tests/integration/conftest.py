@@ -99,7 +99,7 @@ def crash_and_recover(job: Job, component: str, after_acked: int, while_down: Ca
         job.start()
         assert job.supervisor is not None and job.board is not None
         w = job.supervisor.worker_of(component)
-        assert job.supervisor.workers[w] == [component]
+        assert job.supervisor.components(w) == [component]
         deadline = time.monotonic() + 120
         while job.board.total("spout", "acked") < after_acked:
             assert time.monotonic() < deadline, "the topology made no progress"

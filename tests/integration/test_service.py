@@ -21,14 +21,6 @@ pytestmark = pytest.mark.broker
 
 WORKERS = 4  # examples/wordcount.py: topology.workers
 
-# Open (issue 11 stays open): on the embedded broker a consumer group can wedge when every
-# member of a spout's group stops and new members join (JoinGroup -> SyncGroup "rebalance in
-# progress", forever; see docs/design.md, "Known limits"). Both scenarios below restart every
-# spout executor of the topology; they pass often and fail intermittently. They are kept, not
-# skipped, so the wedge stays visible until it is fixed.
-GROUP_WEDGE = pytest.mark.xfail(strict=False, reason="embedded broker: a spout group can wedge when all its members restart (open)")
-
-
 @pytest.fixture
 def cluster(bootstrap: str, tmp_path: Path) -> Iterator[Cluster]:
     c = Cluster(bootstrap, tmp_path)
@@ -87,7 +79,6 @@ def test_a_supervisor_killed_mid_stream_hands_its_workers_over(cluster: Cluster,
     assert_at_least(dict(cluster.counts(wc)), direct_count(src))
 
 
-@GROUP_WEDGE
 def test_rebalance_executors_mid_stream_without_replays(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "in.txt", 30_000)
     wc = running_wordcount(cluster, ["s1"])
@@ -146,7 +137,6 @@ def test_kill_waits_for_trees_in_flight_then_removes_the_workers(cluster: Cluste
     feeder.wait(60)
 
 
-@GROUP_WEDGE
 def test_sigterm_drains_and_a_new_supervisor_replays_nothing(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "in.txt", 30_000)
     wc = running_wordcount(cluster, ["s1"])

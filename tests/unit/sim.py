@@ -37,7 +37,7 @@ class Capture:
 
 
 def as_tuple(raw: bytes) -> Tuple:
-    stream, source, task, values, anchors = decode_tuple(raw, component="b", topic="t", partition=0, offset=0)
+    stream, source, task, values, anchors, _ = decode_tuple(raw, component="b", topic="t", partition=0, offset=0)
     return Tuple(values, stream, source, task, anchors, {"v": 0})
 
 

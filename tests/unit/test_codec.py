@@ -10,7 +10,7 @@ from streams.exceptions import DecodeError, SquallError
 def test_tuple_roundtrip_keeps_64_bit_ids_and_unicode() -> None:
     anchors = {2**64 - 1: 2**63 + 5, 17: 1}
     raw = encode_tuple("words", "split", 3, ["naïve", 1, None], anchors)
-    assert decode_tuple(raw, component="c", topic="t", partition=0, offset=0) == ("words", "split", 3, ["naïve", 1, None], anchors)
+    assert decode_tuple(raw, component="c", topic="t", partition=0, offset=0) == ("words", "split", 3, ["naïve", 1, None], anchors, None)
 
 
 @pytest.mark.parametrize("raw", [b"not json", b"[1,2]", b'[9,"s","c",0,[],[]]', b'[1,"s","c",0,[],[1]]', None, b"\xff\xfe"])

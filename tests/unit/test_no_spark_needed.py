@@ -22,7 +22,7 @@ from service.supervisor import plan_workers
 from streams.config import resolve
 for f in ("wordcount.py", "wordcount_spark.py"):
     t = load_topology(sys.argv[1] + "/examples/" + f)
-    print(plan_workers(t, resolve(t.conf)))
+    print([[e.component for e in w] for w in plan_workers(t, resolve(t.conf))])
 """
 
 

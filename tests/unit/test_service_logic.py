@@ -16,8 +16,13 @@ from service.reconcile import Running, WorkerKey, WorkerSpec, decide, desired_wo
 from service.restarts import CrashHistory, RestartPolicy
 from service.slots import slot_of
 from service.verbs import parse_conf, parse_executors
+from streams.assignment import ExecutorAssignment
 
 TASKS = {"lines": 2, "split": 1, "count": 4}
+
+
+def E(component: str, *tasks: int) -> ExecutorAssignment:
+    return ExecutorAssignment(component, tasks)
 
 
 def record(**kw: object) -> TopologyRecord:
@@ -51,10 +56,10 @@ def test_refused_transitions_name_the_topology_or_component() -> None:
 
 def test_desired_workers_are_those_whose_slot_this_supervisor_owns() -> None:
     rec = record()
-    plans = {"wc": [["lines", "__acker"], ["lines"], ["split"], ["count", "count"]]}
+    plans = {"wc": [[E("lines", 0), E("__acker", 0)], [E("lines", 1)], [E("split", 0)], [E("count", 0, 1), E("count", 2, 3)]]}
     everything = desired_workers([rec], plans, set(range(32)), now=0.0)
     assert sorted(everything) == [WorkerKey("wc", i) for i in range(4)]
-    assert everything[WorkerKey("wc", 3)].components == ("count", "count")
+    assert everything[WorkerKey("wc", 3)].components == ["count", "count"]
     mine = {slot_of("wc", 0)}
     assert set(desired_workers([rec], plans, mine, now=0.0)) >= {WorkerKey("wc", 0)}
     assert desired_workers([kill(rec, 0.0, 0.0)], plans, set(range(32)), now=1.0) == {}  # killed and due
@@ -65,7 +70,7 @@ def test_desired_workers_are_those_whose_slot_this_supervisor_owns() -> None:
 @given(st.sets(st.integers(0, 31)), st.sets(st.integers(0, 31)))
 def test_two_supervisors_with_disjoint_slots_never_both_run_a_worker(a: set[int], b: set[int]) -> None:
     b = b - a
-    plans = {f"t{i}": [["x"]] * 6 for i in range(5)}
+    plans = {f"t{i}": [[E("x", w)] for w in range(6)] for i in range(5)}
     recs = [record(name=n) for n in plans]
     mine, theirs = desired_workers(recs, plans, a, 0.0), desired_workers(recs, plans, b, 0.0)
     assert not set(mine) & set(theirs)
@@ -75,15 +80,18 @@ def test_two_supervisors_with_disjoint_slots_never_both_run_a_worker(a: set[int]
 
 def test_decide_starts_stops_and_restarts_changed_workers() -> None:
     k0, k1, k2 = WorkerKey("wc", 0), WorkerKey("wc", 1), WorkerKey("wc", 2)
-    desired = {k0: WorkerSpec(k0, ("lines",), 2), k1: WorkerSpec(k1, ("count", "count"), 2)}
-    running = {k0: Running(("lines",), False), k1: Running(("count",), False), k2: Running(("split",), False)}
+    lines, split = E("lines", 0), E("split", 0)
+    desired = {k0: WorkerSpec(k0, (lines,), 2), k1: WorkerSpec(k1, (E("count", 0), E("count", 1)), 2)}
+    running = {k0: Running((lines,), False), k1: Running((E("count", 0, 1),), False), k2: Running((split,), False)}
     d = decide(desired, running, {}, set(), now=0.0)
-    assert sorted(d.stop) == [k1, k2] and d.start == []  # k1 changed, k2 no longer wanted
+    assert sorted(d.stop) == [k1, k2] and d.start == []  # k1's executors changed, k2 no longer wanted
     d = decide(desired, {k0: running[k0]}, {}, set(), now=0.0)
     assert [s.key for s in d.start] == [k1]  # k1 exited: start its new version
     assert decide(desired, {k0: running[k0]}, {k1: 5.0}, set(), now=4.0).start == []  # backing off
     assert decide(desired, {k0: running[k0]}, {}, {k1}, now=4.0).start == []  # given up
-    assert decide(desired, {k1: Running(("count",), True)}, {}, set(), now=0.0).stop == []  # already stopping
+    assert decide(desired, {k1: Running((E("count", 0, 1),), True)}, {}, set(), now=0.0).stop == []  # already stopping
+    same_tasks_other_split = {k1: Running((E("count", 0, 1),), False)}
+    assert decide({k1: WorkerSpec(k1, (E("count", 0, 1),), 3)}, same_tasks_other_split, {}, set(), now=0.0).stop == []  # unchanged: keeps running
 
 
 def test_crash_backoff_doubles_then_gives_up_within_the_window() -> None:

@@ -41,15 +41,6 @@ def test_spout_side_timeout_fails_old_trees_in_emit_order() -> None:
     assert [t.msg_id for t in trees.expired(30.0)] == ["b"] and len(trees) == 0
 
 
-def test_revoked_tasks_trees_are_dropped_and_their_late_outcomes_ignored() -> None:
-    trees = InFlightTrees(Clock())
-    trees.track(1, 0, "a")
-    trees.track(2, 1, "b")
-    assert trees.drop_tasks([1]) == 1
-    assert trees.settle(2) is None and trees.ignored == 1
-    assert trees.settle(1) is not None and trees.pending(1) == 0
-
-
 def test_kafka_spout_implements_the_source_protocol_and_a_plain_spout_does_not() -> None:
     from examples.wordcount import Split
 
