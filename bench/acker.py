@@ -23,7 +23,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from acker.durable import DurableLedger
 from acker.ledger import Ledger
 from bench.common import ROOT, broker, print_table, spawn_worker, wait_until, write_json
-from service.admin import ensure_topics, topology_topics
+from service.admin import ensure_topology_topics
 from streams.acker_wire import OP_ACK, OP_INIT, decode_list, encode_ops
 from streams.config import resolve
 from streams.loader import load_topology
@@ -38,7 +38,7 @@ def _setup(bootstrap: str, runtime: str, workdir: Path) -> tuple[str, Any]:
     name = f"ackerbench-{uuid.uuid4().hex[:6]}"
     topology = load_topology(TOPOLOGY, name)
     conf = resolve({"squall.acker.runtime": runtime}, topology.conf)
-    ensure_topics(bootstrap, topology_topics(topology, conf))
+    ensure_topology_topics(bootstrap, topology, conf)
     plan = {
         "topology_file": str(TOPOLOGY),
         "name": name,

@@ -17,6 +17,7 @@ from streams.naming import (
     acker_changelog_topic,
     acker_topic,
     component_topic,
+    coordinator_topic,
     dead_letter_topic,
     metrics_topic,
 )
@@ -31,7 +32,7 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, int]:
     name = topology.name
     topics: dict[str, int] = {}
     for cdef in topology.components.values():
-        topics[component_topic(name, cdef.id)] = cdef.num_tasks
+        topics[component_topic(name, cdef.id)] = cdef.input_partitions
     ackers = max(conf.ackers, 1)
     topics[acker_topic(name)] = ackers
     topics[acker_changelog_topic(name)] = ackers
@@ -40,7 +41,18 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, int]:
     topics[dead_letter_topic(name)] = 1
     for out in topology.outputs:
         topics.setdefault(out.topic_for(name), 1)
+    if topology.transactional:
+        topics[coordinator_topic(name)] = 1
     return topics
+
+
+COMPACTED = {"cleanup.policy": "compact", "retention.ms": "-1", "retention.bytes": "-1"}
+
+
+def ensure_topology_topics(bootstrap: str, topology: Topology, conf: TopologyConfig) -> None:
+    """Create the topology's missing topics (:func:`topology_topics`); the coordinator topic
+    is compacted. Raises BrokerError (see :func:`ensure_topics`)."""
+    ensure_topics(bootstrap, topology_topics(topology, conf), configs={coordinator_topic(topology.name): COMPACTED})
 
 
 def ensure_topics(bootstrap: str, topics: dict[str, int], timeout_s: float = 30.0, configs: dict[str, dict[str, str]] | None = None) -> None:

@@ -62,6 +62,12 @@ class ServiceSettings(BaseSettings):
     restart_give_up_after: int = Field(5, ge=1, description="crashes within the window after which a worker is given up on")
     restart_window_secs: float = Field(300.0, gt=0, description="the crash-counting window (seconds)")
 
+    def state_layer(self, topology: str) -> dict[str, Any]:
+        """The service layer's default state store for ``topology`` (``squall.state.url``):
+        ``sqlite:///<data_dir>/state/<topology>.db``, one file per topology on this machine.
+        Topologies whose committers run on several machines need ``postgresql://...``."""
+        return {"squall.state.url": f"sqlite:///{(self.data_dir / 'state' / f'{topology}.db').resolve()}"}
+
     def restart_policy(self) -> RestartPolicy:
         """Crash backoff and give-up for ``squall run`` and ``squall serve`` alike."""
         return RestartPolicy(self.restart_initial_secs, self.restart_max_secs, self.restart_give_up_after, self.restart_window_secs)

@@ -36,7 +36,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from service.admin import ensure_topics, topology_topics
+from service.admin import ensure_topology_topics
 from service.claims import Claim, ClaimBook, task_refs
 from service.config import ServiceSettings
 from service.control_log import ControlLog, ControlTopics, ControlWriter, EventLog, ensure_control_topics
@@ -236,14 +236,14 @@ class SupervisorService:
                 rec,
                 self.home,
                 self.bootstrap,
-                service_conf=self.service_conf,
+                service_conf={**self.settings.state_layer(name), **self.service_conf},
                 kafka=self.kafka,
                 log_level=self.settings.log_level,
                 shutdown_timeout_s=self.settings.shutdown_timeout_secs,
                 control_namespace=self.names.namespace,
                 metrics_host=self.settings.http_host,
             )
-            ensure_topics(self.bootstrap, topology_topics(plan.topology, plan.conf))
+            ensure_topology_topics(self.bootstrap, plan.topology, plan.conf)
         except Exception as exc:  # user code may raise anything: report it, serve the rest
             self.plan_errors[name] = f"[{name}] cannot plan version {rec.version}: {type(exc).__name__}: {exc}"
             log.error("%s", self.plan_errors[name])

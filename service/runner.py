@@ -20,7 +20,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from service.admin import ensure_topics, read_topic, topology_topics
+from service.admin import ensure_topology_topics, read_topic
 from service.broker import EmbeddedBroker
 from service.config import ServiceSettings
 from service.corpus import read_lines, shakespeare_texts
@@ -31,7 +31,10 @@ from streams.config import TopologyConfig, resolve
 from streams.kafka_spout import KafkaSpout
 from streams.loader import load_topology
 from streams.naming import component_group, component_topic
+from streams.state import State, open_backend
+from streams.state.semantics import STATE_KINDS
 from streams.topology import OutputDef, Topology
+from streams.transactional_spout import TransactionalKafkaSpout
 
 log = logging.getLogger("squall.run")
 
@@ -51,6 +54,10 @@ class Summary:
     output: str | None = None
     keys: int = 0
     worker_restarts: int = 0
+    batches_committed: int | None = None
+    """Transactional topologies only (else None): batches committed, replayed, and the last txid."""
+    batches_replayed: int | None = None
+    last_txid: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
@@ -66,7 +73,11 @@ class Summary:
             f"complete latency    p50 {self.complete_latency_p50_s * 1000:.1f} ms, p99 {self.complete_latency_p99_s * 1000:.1f} ms",
             f"output              {self.output} ({self.keys} keys)",
             f"worker restarts     {self.worker_restarts}",
-        ]
+        ] + (
+            [f"batches committed   {self.batches_committed} (replayed {self.batches_replayed}), last txid {self.last_txid}"]
+            if self.batches_committed is not None
+            else []
+        )
 
 
 def settled(owned: list[list[int]], tasks: int, executors: int) -> bool:
@@ -80,6 +91,8 @@ def source_spout(topology: Topology) -> str:
     """The KafkaSpout that reads its own topic (where ``--input`` is produced)."""
     for cdef in topology.spouts:
         if isinstance(cdef.obj, KafkaSpout) and cdef.obj.reads_own_topic:
+            return cdef.id
+        if isinstance(cdef.obj, TransactionalKafkaSpout) and not cdef.obj.topics:
             return cdef.id
     raise InputError(f"[{topology.name}] no KafkaSpout reads its own topic, so there is nowhere to produce --input")
 
@@ -110,7 +123,7 @@ class Job:
         self.topology = load_topology(self.topology_file, self.name)
         self.topology_overrides = dict(topology_overrides or {})
         self.topology.conf.update(self.topology_overrides)
-        self.service_conf = {**self.settings.topology_layer(), **(conf_overrides or {})}
+        self.service_conf = {**self.settings.state_layer(self.name), **self.settings.topology_layer(), **(conf_overrides or {})}
         self.conf: TopologyConfig = resolve(self.service_conf, self.topology.conf, where=self.name)
         self.input_path = input_path
         self.output_path = output_path
@@ -136,7 +149,7 @@ class Job:
             self.broker = EmbeddedBroker(log_path=workdir / "broker.log")
             bootstrap = self.broker.start()
         self.bootstrap = bootstrap
-        ensure_topics(bootstrap, topology_topics(self.topology, self.conf))
+        ensure_topology_topics(bootstrap, self.topology, self.conf)
         plan = worker_plan(
             self.topology_file,
             self.topology,
@@ -204,7 +217,7 @@ class Job:
         topic, over its tasks); the job is done only once ``spout_id`` has committed every
         one of them. Returns the count."""
         topic = topic or component_topic(self.name, spout_id)
-        tasks = partitions or self.topology.components[spout_id].num_tasks
+        tasks = partitions or self.topology.components[spout_id].input_partitions
         producer = Producer(
             {"bootstrap.servers": self.bootstrap, "linger.ms": 50, "batch.num.messages": 10000, "queue.buffering.max.messages": 1_000_000, "log_level": 3}
         )
@@ -239,7 +252,7 @@ class Job:
         """Committed offsets of a spout's group for ``topic`` (default: its own topic), per partition."""
         spout_id = spout_id or self.spout_id
         topic = topic or component_topic(self.name, spout_id)
-        n = partitions or self.topology.components[spout_id].num_tasks
+        n = partitions or self.topology.components[spout_id].input_partitions
         c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": component_group(self.name, spout_id), "log_level": 0})
         try:
             tps = c.committed([TopicPartition(topic, p) for p in range(n)], timeout=10)
@@ -297,22 +310,44 @@ class Job:
             output=str(out) if out else None,
             keys=keys,
             worker_restarts=self.supervisor.restarts if self.supervisor is not None else 0,
+            **self._batch_summary(),
             extra={"bolt_tuples_emitted": int(b.total("bolt", "emitted")), "acker_ops": int(b.total("acker", "ops"))},
         )
 
+    def _batch_summary(self) -> dict[str, Any]:
+        if not self.topology.transactional or self.board is None:
+            return {}
+        spouts = [s for s in self.board.latest.values() if s["kind"] == "spout"]
+        return {
+            "batches_committed": int(sum(s["counters"].get("batches_committed", 0) for s in spouts)),
+            "batches_replayed": int(sum(s["counters"].get("batches_replayed", 0) for s in spouts)),
+            "last_txid": int(max((s["counters"].get("last_txid", 0) for s in spouts), default=0)),
+        }
+
     def results(self) -> dict[str, Any]:
-        """Fold every output topic into ``{key: value}`` (``sum`` or ``last`` per OutputDef)."""
+        """Fold every output topic into ``{key: value}`` (``sum`` or ``last`` per OutputDef),
+        and add every state output's ``key -> value``."""
         merged: dict[str, Any] = {}
+        for so in self.topology.state_outputs:
+            merged.update({str(k): v for k, v in self.state(so.state, so.kind).items().items()})
         for out in self.topology.outputs:
             for obj in read_topic(self.bootstrap, out.topic_for(self.name)):
                 fold(merged, out, obj)
         return merged
 
+    def state(self, name: str, kind: str = "opaque") -> State:
+        """The topology's state ``name`` (what its committers wrote), in ``squall.state.url``."""
+        url = self.conf.state_url
+        if not url:
+            raise InputError(f"[{self.name}] no state store configured (squall.state.url)")
+        return STATE_KINDS[kind](open_backend(url), f"{self.name}.{name}")
+
     def write_output(self) -> tuple[Path | None, int]:
-        if not self.topology.outputs:
+        if not self.topology.outputs and not self.topology.state_outputs:
             return None, 0
         merged = self.results()
-        path = self.output_path or Path(f"{self.topology.outputs[0].topic_for(self.name)}.json")
+        first = self.topology.outputs[0].topic_for(self.name) if self.topology.outputs else f"{self.name}.{self.topology.state_outputs[0].state}"
+        path = self.output_path or Path(f"{first}.json")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(dict(sorted(merged.items())), ensure_ascii=False, indent=0))
         return path, len(merged)

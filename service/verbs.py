@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from service.admin import ensure_topics, read_topic, topology_topics
+from service.admin import ensure_topology_topics, read_topic
 from service.control import TopologyRecord, activate, deactivate, kill, rebalance, rebalanced
 from service.control_log import ControlLog, ControlTopics, ControlWriter, ensure_control_topics, probe
 from service.exceptions import ControlError, UsageError
@@ -89,7 +89,7 @@ def submit(client: Client, path: Path, name: str | None, conf: dict[str, Any], n
     rec = TopologyRecord.new(name, source, path.name, conf, now)
     with tempfile.TemporaryDirectory() as tmp:
         _, loaded, resolved = load_record(rec, Path(tmp), client.service_conf)
-        ensure_topics(client.bootstrap, topology_topics(loaded, resolved))
+        ensure_topology_topics(client.bootstrap, loaded, resolved)
         executors = sum(c.parallelism for c in loaded.components.values())
         tasks = sum(c.num_tasks for c in loaded.components.values())
     client.put(rec)

@@ -202,14 +202,16 @@ class OutputCollector(_Emitter):
 
     def _send(self, route: Route, local: int, stream: str, values: list[Any], anchors: Sequence[Tuple]) -> None:
         ids: dict[int, int] = {}
-        if anchors and self.acks is not None:
+        batch = None
+        if anchors:
             for a in anchors:
-                if a.anchors:
+                if a.anchors and self.acks is not None:
                     e = new_id()
                     a.ack_val ^= e
                     for root in a.anchors:
                         ids[root] = ids.get(root, 0) ^ e
-        self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, ids), partition=local)
+                batch = batch or a.batch  # a transactional tuple's children belong to its batch
+        self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, ids, batch), partition=local)
 
     def emit(self, values: list[Any], anchors: Tuple | Sequence[Tuple] | None = None, stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit ``values`` on ``stream`` anchored to ``anchors`` (a tuple, a list for
@@ -334,3 +336,64 @@ class SpoutOutputCollector(_Emitter):
             self.on_tracked(root, msg_id)
         elif msg_id is not None:
             self.on_untracked_ack(msg_id)
+
+    def open_tree(self, msg_id: Any, batch: tuple[int, int]) -> BatchTree:
+        """Start one tuple tree for a whole batch (``(txid, attempt)``): every tuple emitted
+        through it shares one root, and the tree is acked only when all of them are fully
+        processed (Storm's transactional spouts: a batch is one tree). Call
+        :meth:`BatchTree.close` after the last emit: it sends the one ``init``.
+        Raises FatalError when there are no ackers (a batch cannot be tracked)."""
+        if self.acks is None:
+            raise FatalError(f"[{self.component}] a transactional spout needs ackers (topology.acker.executors > 0)")
+        return BatchTree(self, msg_id, batch)
+
+
+class BatchTree:
+    """The tree of one batch (see :meth:`SpoutOutputCollector.open_tree`). Not thread-safe."""
+
+    def __init__(self, collector: SpoutOutputCollector, msg_id: Any, batch: tuple[int, int]) -> None:
+        self.collector = collector
+        self.msg_id = msg_id
+        self.batch = batch
+        self.root = new_id()
+        self.xor = 0
+        self.emitted = 0
+
+    def _send(self, route: Route, local: int, stream: str, values: list[Any]) -> None:
+        e = new_id()
+        self.xor ^= e
+        c = self.collector
+        c.produce(route.topic, encode_tuple(stream, c.component, c.task_id, values, {self.root: e}, self.batch), partition=local)
+        self.emitted += 1
+
+    def emit(self, values: list[Any], stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit ``values`` on ``stream`` in this batch; returns the global target tasks."""
+        c = self.collector
+        tasks: list[int] = []
+        for route in c.router.stream(stream):
+            for local in route.grouping.choose(values):
+                self._send(route, local, stream, values)
+                tasks.append(route.base + local)
+        if c.router.outputs[stream]:
+            c._outputs(stream, values)
+        c.emitted += len(tasks)
+        return tasks
+
+    def emit_direct(self, task: int, values: list[Any], stream: str) -> None:
+        """Emit to one global ``task`` on a direct stream, in this batch."""
+        c = self.collector
+        c._check_direct(stream, True)
+        route, local = c._direct_route(stream, task)
+        self._send(route, local, stream, values)
+
+    def close(self) -> int:
+        """Send the tree's ``init`` (the XOR of every edge) and start tracking it; returns
+        the root id. A batch that reached no task is acked at once."""
+        c = self.collector
+        if self.emitted:
+            assert c.acks is not None
+            c.acks.init(self.root, self.xor, c.task_id)
+            c.on_tracked(self.root, self.msg_id)
+        else:
+            c.on_untracked_ack(self.msg_id)
+        return self.root

@@ -98,6 +98,10 @@ class Component:
         """Component-level config (highest precedence), e.g. tick frequency."""
         return None
 
+    def input_partitions(self, num_tasks: int) -> int:
+        """Partitions of the component's own topic ``squall.T.<id>`` (default: one per task)."""
+        return num_tasks
+
 
 class Spout(Component):
     """A source of tuples (Storm's ISpout). One copy runs per task (see the module docstring).

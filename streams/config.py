@@ -29,12 +29,13 @@ class TopologyConfig(BaseModel):
         description="acker tasks = partitions of __acker (count; 0 turns tracking off; default 1)",
     )
     message_timeout_secs: float = Field(30.0, alias="topology.message.timeout.secs", gt=0, description="tree timeout (seconds; default 30)")
-    max_spout_pending: int = Field(
-        1000,
+    max_spout_pending: int | None = Field(
+        None,
         alias="topology.max.spout.pending",
         ge=1,
-        description="in-flight trees per spout task (count; default 1000). Higher values raise throughput on "
-        "slow-latency brokers and for micro-batch (Spark) bolts, at the cost of complete latency",
+        description="in flight per spout task, at most: trees (count; default 1000) or, for a transactional spout, batches "
+        "(count; default 5). Higher values raise throughput on slow-latency brokers and for micro-batch (Spark) bolts, at "
+        "the cost of complete latency",
     )
     tick_tuple_freq_secs: float | None = Field(None, alias="topology.tick.tuple.freq.secs", gt=0, description="tick tuple period (seconds; default off)")
     flush_interval_secs: float = Field(
@@ -53,6 +54,14 @@ class TopologyConfig(BaseModel):
     retry_multiplier: float = Field(2.0, alias="squall.spout.retry.multiplier", ge=1)
     retry_max_delay_secs: float = Field(10.0, alias="squall.spout.retry.max.delay.secs", ge=0)
     commit_period_secs: float = Field(1.0, alias="squall.spout.commit.period.secs", gt=0, description="offset commit period (seconds; default 1)")
+    batch_records: int = Field(
+        1000, alias="squall.batch.records", ge=1, description="a transactional spout's records per source partition per batch, at most (count; default 1000)"
+    )
+    state_url: str | None = Field(
+        None,
+        alias="squall.state.url",
+        description="where committer bolts keep state: sqlite:///path.db (default: <data dir>/state/<topology>.db), postgresql://user@host/db",
+    )
     stats_interval_secs: float = Field(1.0, alias="squall.stats.interval.secs", gt=0, description="stats snapshot period (seconds; default 1)")
     acker_buckets: int = Field(3, alias="squall.acker.buckets", ge=2, description="RotatingMap buckets (default 3)")
     acker_runtime: str = Field(
@@ -90,6 +99,9 @@ class TopologyConfig(BaseModel):
     def as_dict(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True)
 
+
+DEFAULT_MAX_SPOUT_PENDING = 1000
+"""Trees in flight per ordinary spout task when ``topology.max.spout.pending`` is not set."""
 
 KEYS = {f.alias: name for name, f in TopologyConfig.model_fields.items() if f.alias}
 

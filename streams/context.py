@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from streams.state import State, StateBackend
     from streams.topology import Topology
+
+STATE_URL_KEY = "squall.state.url"
 
 
 class LocalTasks:
@@ -28,19 +33,65 @@ class LocalTasks:
         return self._by_component.get(component, set())
 
 
+@dataclass
+class ExecutorIO:
+    """What a task may use of its executor: the Kafka it runs on (``bootstrap`` and client
+    overrides ``kafka = {"consumer": {...}, "producer": {...}}``), the dead-letter topic
+    (``dead_letter(message, reason, attempts)``), and the state stores it opened (one
+    backend per URL, shared by the executor's tasks)."""
+
+    bootstrap: str = ""
+    kafka: dict[str, Any] = field(default_factory=dict)
+    dead_letter: Callable[[Any, str, int], None] | None = None
+    stores: dict[str, StateBackend] = field(default_factory=dict)
+
+
 class TopologyContext:
     """Per-task view: ``this_task_id`` and the topology's task layout.
 
-    Task ids are global ints (see :mod:`streams.topology`).
+    Task ids are global ints (see :mod:`streams.topology`). ``metrics``: what the task
+    registered with :meth:`register_metric` (published with its executor's stats).
     """
 
-    def __init__(self, topology: Topology, component_id: str, task_id: int, worker: str = "", local: LocalTasks | None = None) -> None:
+    def __init__(
+        self, topology: Topology, component_id: str, task_id: int, worker: str = "", local: LocalTasks | None = None, io: ExecutorIO | None = None
+    ) -> None:
         self.topology = topology
         self.this_component_id = component_id
         self.this_task_id = task_id
         self.worker = worker
         self.local_tasks = local or LocalTasks()
         self.conf: dict[str, Any] = {}
+        self.io = io or ExecutorIO()
+        self.metrics: dict[str, Callable[[], float]] = {}
+
+    def register_metric(self, name: str, read: Callable[[], float]) -> None:
+        """Publish ``read()`` as counter ``name`` (a total; Prometheus ``squall_<name>_total``)
+        with the executor's stats (Storm's ``TopologyContext.registerMetric``)."""
+        self.metrics[name] = read
+
+    def state(self, name: str, kind: str = "opaque", combine: Callable[[Any, Any], Any] | None = None) -> State:
+        """The topology's state ``name`` (stored as ``<topology>.<name>``) with Trident's
+        semantics ``kind``: ``transactional``, ``opaque`` (default) or ``non-transactional``
+        (:mod:`streams.state`), in the store ``squall.state.url`` names. Commits are logged
+        under this task. Raises StateError (a bad URL or kind, an unreachable store)."""
+        import operator
+
+        from streams.exceptions import StateError
+        from streams.state import open_backend
+        from streams.state.semantics import STATE_KINDS
+
+        url = self.conf.get(STATE_URL_KEY)
+        if not url:
+            raise StateError(f"[{self.this_component_id}] no state store: set {STATE_URL_KEY}")
+        cls = STATE_KINDS.get(kind)
+        if cls is None:
+            raise StateError(f"[{self.this_component_id}] unknown state kind {kind!r} (kinds: {sorted(STATE_KINDS)})")
+        backend = self.io.stores.get(url)
+        if backend is None:
+            backend = self.io.stores[url] = open_backend(url)
+        writer = f"{self.this_component_id}:{self.this_task_index}"
+        return cls(backend, f"{self.topology.name}.{name}", combine or operator.add, writer=writer)
 
     @property
     def this_task_index(self) -> int:

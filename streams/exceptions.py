@@ -48,3 +48,13 @@ class DecodeError(SquallError):
         self.partition = partition
         self.offset = offset
         super().__init__(f"[{component}] cannot decode record {topic}[{partition}]@{offset}: {reason}")
+
+
+class StateError(FatalError):
+    """The state store cannot be opened or written (the message names the state and the store)."""
+
+
+class BatchBehindStateError(FailedException):
+    """A batch arrived whose txid is older than what the state already holds for a key
+    (Trident: "batch is behind state"). The message names the state, the key and both
+    txids. It fails the batch (it is replayed) rather than stopping the worker."""

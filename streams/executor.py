@@ -31,7 +31,7 @@ from streams.codec import encode_json
 from streams.collector import AckBuffer
 from streams.component import Component
 from streams.config import TopologyConfig
-from streams.context import LocalTasks, TopologyContext
+from streams.context import ExecutorIO, LocalTasks, TopologyContext
 from streams.dead_letter import dead_letter_headers
 from streams.exceptions import FatalError
 from streams.kafka_io import make_producer, produce_fn
@@ -110,6 +110,8 @@ class Executor:
         self.produce = produce_fn(self.producer)
         self.acks = AckBuffer(acker_topic(topology.name), conf.ackers) if conf.ackers > 0 else None
         self.tasks: tuple[int, ...] = tuple(range(self._task_count())) if tasks is None else tuple(tasks)
+        self.io = ExecutorIO(bootstrap, self.kafka, self.dead_letter)
+        self._contexts: list[TopologyContext] = []
         self._next_stats = 0.0
         self.error: BaseException | None = None
         self.assigned = threading.Event()
@@ -159,8 +161,9 @@ class Executor:
         id, its context and the copy. Raises FatalError if the copy is not a ``kind``."""
         cdef = self.topology.components[self.component]
         task_id = cdef.task_base + partition
-        ctx = TopologyContext(self.topology, self.component, task_id, self.worker, self.local)
+        ctx = TopologyContext(self.topology, self.component, task_id, self.worker, self.local, self.io)
         ctx.conf = self.conf_dict
+        self._contexts.append(ctx)
         obj = cdef.new_instance()
         if not isinstance(obj, kind):
             raise FatalError(f"[{self.component}] is not a {kind.__name__}: {type(obj).__name__}")
@@ -180,7 +183,16 @@ class Executor:
         if final or now >= self._next_stats:
             self._next_stats = now + self.conf.stats_interval_secs
             self._update_gauges()
+            self._read_metrics()
             self.produce(metrics_topic(self.topology.name), encode_json(self.stats.snapshot(final)), key=self.stats.instance.encode())
+
+    def _read_metrics(self) -> None:
+        """Counters the tasks registered (``TopologyContext.register_metric``), summed per name."""
+        totals: dict[str, float] = {}
+        for ctx in self._contexts:
+            for name, read in ctx.metrics.items():
+                totals[name] = totals.get(name, 0.0) + read()
+        self.stats.counters.update(totals)
 
     def _update_gauges(self) -> None:
         """Refresh gauges before a snapshot."""

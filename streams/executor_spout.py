@@ -23,6 +23,7 @@ from confluent_kafka import OFFSET_END, Consumer, Message, TopicPartition
 from streams.acker_wire import RESULT_ACK, decode_list
 from streams.collector import Router, SpoutOutputCollector
 from streams.component import Spout
+from streams.config import DEFAULT_MAX_SPOUT_PENDING
 from streams.exceptions import DecodeError
 from streams.executor import Every, Executor
 from streams.inflight import InFlightTrees
@@ -178,7 +179,7 @@ class SpoutExecutor(Executor):
     def _emit(self) -> int:
         if self.draining or not self.active.is_set():
             return 0
-        limit = self.conf.max_spout_pending
+        limit = self.conf.max_spout_pending or DEFAULT_MAX_SPOUT_PENDING
         inflight = self.inflight
         total = 0
         for task in list(self.by_task.values()):

@@ -9,6 +9,7 @@ Everything a topology ``T`` owns is prefixed ``squall.T.`` (see docs/design.md):
 ``squall.T.__ack_result``      acker -> spout; partition = the spout's global task id
 ``squall.T.__metrics``         executor stats snapshots (JSON), read by ``squall run``
 ``squall.T.__dlq``             dead-letter topic for records past their retries or poison
+``squall.T.__coordinator``     transactional spouts' coordinator state (key = spout id)
 =============================  ===========================================================
 
 Consumer groups are named like the topic the group reads: ``squall.T.<component>``.
@@ -45,3 +46,7 @@ def metrics_topic(topology: str) -> str:
 
 def dead_letter_topic(topology: str) -> str:
     return f"{PREFIX}.{topology}.__dlq"
+
+
+def coordinator_topic(topology: str) -> str:
+    return f"{PREFIX}.{topology}.__coordinator"

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from streams.batch import BATCH_END_STREAM, COMMIT_STREAM, SYSTEM_STREAMS, BatchBolt, is_committer
 from streams.component import DEFAULT_STREAM, BasicBolt, BasicBoltExecutor, Bolt, Component, OutputFieldsDeclarer, Spout, StreamDef
 from streams.exceptions import TopologyError
 from streams.tuple import SYSTEM_COMPONENT
@@ -39,14 +40,29 @@ class ComponentDef:
     conf: dict[str, Any] = field(default_factory=dict)
     streams: dict[str, StreamDef] = field(default_factory=dict)
     task_base: int = 0
+    committer: bool = False
 
     @property
     def task_ids(self) -> range:
         return range(self.task_base, self.task_base + self.num_tasks)
 
+    @property
+    def input_partitions(self) -> int:
+        """Partitions of its own topic (one per task, except a transactional spout's)."""
+        return self.obj.input_partitions(self.num_tasks)
+
     def new_instance(self) -> Component:
         """A fresh copy of the user's component for one task (Storm deserialises one per task)."""
         return copy.deepcopy(self.obj)
+
+
+@dataclass(frozen=True)
+class StateOutputDef:
+    """A committer's state that ``squall run`` writes to its output file (``{key: value}``):
+    ``state`` is the name given to ``context.state``, ``kind`` its semantics."""
+
+    state: str
+    kind: str
 
 
 @dataclass(frozen=True)
@@ -137,6 +153,7 @@ class TopologyBuilder:
     def __init__(self) -> None:
         self._defs: dict[str, ComponentDef] = {}
         self._outputs: list[OutputDef] = []
+        self._state_outputs: list[StateOutputDef] = []
 
     def _add(self, cid: str, obj: Component, parallelism_hint: int, num_tasks: int | None, is_spout: bool) -> ComponentDef:
         if not cid or cid.startswith("__") or "/" in cid or " " in cid:
@@ -156,15 +173,32 @@ class TopologyBuilder:
             raise TopologyError(f"[{id}] set_spout needs a Spout, got {type(spout).__name__}")
         return SpoutDeclarer(self, self._add(id, spout, parallelism_hint, num_tasks, True))
 
-    def set_bolt(self, id: str, bolt: Bolt | BasicBolt, parallelism_hint: int = 1, num_tasks: int | None = None) -> BoltDeclarer:  # noqa: A002
-        """Add a bolt (a BasicBolt is wrapped to anchor and ack automatically)."""
+    def set_bolt(self, id: str, bolt: Bolt | BasicBolt | BatchBolt, parallelism_hint: int = 1, num_tasks: int | None = None) -> BoltDeclarer:  # noqa: A002
+        """Add a bolt (a BasicBolt is wrapped to anchor and ack automatically; a BatchBolt
+        belongs in a transactional topology)."""
+        wrapped: Component
         if isinstance(bolt, BasicBolt):
-            wrapped: Bolt = BasicBoltExecutor(bolt)
-        elif isinstance(bolt, Bolt):
+            wrapped = BasicBoltExecutor(bolt)
+        elif isinstance(bolt, Bolt | BatchBolt):
             wrapped = bolt
         else:
-            raise TopologyError(f"[{id}] set_bolt needs a Bolt or BasicBolt, got {type(bolt).__name__}")
-        return BoltDeclarer(self, self._add(id, wrapped, parallelism_hint, num_tasks, False))
+            raise TopologyError(f"[{id}] set_bolt needs a Bolt, BasicBolt or BatchBolt, got {type(bolt).__name__}")
+        cdef = self._add(id, wrapped, parallelism_hint, num_tasks, False)
+        cdef.committer = is_committer(bolt)
+        return BoltDeclarer(self, cdef)
+
+    def set_committer_bolt(self, id: str, bolt: BatchBolt, parallelism_hint: int = 1, num_tasks: int | None = None) -> BoltDeclarer:  # noqa: A002
+        """Add a committer bolt (Storm's ``setCommitterBolt``): its ``finish_batch`` runs only
+        in the commit phase, in txid order. Raises TopologyError for anything but a BatchBolt."""
+        if not isinstance(bolt, BatchBolt):
+            raise TopologyError(f"[{id}] a committer bolt must be a BatchBolt, got {type(bolt).__name__}")
+        declarer = self.set_bolt(id, bolt, parallelism_hint, num_tasks)
+        self._defs[id].committer = True
+        return declarer
+
+    def set_state_output(self, state: str, kind: str = "opaque") -> None:
+        """``squall run`` writes state ``state`` (of semantics ``kind``) to its output file."""
+        self._state_outputs.append(StateOutputDef(state, kind))
 
     def set_output(self, topic: str, component: str, stream: str = DEFAULT_STREAM, *, key_field: str, value_field: str, merge: str = "sum") -> None:
         """Write ``(component, stream)`` to the external ``topic`` (a leaf: no tracking)."""
@@ -175,18 +209,51 @@ class TopologyBuilder:
 
     def create_topology(self, name: str, conf: dict[str, Any] | None = None) -> Topology:
         """Validate and freeze. Raises :class:`TopologyError` naming the component at fault."""
-        return Topology(name, list(self._defs.values()), list(self._outputs), dict(conf or {}))
+        defs = [copy.copy(d) for d in self._defs.values()]
+        for d in defs:
+            d.inputs = list(d.inputs)
+        if any(is_transactional_spout(d.obj) for d in defs):
+            wire_transactional(defs)
+        return Topology(name, defs, list(self._outputs), dict(conf or {}), list(self._state_outputs))
+
+
+def wire_transactional(defs: list[ComponentDef]) -> None:
+    """Make a topology transactional (Storm's TransactionalTopologyBuilder): every bolt runs
+    in a :class:`~streams.coordinated_bolt.CoordinatedBolt`, listens to its inputs' end
+    markers, and committers listen to the spout's commits. Raises TopologyError."""
+    from streams.coordinated_bolt import CoordinatedBolt
+
+    spouts = [d for d in defs if d.is_spout]
+    if len(spouts) != 1:
+        raise TopologyError(f"[{spouts[0].id}] a transactional topology has exactly one spout, got {[d.id for d in spouts]}")
+    spout = spouts[0]
+    if spout.num_tasks != 1 or spout.parallelism != 1:
+        raise TopologyError(f"[{spout.id}] a transactional spout has one task and one executor (it reads every partition), got {spout.num_tasks}")
+    for d in defs:
+        if d.is_spout:
+            continue
+        if d.committer and not isinstance(d.obj, BatchBolt):
+            raise TopologyError(f"[{d.id}] a committer bolt must be a BatchBolt, got {type(d.obj).__name__}")
+        d.obj = CoordinatedBolt(d.obj, d.committer)
+        upstream = list(dict.fromkeys(sub.component for sub in d.inputs if sub.stream not in SYSTEM_STREAMS))
+        d.inputs += [Subscription(u, BATCH_END_STREAM, "direct") for u in upstream]
+        if d.committer:
+            d.inputs.append(Subscription(spout.id, COMMIT_STREAM, "all"))
 
 
 class Topology:
     """A validated topology: components with global task ids, streams and subscriptions."""
 
-    def __init__(self, name: str, defs: list[ComponentDef], outputs: list[OutputDef], conf: dict[str, Any]) -> None:
+    def __init__(
+        self, name: str, defs: list[ComponentDef], outputs: list[OutputDef], conf: dict[str, Any], state_outputs: list[StateOutputDef] | None = None
+    ) -> None:
         if not name or "/" in name or " " in name:
             raise TopologyError(f"invalid topology name {name!r}")
         self.name = name
         self.conf = conf
         self.outputs = outputs
+        self.state_outputs = state_outputs or []
+        self.transactional = any(is_transactional_spout(d.obj) for d in defs)
         self._field_index: dict[tuple[str, str], dict[str, int]] = {}
         ordered = [d for d in defs if d.is_spout] + [d for d in defs if not d.is_spout]
         self.components: dict[str, ComponentDef] = {d.id: d for d in ordered}
@@ -285,3 +352,8 @@ class Topology:
                 fields = ()
             idx = self._field_index[key] = {f: i for i, f in enumerate(fields)}
         return idx
+
+
+def is_transactional_spout(obj: Any) -> bool:
+    """True for a transactional or opaque spout (:mod:`streams.transactional_spout`)."""
+    return bool(getattr(obj, "transactional", False))

@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -195,3 +196,46 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple
                 p.kill()
         master_log.close()
         worker_log.close()
+
+
+def _pg_bindir() -> Path | None:
+    """The PostgreSQL server binaries (``pg_config --bindir``, else Debian's layout)."""
+    if shutil.which("pg_config"):
+        out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True)
+        if out.returncode == 0 and (Path(out.stdout.strip()) / "initdb").exists():
+            return Path(out.stdout.strip())
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    return found[-1].parent if found else None
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL for state tests: ``SQUALL_TEST_POSTGRES`` if set, else a throw-away
+    server started from the machine's binaries (initdb + pg_ctl on a free port; run as the
+    ``postgres`` user when the tests run as root, since PostgreSQL refuses root;
+    pytest-postgresql cannot do that). Each test's topology has its own state names."""
+    url = os.environ.get("SQUALL_TEST_POSTGRES")
+    if url:
+        yield url
+        return
+    bindir = _pg_bindir()
+    if bindir is None:
+        pytest.fail("no PostgreSQL server binaries: apt-get install postgresql, or set SQUALL_TEST_POSTGRES=postgresql://...")
+    from service.broker import free_port
+
+    home = Path(tempfile.mkdtemp(prefix="squall-pg-"))  # not under pytest's root-only tmp: the postgres user must reach it
+    data = home / "data"
+    port = free_port()
+    as_user: list[str] = []
+    if os.geteuid() == 0:
+        shutil.chown(home, "postgres")
+        home.chmod(0o700)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "squall"], check=True, capture_output=True)
+    opts = f"-p {port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off"
+    subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(home / "log"), "-w", "start"], check=True, capture_output=True)
+    try:
+        yield f"postgresql://squall@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
+        shutil.rmtree(home, ignore_errors=True)

@@ -1,0 +1,141 @@
+"""When has a batch fully reached a task? Storm's CoordinatedBolt bookkeeping (pure).
+
+Every upstream task sends each task of its subscribers one end marker per batch,
+``[txid, attempt, count]``, after the batch's tuples (``count``: how many it sent to that
+task). A task's input for a batch is complete once it has a marker from every upstream task
+and has received exactly the announced number of tuples from each (markers and tuples may
+arrive in any order). A committer's input is complete the same way, and it finishes only
+once the batch's commit tuple has arrived too.
+
+Attempts: a replayed batch has the same txid and a larger attempt. A tuple of a newer
+attempt supersedes what a task holds for an older one; a tuple of an older attempt, or of
+an attempt already finished here, is *stale* and only acked.
+
+>>> t = BatchTracker(upstream=frozenset({0, 1}), committer=False)
+>>> b = t.data(7, 1, source_task=0)
+>>> b = t.marker(7, 1, source_task=0, count=1, tuple="m0")
+>>> t.complete(b)
+False
+>>> b = t.marker(7, 1, source_task=1, count=0, tuple="m1")
+>>> t.complete(b), b.markers
+(True, ['m0', 'm1'])
+>>> t.finished(b); t.data(7, 1, source_task=0) is None  # late duplicate: stale
+True
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class TaskBatch:
+    """One batch attempt as one task sees it.
+
+    ``received``/``expected``: tuples per upstream global task (received so far; announced
+    by its marker). ``markers``: the marker tuples, held until the batch finishes here (or,
+    at a committer, until its input is complete). ``commit``: a committer's commit tuple.
+    ``bolt``: the BatchBolt copy for this batch. ``sent``: tuples this task emitted in the
+    batch per global target task (the counts of its own markers). ``input_done``: the
+    input was complete (a committer may still wait for its commit).
+    """
+
+    txid: int
+    attempt: int
+    received: dict[int, int] = field(default_factory=dict)
+    expected: dict[int, int] = field(default_factory=dict)
+    markers: list[Any] = field(default_factory=list)
+    commit: Any = None
+    bolt: Any = None
+    sent: dict[int, int] = field(default_factory=dict)
+    input_done: bool = False
+
+
+class BatchTracker:
+    """The batches in progress at one task.
+
+    Args:
+      upstream: the global task ids that send this task markers (every task of every
+        component it subscribes to).
+      committer: whether this task is a committer's (finishes at the commit).
+      remember: how many finished ``(txid, attempt)`` pairs to remember, so late
+        duplicates are recognised as stale.
+    Not thread-safe (one executor thread).
+    """
+
+    def __init__(self, upstream: frozenset[int], committer: bool, remember: int = 4096) -> None:
+        self.upstream = upstream
+        self.committer = committer
+        self.remember = remember
+        self.batches: dict[int, TaskBatch] = {}
+        self.superseded: list[TaskBatch] = []
+        """Batches dropped because a newer attempt arrived; the caller takes and settles them."""
+        self._finished: OrderedDict[int, int] = OrderedDict()
+
+    def batch(self, txid: int, attempt: int) -> TaskBatch | None:
+        """The record of ``(txid, attempt)``, created if new; None when stale."""
+        done = self._finished.get(txid)
+        if done is not None and attempt <= done:
+            return None
+        b = self.batches.get(txid)
+        if b is not None:
+            if attempt == b.attempt:
+                return b
+            if attempt < b.attempt:
+                return None
+            self.superseded.append(b)
+        b = self.batches[txid] = TaskBatch(txid, attempt)
+        return b
+
+    def data(self, txid: int, attempt: int, source_task: int) -> TaskBatch | None:
+        """A data tuple of the batch arrived from ``source_task``."""
+        b = self.batch(txid, attempt)
+        if b is not None:
+            b.received[source_task] = b.received.get(source_task, 0) + 1
+        return b
+
+    def marker(self, txid: int, attempt: int, source_task: int, count: int, tuple: Any) -> TaskBatch | None:  # noqa: A002
+        """``source_task``'s end marker: it sent this task ``count`` tuples of the batch."""
+        b = self.batch(txid, attempt)
+        if b is not None:
+            b.expected[source_task] = count
+            b.markers.append(tuple)
+        return b
+
+    def commit(self, txid: int, attempt: int, tuple: Any) -> TaskBatch | None:  # noqa: A002
+        """A committer's commit tuple. None when this task knows nothing of the batch: a
+        stale attempt, or one whose processing this task lost (it restarted)."""
+        done = self._finished.get(txid)
+        if done is not None and attempt <= done:
+            return None
+        b = self.batches.get(txid)
+        if b is None or b.attempt != attempt:
+            return None
+        b.commit = tuple
+        return b
+
+    def is_duplicate_commit(self, txid: int, attempt: int) -> bool:
+        """True if ``(txid, attempt)`` already finished here (a commit delivered twice)."""
+        done = self._finished.get(txid)
+        return done is not None and attempt <= done
+
+    def complete(self, b: TaskBatch) -> bool:
+        """Every upstream task's marker is in and every announced tuple has arrived."""
+        if len(b.expected) < len(self.upstream):
+            return False
+        return all(b.received.get(t, 0) == n for t, n in b.expected.items())
+
+    def ready(self, b: TaskBatch) -> bool:
+        """The batch may finish here now (a committer also needs its commit tuple)."""
+        return b.input_done and (not self.committer or b.commit is not None)
+
+    def finished(self, b: TaskBatch) -> None:
+        """The batch finished here: forget it, remember it as done."""
+        if self.batches.get(b.txid) is b:
+            del self.batches[b.txid]
+        self._finished[b.txid] = max(b.attempt, self._finished.get(b.txid, 0))
+        self._finished.move_to_end(b.txid)
+        while len(self._finished) > self.remember:
+            self._finished.popitem(last=False)

@@ -1,0 +1,90 @@
+"""Trident's state semantics (streams.state): replays never change the result."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streams.exceptions import BatchBehindStateError, StateError
+from streams.state import NonTransactionalState, OpaqueState, TransactionalState, open_backend
+from streams.state.semantics import State
+
+KEYS = st.sampled_from(["a", "b", "c", ("x", 1)])
+BATCH = st.lists(st.tuples(KEYS, st.integers(-5, 20)), max_size=6)
+
+
+def fresh(cls: type[State]) -> State:
+    return cls(open_backend("memory://"), "s", writer="w")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(BATCH, st.integers(0, 3)), min_size=1, max_size=8))
+def test_transactional_replays_of_a_batch_change_nothing(batches: list[tuple[list[tuple[object, int]], int]]) -> None:
+    """A txid replayed any number of times (same tuples, as a transactional spout does)
+    ends where one clean run ends."""
+    clean, replayed = fresh(TransactionalState), fresh(TransactionalState)
+    for txid, (updates, replays) in enumerate(batches, start=1):
+        clean.apply(txid, updates)
+        for _ in range(1 + replays):
+            replayed.apply(txid, updates)
+    assert replayed.items() == clean.items()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(BATCH, min_size=1, max_size=4), min_size=1, max_size=8))
+def test_opaque_replays_that_differ_end_as_the_last_attempts_alone(attempts: list[list[list[tuple[object, int]]]]) -> None:
+    """Each txid applied once per attempt, attempts differing (an opaque spout): the result
+    is that of a clean run of each txid's last attempt."""
+    clean, replayed = fresh(OpaqueState), fresh(OpaqueState)
+    for txid, tries in enumerate(attempts, start=1):
+        clean.apply(txid, tries[-1])
+        for updates in tries:
+            replayed.apply(txid, updates)
+    assert replayed.items() == clean.items()
+
+
+def test_non_transactional_counts_a_replay_twice() -> None:
+    s = fresh(NonTransactionalState)
+    s.apply(1, [("a", 2)])
+    s.apply(1, [("a", 2)])  # the same batch replayed
+    assert s.get("a") == 4
+
+
+def test_an_older_txid_is_refused_naming_the_state_key_and_both_txids() -> None:
+    for cls in (TransactionalState, OpaqueState):
+        s = fresh(cls)
+        s.apply(5, [("a", 1)])
+        with pytest.raises(BatchBehindStateError, match=r'\[s\] batch 4 is behind state: key "a" already holds txid 5'):
+            s.apply(4, [("a", 1)])
+
+
+def test_a_batch_is_one_database_transaction_with_its_txid(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'st.db'}"
+    s = TransactionalState(open_backend(url), "t.counts", writer="count:0")
+
+    def broken() -> object:
+        yield ("a", 1)
+        raise RuntimeError("the committer died mid-batch")
+
+    s.apply(1, [("a", 1), ("b", 2)])
+    with pytest.raises(RuntimeError):
+        s.apply(2, broken())  # type: ignore[arg-type]
+    again = TransactionalState(open_backend(url), "t.counts", writer="count:0")  # another process
+    assert again.items() == {"a": 1, "b": 2} and again.last_txid() == 1
+    assert again.commits() == [("count:0", 1, 2, 0)]
+
+
+def test_unknown_state_store_is_named() -> None:
+    with pytest.raises(StateError, match="unknown state store 'redis://x'"):
+        open_backend("redis://x")
+
+
+def test_keys_round_trip_as_json() -> None:
+    s = fresh(OpaqueState)
+    s.apply(1, [(k, 1) for k in ["w", 3, ("a", "b")]])
+    assert s.items() == {"w": 1, 3: 1, ("a", "b"): 1}
+    assert list(itertools.islice(s.commits(), 1)) == [("w", 1, 3, 0)]
