@@ -8,6 +8,8 @@ Workloads: ``wordcount`` (Shakespeare lines -> split -> count by word) and ``fli
 * ``squall-unacked``  -- 0 ackers
 * ``squall-spark``    -- at-least-once, ``split`` as a SparkBolt (word count only;
   ``python -m bench spark`` runs it against squall-acked alone)
+* ``squall-exactly-once`` -- a transactional topology: txid batches, committers writing
+  Trident state in SQLite (``examples/*_exactly_once.py``); its result is read from the state
 * ``quixstreams-alo`` -- Quix Streams at-least-once
 * ``quixstreams-eos`` -- not run; the reason is recorded
 * ``faust``           -- faust-streaming agents + a Table
@@ -47,8 +49,9 @@ from service.runner import Job
 from streams.stats import LogHistogram
 
 CACHE = Path(os.environ.get("SQUALL_DATA_DIR", Path.home() / ".cache" / "squall"))
-CONTENDERS = ["limit", "squall-acked", "squall-unacked", "squall-spark", "quixstreams-alo", "quixstreams-eos", "faust"]
+CONTENDERS = ["limit", "squall-acked", "squall-unacked", "squall-exactly-once", "squall-spark", "quixstreams-alo", "quixstreams-eos", "faust"]
 SPARK_EXAMPLES = {"wordcount": "wordcount_spark.py"}  # split as a SparkBolt; same contract as wordcount.py
+EXACTLY_ONCE = {"wordcount": ("wordcount_exactly_once.py", "counts"), "flights": ("flights_exactly_once.py", "totals")}
 EOS_REASON = (
     "not run: the embedded broker accepts transactions but read_committed readers still see aborted records, "
     "so Quix's exactly-once guarantees nothing here, and after a kill -9 Quix stays stuck on the open transaction"
@@ -113,6 +116,34 @@ class Watcher:
 
     def close(self) -> None:
         self.c.close()
+
+
+class StateWatcher:
+    """Watches a transactional topology's committed state (what its committers wrote), in
+    the same shape as :class:`Watcher`: ``key -> [values]``. Reads every ``every_s``."""
+
+    def __init__(self, job: Job, state: str, every_s: float = 0.5) -> None:
+        self.store = job.state(state, "transactional")
+        self.every_s = every_s
+        self.state: dict[str, Any] = {}
+        self.latency = LogHistogram()
+        self.last_change = time.monotonic()
+        self._next = 0.0
+
+    def poll(self, timeout: float) -> int:
+        time.sleep(timeout)
+        now = time.monotonic()
+        if now < self._next:
+            return 0
+        self._next = now + self.every_s
+        new = {str(k): (v if isinstance(v, list) else [v]) for k, v in self.store.items().items()}
+        if new != self.state:
+            self.state, self.last_change = new, now
+            return 1
+        return 0
+
+    def close(self) -> None:
+        self.store.backend.close()
 
 
 def normalise(workload: str, exp: dict[str, Any]) -> dict[str, list[int]]:
@@ -223,7 +254,9 @@ def run_squall(
     limit_s: float,
     workdir: Path,
     example: str | None = None,
+    state: str | None = None,
 ) -> dict[str, Any]:
+    """``state``: a transactional example whose result is that committed state (not a topic)."""
     w = WORKLOADS[workload]
     settings = ServiceSettings(bootstrap_servers=bootstrap, data_dir=workdir, log_level="WARNING")
     overrides = {} if acked else {"topology.acker.executors": 0}
@@ -231,15 +264,16 @@ def run_squall(
     try:
         job.start(produce_input=False)
         job.wait_ready()
-        watcher = Watcher(bootstrap, f"squall.{job.name}.{w['output']}", "delta", w["fields"], "carrier" if workload == "flights" else "word")
+        key = "carrier" if workload == "flights" else "word"
+        topic = f"squall.{job.name}.{w['output']}"
+        watcher: Watcher | StateWatcher = StateWatcher(job, state) if state else Watcher(bootstrap, topic, "delta", w["fields"], key)
         warm = 1 if workload == "wordcount" else 2  # flights: header + first flight
         job.produce(w["spout"], lines[:warm])
         while not watcher.state:
             watcher.poll(0.1)
         start = time.monotonic()
-        topic = f"squall.{job.name}.{w['spout']}"
-        tasks = job.topology.components[w["spout"]].num_tasks
-        produce(bootstrap, topic, lines[warm:], wrap=False, rate=rate, partitions=tasks)
+        tasks = job.topology.components[w["spout"]].input_partitions
+        produce(bootstrap, f"squall.{job.name}.{w['spout']}", lines[warm:], wrap=False, rate=rate, partitions=tasks)
         assert job.supervisor is not None
         procs = job.supervisor.procs
         end, peak = run_until(watcher, exp, lambda: [q for p in procs.values() for q in (p.pid, *descendants(p.pid))], quiet_s, limit_s)
@@ -247,7 +281,7 @@ def run_squall(
         job.board.poll(1.5)
         hist = job.board.hist("spout", "complete_latency")  # empty when unacked
         p50, p99 = hist.quantile(0.5), hist.quantile(0.99)
-        correct, dups = verdict(watcher.state, exp, at_least_once=True)
+        correct, dups = verdict(watcher.state, exp, at_least_once=not state)
         watcher.close()
         acker_ops = int(job.board.total("spout", "acker_ops") + job.board.total("bolt", "acker_ops"))
         return {"seconds": end - start, "peak_rss_bytes": peak, "correct": correct, "duplicates": dups, "p50_s": p50, "p99_s": p99, "acker_ops": acker_ops}
@@ -326,6 +360,9 @@ def run(args: Any) -> dict[str, Any]:
                             row = {"note": f"no SparkBolt version of {workload}"}
                         else:
                             row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir, SPARK_EXAMPLES[workload])
+                    elif name == "squall-exactly-once":
+                        example, state = EXACTLY_ONCE[workload]
+                        row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir, example, state)
                     elif name.startswith("squall"):
                         row = run_squall(bootstrap, workload, lines, exp, name == "squall-acked", None, quiet_s, limit_s, workdir)
                     elif name == "quixstreams-eos":
@@ -355,6 +392,9 @@ def run(args: Any) -> dict[str, Any]:
                     try:
                         if name == "squall-spark":
                             lat = run_squall(bootstrap, workload, csample, cexp, True, crate, quiet_s, limit_s, workdir, SPARK_EXAMPLES[workload])
+                        elif name == "squall-exactly-once":
+                            example, state = EXACTLY_ONCE[workload]
+                            lat = run_squall(bootstrap, workload, csample, cexp, True, crate, quiet_s, limit_s, workdir, example, state)
                         elif name.startswith("squall"):
                             lat = run_squall(bootstrap, workload, sample, sexp, name == "squall-acked", rate, quiet_s, limit_s, workdir)
                         else:
@@ -386,6 +426,9 @@ def finish(rows: dict[str, Any]) -> None:
     unacked = rows.get("squall-unacked", {}).get("records_per_s")
     if acked and unacked:
         rows["squall-acked"]["reliability_overhead"] = 1 - acked / unacked
+    eo = rows.get("squall-exactly-once", {}).get("records_per_s")
+    if eo and acked:
+        rows["squall-exactly-once"]["ratio_to_acked"] = eo / acked
 
 
 def print_results(result: dict[str, Any]) -> None:
@@ -413,3 +456,6 @@ def print_results(result: dict[str, Any]) -> None:
         acked = rows.get("squall-acked", {})
         if "reliability_overhead" in acked:
             print(f"{workload}: reliability overhead 1 - acked/unacked = {acked['reliability_overhead']:.1%}")
+        eo = rows.get("squall-exactly-once", {})
+        if "ratio_to_acked" in eo:
+            print(f"{workload}: exactly-once / acked = {eo['ratio_to_acked']:.2f} ({1 - eo['ratio_to_acked']:.1%} slower)")

@@ -111,7 +111,7 @@ class SparkBolt(Bolt):
 
     ``fn``: the user function. ``output_fields``: fields of the default stream;
     ``streams``: more streams ``{name: fields}``. ``batch``: ``rows`` | ``pandas`` |
-    ``arrow``. ``committer``: a :class:`streams.spark.committer.Committer` makes this a
+    ``arrow``. ``committer``: a :class:`streams.spark.committer.SparkCommitter` makes this a
     committer bolt whose state is written once per micro-batch id (the txid).
 
     Raises :class:`SparkBoltError` from :meth:`validate` (called by ``set_bolt``, so the

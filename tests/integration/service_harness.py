@@ -25,6 +25,7 @@ from streams.board import StatsBoard
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDCOUNT = ROOT / "examples" / "wordcount.py"
+EXACTLY_ONCE = ROOT / "examples" / "wordcount_exactly_once.py"
 FEEDER = Path(__file__).parent / "feeder.py"
 
 

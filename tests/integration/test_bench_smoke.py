@@ -35,3 +35,4 @@ def test_bench_smoke_every_contender_runs_and_is_correct(bootstrap: str) -> None
             assert rows["squall-spark"]["p99_s"] is not None and rows["squall-spark"]["acker_ops"] > 0
         assert rows["squall-unacked"]["p99_s"] is None  # nothing is tracked with 0 ackers
         assert rows["squall-unacked"]["acker_ops"] == 0 and rows["squall-acked"]["acker_ops"] > 0
+        assert rows["squall-exactly-once"]["duplicates"] == 0  # exact, read from its committed state

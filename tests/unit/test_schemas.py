@@ -87,3 +87,22 @@ def test_control_record_and_events() -> None:
     check("event.schema.json", json.dumps(stopped).encode())
     crashed = {**stopped, "event": "crashed", "exit_code": -9, "components": "lines,__acker", "log_tail": "...", "gave_up": False}
     check("event.schema.json", json.dumps(crashed).encode())
+
+
+def test_coordinator_state_and_batch_system_tuples() -> None:
+    from streams.coordinator import BatchCoordinator, CoordinatorState
+
+    c = BatchCoordinator(CoordinatorState(), opaque=True, max_pending=2, batch_records=10)
+    a = c.next_action({("squall.t.lines", 0): 25, ("squall.t.lines", 1): 3}, starts={})
+    assert a is not None
+    c.emitted(a.batch)
+    c.batch_acked(a.batch.txid, a.batch.attempt)
+    commit = c.next_action({}, starts={})
+    assert commit is not None
+    c.commit_started(commit.batch)
+    check("coordinator.schema.json", json.dumps(c.snapshot()).encode())
+    assert CoordinatorState.from_json(c.snapshot()).to_json() == c.snapshot()  # round-trips
+    check("tuple.schema.json", encode_tuple("__batch_end", "split", 2, [4, 1, 17], {5: 9}, (4, 1)))  # an end marker
+    check("tuple.schema.json", encode_tuple("__commit", "lines", 0, [4, 1], {6: 3}, (4, 1)))  # a commit tuple
+    with pytest.raises(jsonschema.ValidationError):
+        check("tuple.schema.json", b'[1,"s","c",0,[],[],[0]]')

@@ -16,8 +16,9 @@ from streams.codec import decode_tuple, encode_tuple
 from streams.naming import component_topic
 from streams.spark.bolt import KIND_ACK, KIND_FAIL, KIND_RECORD, KIND_STATE, KIND_STATS, BoltProcessor, to_signed, to_unsigned
 from streams.spark.bolt_sink import BoltCommit, merge_commits
-from streams.spark.committer import Committer, TxidStore
+from streams.spark.committer import SparkCommitter
 from streams.spark.source import ARROW_SCHEMA, cap_ranges, plan_ranges
+from streams.state import TransactionalState, open_backend
 from tests.unit.sim import apply_ops
 
 TOPOLOGIES = Path(__file__).resolve().parents[1] / "integration" / "topologies"
@@ -164,17 +165,18 @@ def test_merge_commits_xors_across_tasks_and_fail_wins() -> None:
     assert m.acks == {1: 0b11, 3: 0b1} and m.fails == {2} and m.records == 5 and m.state == {'"x"': [1, 2]}
 
 
-def test_txid_store_skips_a_replayed_batch(tmp_path: Path) -> None:
-    c = Committer(TxidStore(tmp_path / "s.db"))
+def test_spark_committer_skips_a_replayed_batch(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    c = SparkCommitter(TransactionalState(open_backend(url), "wc.counts"))
     r1 = c.commit(1, c.fold([("a", 1), ("b", 2), ("a", 3)]))
     assert (r1.written, r1.skipped) == (2, 0)
     replay = c.commit(1, c.fold([("a", 1), ("b", 2), ("a", 3)]))  # same txid: already applied
     assert (replay.written, replay.skipped) == (0, 2)
     c.commit(2, c.fold([("a", 10)]))
-    store = TxidStore(tmp_path / "s.db")  # a new process sees the same state
-    assert store.items() == {"a": 14, "b": 2}
-    assert store.get("a") == (2, 14) and store.get("b") == (1, 2)
-    assert store.batches() == {1: (2, 2), 2: (1, 0)}
+    state = TransactionalState(open_backend(url), "wc.counts")  # a new process sees the same state
+    assert state.items() == {"a": 14, "b": 2}
+    assert state.get("a") == 14 and state.last_txid() == 2
+    assert [(t, w, s) for _, t, w, s in state.commits()] == [(1, 2, 0), (1, 0, 2), (2, 1, 0)]
 
 
 def test_cap_ranges_is_proportional_and_bounded() -> None:

@@ -1,6 +1,6 @@
-"""A committer SparkBolt: word counts kept in a txid store (the micro-batch id is the txid).
+"""A committer SparkBolt: word counts kept in a transactional state (the micro-batch id is the txid).
 
-``SQUALL_TEST_STATE_DB`` names the SQLite store. If ``SQUALL_TEST_CRASH_DIR`` is set, the
+``SQUALL_TEST_STATE_DB`` names the SQLite file. If ``SQUALL_TEST_CRASH_DIR`` is set, the
 first commit of a batch that holds ``line`` tuples raises *after* its state is written
 (once: a marker file), so the query dies between the state write and Spark's commit log;
 the restarted query re-runs that batch with the same id, and its writes must be skipped.
@@ -16,14 +16,15 @@ from examples.wordcount import words
 from streams import KafkaSpout, Topology, TopologyBuilder, Tuple
 from streams.kafka_spout import RecordTranslator
 from streams.spark import SparkBolt
-from streams.spark.committer import ApplyResult, Committer, TxidStore
+from streams.spark.committer import SparkCommitter
+from streams.state import ApplyResult, TransactionalState, open_backend
 
 
-class CrashOnceStore(TxidStore):
+class CrashOnceState(TransactionalState):
     """Raises once, right after the first state write with txid >= 1 is durable."""
 
-    def apply(self, txid: int, updates: Any, combine: Any) -> ApplyResult:
-        result = super().apply(txid, updates, combine)
+    def apply_folded(self, txid: int, folded: dict[str, Any]) -> ApplyResult:
+        result = super().apply_folded(txid, folded)
         crash_dir = os.environ.get("SQUALL_TEST_CRASH_DIR")
         if crash_dir and txid >= 1 and result.written:
             try:
@@ -39,8 +40,8 @@ def count(t: Tuple) -> list[Any]:
 
 
 def topology() -> Topology:
-    store = CrashOnceStore(os.environ.get("SQUALL_TEST_STATE_DB", "state.db"))
+    state = CrashOnceState(open_backend(f"sqlite:///{Path(os.environ.get('SQUALL_TEST_STATE_DB', 'state.db')).resolve()}"), "counts")
     builder = TopologyBuilder()
     builder.set_spout("lines", KafkaSpout(translator=RecordTranslator("line")), 2)
-    builder.set_bolt("count", SparkBolt(count, output_fields=["word", "n"], committer=Committer(store)), 2).shuffle_grouping("lines")
+    builder.set_bolt("count", SparkBolt(count, output_fields=["word", "n"], committer=SparkCommitter(state)), 2).shuffle_grouping("lines")
     return builder.create_topology("sparkcommit", {"topology.workers": 1, "topology.message.timeout.secs": 180, "squall.spark.max.offsets.per.trigger": 500})
