@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import OFFSET_END, Consumer, Message, TopicPartition
+from confluent_kafka import Consumer, Message, TopicPartition
 
 from streams.acker_wire import RESULT_ACK, decode_list
 from streams.collector import Router, SpoutOutputCollector
@@ -27,7 +27,7 @@ from streams.config import DEFAULT_MAX_SPOUT_PENDING
 from streams.exceptions import DecodeError
 from streams.executor import Every, Executor
 from streams.inflight import InFlightTrees
-from streams.kafka_io import consumer_config
+from streams.kafka_io import consumer_config, true_end_offsets
 from streams.naming import ack_result_topic, component_group
 from streams.source import KafkaSource, SourceIO, kafka_source
 from streams.source_feed import SourceFeed
@@ -109,7 +109,12 @@ class SpoutExecutor(Executor):
             self.by_task[task_id] = task
             added.append(task)
         if added and self.acks is not None:
-            self.results.incremental_assign([TopicPartition(self.result_topic, t.task_id, OFFSET_END) for t in added])
+            # Results start at the partitions' true end, resolved *before* anything is emitted:
+            # OFFSET_END would be resolved by the client later, possibly after the first
+            # results of this executor's trees were written (seen under load: a whole
+            # window of trees timed out).
+            ends = true_end_offsets(self.bootstrap, [(self.result_topic, t.task_id) for t in added], component=self.component)
+            self.results.incremental_assign([TopicPartition(self.result_topic, p, off) for (_, p), off in ends.items()])
         if self.feed is not None:
             self.feed.assign_new()
         self.local.add(self.component, [t.task_id for t in added])

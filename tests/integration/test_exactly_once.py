@@ -96,9 +96,9 @@ def kill_three_times(job: Job, kills: list[int], rng: random.Random, log: list[s
 
     def go() -> None:
         for w in kills:
-            time.sleep(rng.uniform(1.0, 3.0))
+            time.sleep(rng.uniform(0.5, 2.0))
             proc = sup.procs[w]
-            if proc.poll() is not None:
+            if proc.poll() is not None or job.finished is not None:
                 continue
             log.append(f"kill -9 w{w} ({','.join(sup.components(w))}) pid {proc.pid}")
             os.kill(proc.pid, signal.SIGKILL)
@@ -114,9 +114,10 @@ def kill_three_times(job: Job, kills: list[int], rng: random.Random, log: list[s
 def test_kill9_of_spout_committer_and_acker_workers_stays_exact_and_commits_in_order(
     settings: ServiceSettings, corpus: Path, tmp_path: Path, state_url: str
 ) -> None:
-    src = corpus_slice(corpus, tmp_path / "slice.txt", 20_000)
+    src = corpus_slice(corpus, tmp_path / "slice.txt", 30_000)
     settings = settings.model_copy(update={"restart_initial_secs": 0.5})
-    job = Job(EO, src, tmp_path / "counts.json", settings, conf_overrides={"squall.state.url": state_url})
+    # two batches in flight at most: slower, so the three kills land mid-run
+    job = Job(EO, src, tmp_path / "counts.json", settings, conf_overrides={"squall.state.url": state_url, "topology.max.spout.pending": 2})
     rng = random.Random()
     kills: list[str] = []
     killer: list[threading.Thread] = []
