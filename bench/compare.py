@@ -458,4 +458,5 @@ def print_results(result: dict[str, Any]) -> None:
             print(f"{workload}: reliability overhead 1 - acked/unacked = {acked['reliability_overhead']:.1%}")
         eo = rows.get("squall-exactly-once", {})
         if "ratio_to_acked" in eo:
-            print(f"{workload}: exactly-once / acked = {eo['ratio_to_acked']:.2f} ({1 - eo['ratio_to_acked']:.1%} slower)")
+            r = eo["ratio_to_acked"]
+            print(f"{workload}: exactly-once / acked = {r:.2f} ({abs(1 - r):.1%} {'faster' if r >= 1 else 'slower'})")

@@ -85,21 +85,23 @@ def probe(bootstrap: str, timeout_s: float = 5.0) -> None:
         raise BrokerError(f"[control] no Kafka broker answers at {bootstrap} (bootstrap.servers)") from exc
 
 
-class ControlLog:
-    """A tail of ``squall.__control``: the last record per topology.
+class TopicTail:
+    """Reads a one-partition topic from its beginning and knows when it has caught up (the
+    Fetch high watermark; ListOffsets can under-report on the embedded broker).
 
     Args:
       bootstrap: ``bootstrap.servers``.
+      topic: the topic.
       overrides: consumer settings (security, ...).
     Not thread-safe: poll from one thread.
     """
 
-    def __init__(self, bootstrap: str, names: ControlTopics, overrides: dict[str, Any] | None = None) -> None:
-        self.topic = names.control
+    def __init__(self, bootstrap: str, topic: str, overrides: dict[str, Any] | None = None) -> None:
+        self.topic = topic
         self.consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
-                "group.id": f"squall.__control.reader.{uuid.uuid4().hex[:8]}",
+                "group.id": f"{topic}.reader.{uuid.uuid4().hex[:8]}",
                 "enable.auto.commit": False,
                 "fetch.wait.max.ms": 50,
                 "log_level": 0,
@@ -107,16 +109,36 @@ class ControlLog:
             }
         )
         self.consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
-        self.records: dict[str, TopologyRecord] = {}
         self.position = 0
+
+    def _messages(self, timeout_s: float) -> list[Any]:
+        out = []
+        for msg in self.consumer.consume(1000, timeout_s):
+            if not msg.error():
+                self.position = (msg.offset() or 0) + 1
+                out.append(msg)
+        return out
+
+    def caught_up(self) -> bool:
+        """True once every record up to the Fetch high watermark has been read."""
+        _, high = self.consumer.get_watermark_offsets(TopicPartition(self.topic, 0), cached=True)
+        return high is not None and high >= 0 and self.position >= high
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+class ControlLog(TopicTail):
+    """A tail of ``squall.__control``: the last record per topology."""
+
+    def __init__(self, bootstrap: str, names: ControlTopics, overrides: dict[str, Any] | None = None) -> None:
+        super().__init__(bootstrap, names.control, overrides)
+        self.records: dict[str, TopologyRecord] = {}
 
     def poll(self, timeout_s: float = 0.0) -> set[str]:
         """Apply what arrived; returns the names whose record changed (or was removed)."""
         changed: set[str] = set()
-        for msg in self.consumer.consume(1000, timeout_s):
-            if msg.error():
-                continue
-            self.position = (msg.offset() or 0) + 1
+        for msg in self._messages(timeout_s):
             key = msg.key()
             if key is None:
                 continue
@@ -133,11 +155,6 @@ class ControlLog:
             changed.add(name)
         return changed
 
-    def caught_up(self) -> bool:
-        """True once every record up to the Fetch high watermark has been applied."""
-        _, high = self.consumer.get_watermark_offsets(TopicPartition(self.topic, 0), cached=True)
-        return high is not None and high >= 0 and self.position >= high
-
     def catch_up(self, timeout_s: float = 15.0) -> dict[str, TopologyRecord]:
         """Read to the high watermark. Raises BrokerError if that takes over ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
@@ -148,38 +165,17 @@ class ControlLog:
             if time.monotonic() > deadline:
                 raise BrokerError(f"[control] could not read {self.topic} to its end within {timeout_s} s")
 
-    def close(self) -> None:
-        self.consumer.close()
 
-
-class EventLog:
-    """A tail of ``squall.__events`` from its beginning (the events of every topology).
-
-    Not thread-safe: poll from one thread.
-    """
+class EventLog(TopicTail):
+    """A tail of ``squall.__events`` from its beginning (the events of every topology)."""
 
     def __init__(self, bootstrap: str, names: ControlTopics, overrides: dict[str, Any] | None = None) -> None:
-        self.topic = names.events
-        self.consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"squall.__events.reader.{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": False,
-                "fetch.wait.max.ms": 50,
-                "log_level": 0,
-                **(overrides or {}),
-            }
-        )
-        self.consumer.assign([TopicPartition(self.topic, 0, OFFSET_BEGINNING)])
-        self.position = 0
+        super().__init__(bootstrap, names.events, overrides)
 
     def poll(self, timeout_s: float = 0.0) -> list[dict[str, Any]]:
         """The events that arrived since the last call (malformed ones are logged and skipped)."""
         out: list[dict[str, Any]] = []
-        for msg in self.consumer.consume(1000, timeout_s):
-            if msg.error():
-                continue
-            self.position = (msg.offset() or 0) + 1
+        for msg in self._messages(timeout_s):
             try:
                 event = json.loads(msg.value() or b"")
             except ValueError as exc:
@@ -188,14 +184,6 @@ class EventLog:
             if isinstance(event, dict):
                 out.append(event)
         return out
-
-    def caught_up(self) -> bool:
-        """True once every event up to the Fetch high watermark has been read."""
-        _, high = self.consumer.get_watermark_offsets(TopicPartition(self.topic, 0), cached=True)
-        return high is not None and high >= 0 and self.position >= high
-
-    def close(self) -> None:
-        self.consumer.close()
 
 
 class ControlWriter:

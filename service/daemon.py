@@ -41,7 +41,7 @@ from service.claims import Claim, ClaimBook, task_refs
 from service.config import ServiceSettings
 from service.control_log import ControlLog, ControlTopics, ControlWriter, EventLog, ensure_control_topics
 from service.http import HealthServer
-from service.metrics import StatsCollector, merge_snapshots
+from service.metrics import ProcessStats, StatsCollector, merge_snapshots
 from service.plan import TopologyPlan, materialize
 from service.reconcile import Running, WorkerKey, WorkerSpec, decide, desired_workers
 from service.restarts import CrashHistory, RestartPolicy
@@ -130,6 +130,7 @@ class SupervisorService:
         self.m_plans = Counter("squall_supervisor_plans", "Topology plans made (submit, rebalance)", labels, registry=self.registry)
         self.boards: dict[str, StatsBoard] = {}
         self.registry.register(StatsCollector(self.executor_stats))
+        self.registry.register(ProcessStats(self.id))
         self.http = HealthServer(settings.http_host, settings.http_port, self.registry, self.ready)
 
     # -- lifecycle -------------------------------------------------------------------
@@ -263,6 +264,7 @@ class SupervisorService:
         ready.unlink(missing_ok=True)
         proc = spawn_worker(plan.path, spec.key.worker, log_path)
         self.procs[spec.key] = WorkerProc(spec, proc, log_path, ready, now)
+        self.m_restarts.labels(self.id, spec.key.topology, str(spec.key.worker))  # 0 from the start: rates and alerts see it
         tasks = sorted([c, t] for c, t in task_refs(spec.executors))
         self._event(
             spec.key.topology,

@@ -14,13 +14,25 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from streams.stats import ExecutorStats, LogHistogram
+from streams.stats import ExecutorStats, LogHistogram, process_usage
 
-BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+def _bounds() -> tuple[float, ...]:
+    """Latency bucket upper bounds (seconds): 1 ms to 5 minutes, ten per decade
+    (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 7.5 x 10^k), so ``histogram_quantile``'s linear
+    interpolation inside a bucket is off by at most about a quarter of the value,
+    from a millisecond to past the message timeout."""
+    steps = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.5)
+    out = [round(m * 10.0**e, 6) for e in range(-3, 3) for m in steps]
+    return (*(b for b in out if b < 300.0), 300.0)
+
+
+BUCKETS = _bounds()
 LABELS = ["topology", "component", "kind", "worker"]
 
 COUNTERS = {
-    "emitted": "Tuples emitted",
+    "emitted": "Tuples emitted (emit calls; Storm UI's emitted)",
+    "transferred": "Tuples sent to tasks: an emit to N tasks counts N (Storm UI's transferred)",
     "acked": "Trees acked (spout) or input tuples acked (bolt)",
     "failed": "Trees failed (spout) or input tuples failed (bolt)",
     "replayed": "Source records replayed after a fail or timeout",
@@ -37,16 +49,31 @@ COUNTERS = {
     "orphaned": "Trees that ended without an init (acker)",
     "ignored_results": "Ack results for roots the spout no longer tracks (duplicates)",
     "acker_ops": "Acker ops sent",
+    "batches_emitted": "Batches a transactional spout emitted (first attempts and replays)",
+    "batches_replayed": "Batches a transactional spout emitted again (a failure, a timeout, a restart)",
+    "batches_committed": "Batches committed, in txid order",
+    "records_committed": "Source records in committed batches",
     "spark_batches": "Spark micro-batches run (SparkBolt)",
     "spark_input_rows": "Rows read by a SparkBolt's micro-batches",
     "state_keys_written": "Committer state keys written at a new txid (SparkBolt)",
     "state_keys_skipped": "Committer state keys skipped: their txid was already applied (SparkBolt)",
 }
+KIND_COUNTERS = {
+    "spout": ("emitted", "transferred", "acked", "failed", "replayed", "timeouts", "dead_lettered", "poison", "acker_ops", "ignored_results"),
+    "bolt": ("emitted", "transferred", "executed", "acked", "failed", "errors", "dead_lettered", "poison", "acker_ops"),
+    "acker": ("ops", "complete", "fail", "timeout", "late", "orphaned", "poison", "dead_lettered"),
+    "spark": ("spark_batches", "spark_input_rows"),
+}
+"""Counters every executor of a kind exports from its start (0 until they move), so rates
+and alerts have a series before the first event."""
+
 HISTS = {
-    "complete_latency": "Spout emit to tree completion",
-    "execute_latency": "Bolt execute() time per tuple",
+    "complete_latency": "Spout emit to tree completion (Storm UI's complete latency)",
+    "execute_latency": "Bolt execute() time per tuple (Storm UI's execute latency)",
+    "process_latency": "Bolt receipt of a tuple to its ack (Storm UI's process latency)",
     "spark_batch_duration": "SparkBolt micro-batch duration (trigger execution)",
 }
+KIND_HISTS = {"spout": ("complete_latency",), "bolt": ("execute_latency", "process_latency"), "spark": ("spark_batch_duration",)}
 
 
 def _buckets(h: LogHistogram) -> list[tuple[str, float]]:
@@ -59,7 +86,8 @@ def _buckets(h: LogHistogram) -> list[tuple[str, float]]:
 
 
 class StatsCollector(Collector):
-    """Yields ``squall_*`` families from the executors ``source()`` returns."""
+    """Yields ``squall_*`` families from the executors ``source()`` returns (Storm UI's
+    numbers per component, plus each worker's CPU and memory)."""
 
     def __init__(self, source: Callable[[], Iterable[ExecutorStats]]) -> None:
         self.source = source
@@ -68,25 +96,59 @@ class StatsCollector(Collector):
         stats = list(self.source())
         counters = {k: CounterMetricFamily(f"squall_{k}", v, labels=LABELS) for k, v in COUNTERS.items()}
         pending = GaugeMetricFamily("squall_pending", "Trees in flight (spout) or pending in the ledger (acker)", labels=LABELS)
+        capacity = GaugeMetricFamily("squall_capacity", "Fraction of the last stats window spent executing (Storm UI's capacity)", labels=LABELS)
+        tasks = GaugeMetricFamily("squall_tasks", "Tasks the executor runs", labels=LABELS)
+        last_txid = GaugeMetricFamily("squall_batch_last_txid", "The last committed txid of a transactional spout", labels=LABELS)
         lag = GaugeMetricFamily("squall_lag", "Source records not yet committed, per partition", labels=[*LABELS, "partition"])
+        cpu = CounterMetricFamily("squall_worker_cpu_seconds", "CPU time of the worker process (user + system)", labels=["topology", "worker"])
+        rss = GaugeMetricFamily("squall_worker_resident_memory_bytes", "Resident memory of the worker process", labels=["topology", "worker"])
         hists: dict[str, HistogramMetricFamily] = {k: HistogramMetricFamily(f"squall_{k}_seconds", v, labels=LABELS) for k, v in HISTS.items()}
+        workers: dict[tuple[str, str], tuple[float, float]] = {}
         for s in stats:
             labels = [s.topology, s.component, s.kind, s.worker]
-            for k, fam in counters.items():
-                if k in s.counters:
-                    fam.add_metric(labels, s.counters[k])
-            if "pending" in s.gauges:
-                pending.add_metric(labels, s.gauges["pending"])
+            for k in {*KIND_COUNTERS.get(s.kind, ()), *(c for c in s.counters if c in counters)}:
+                counters[k].add_metric(labels, s.counters.get(k, 0.0))
+            g = s.gauges
+            if "pending" in g or s.kind in ("spout", "acker"):
+                pending.add_metric(labels, g.get("pending", 0.0))
+            if s.kind == "bolt":
+                capacity.add_metric(labels, g.get("capacity", 0.0))
+            if "tasks" in g:
+                tasks.add_metric(labels, g["tasks"])
+            if "last_txid" in s.counters:
+                last_txid.add_metric(labels, s.counters["last_txid"])
             for part, value in s.partition_lag.items():
                 lag.add_metric([*labels, part], value)
-            for k, hfam in hists.items():
-                h = s.hists.get(k)
-                if h is not None:
-                    hfam.add_metric(labels, _buckets(h), h.total)
+            for k in {*KIND_HISTS.get(s.kind, ()), *(h for h in s.hists if h in hists)}:
+                h = s.hists.get(k) or LogHistogram()
+                hists[k].add_metric(labels, _buckets(h), h.total)
+            if "process_cpu_seconds" in g:
+                key = (s.topology, s.worker)
+                old = workers.get(key, (0.0, 0.0))
+                workers[key] = (max(old[0], g["process_cpu_seconds"]), max(old[1], g.get("process_rss_bytes", 0.0)))
+        for (topology, worker), (c, r) in workers.items():
+            cpu.add_metric([topology, worker], c)
+            rss.add_metric([topology, worker], r)
         yield from counters.values()
-        yield pending
-        yield lag
+        yield from (pending, capacity, tasks, last_txid, lag, cpu, rss)
         yield from hists.values()
+
+
+class ProcessStats(Collector):
+    """A supervisor's own CPU seconds and resident memory, labelled with its id
+    (``squall_supervisor_cpu_seconds_total``, ``squall_supervisor_resident_memory_bytes``)."""
+
+    def __init__(self, supervisor: str) -> None:
+        self.supervisor = supervisor
+
+    def collect(self) -> Iterable[Metric]:
+        cpu, rss = process_usage()
+        c = CounterMetricFamily("squall_supervisor_cpu_seconds", "CPU time of the supervisor process (user + system)", labels=["supervisor"])
+        c.add_metric([self.supervisor], cpu)
+        m = GaugeMetricFamily("squall_supervisor_resident_memory_bytes", "Resident memory of the supervisor process", labels=["supervisor"])
+        m.add_metric([self.supervisor], rss)
+        yield c
+        yield m
 
 
 def merge_snapshots(snapshots: Iterable[dict[str, Any]]) -> list[ExecutorStats]:

@@ -14,6 +14,7 @@ executor flushes: one op per root per flush, one record per acker partition.
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,7 @@ from streams.exceptions import FatalError
 from streams.grouping import DirectGrouping, Grouping, make_grouping
 from streams.ids import new_id
 from streams.naming import component_topic
+from streams.stats import LogHistogram
 from streams.topology import Topology
 from streams.tuple import Tuple
 
@@ -161,6 +163,9 @@ class _Emitter:
         self.task_id = task_id
         self.produce = produce
         self.emitted = 0
+        """Emit calls (Storm UI's "emitted")."""
+        self.transferred = 0
+        """Tuples sent to tasks: an emit to N tasks counts N (Storm UI's "transferred")."""
 
     def _outputs(self, stream: str, values: list[Any]) -> None:
         for out in self.router.outputs[stream]:
@@ -191,6 +196,9 @@ class OutputCollector(_Emitter):
         self.acks = acks
         self.acked = 0
         self.failed = 0
+        self.process_latency: LogHistogram | None = None
+        """When set (by the executor): receipt-to-ack time of every acked tuple (Storm UI's
+        "process latency"), in seconds."""
 
     @staticmethod
     def _anchor_list(anchors: Tuple | Sequence[Tuple] | None) -> Sequence[Tuple]:
@@ -230,7 +238,8 @@ class OutputCollector(_Emitter):
                 tasks.append(route.base + local)
         if self.router.outputs[stream]:
             self._outputs(stream, values)
-        self.emitted += len(tasks)
+        self.emitted += 1
+        self.transferred += len(tasks)
         return tasks
 
     def emit_direct(self, task: int, values: list[Any], anchors: Tuple | Sequence[Tuple] | None = None, stream: str = DEFAULT_STREAM) -> None:
@@ -239,6 +248,7 @@ class OutputCollector(_Emitter):
         route, local = self._direct_route(stream, task)
         self._send(route, local, stream, values, self._anchor_list(anchors))
         self.emitted += 1
+        self.transferred += 1
 
     def ack(self, tuple: Tuple) -> None:  # noqa: A002
         """Ack ``tuple``: for each root, XOR ``edge ^ ack_val`` into the pending ack."""
@@ -246,6 +256,8 @@ class OutputCollector(_Emitter):
             return
         tuple.settled = True
         self.acked += 1
+        if self.process_latency is not None and tuple.received_at:
+            self.process_latency.record(time.perf_counter() - tuple.received_at)
         acks = self.acks
         if acks is not None:
             ack_val = tuple.ack_val
@@ -314,7 +326,8 @@ class SpoutOutputCollector(_Emitter):
                 tasks.append(route.base + local)
         if self.router.outputs[stream]:
             self._outputs(stream, values)
-        self.emitted += len(tasks)
+        self.emitted += 1
+        self.transferred += len(tasks)
         self._track(tracked, root, xor, msg_id, bool(tasks))
         return tasks
 
@@ -327,6 +340,7 @@ class SpoutOutputCollector(_Emitter):
         anchors = {root: e} if tracked else {}
         self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, anchors), partition=local)
         self.emitted += 1
+        self.transferred += 1
         self._track(tracked, root, e, msg_id, True)
 
     def _track(self, tracked: bool, root: int, xor: int, msg_id: Any, sent: bool) -> None:
@@ -376,7 +390,8 @@ class BatchTree:
                 tasks.append(route.base + local)
         if c.router.outputs[stream]:
             c._outputs(stream, values)
-        c.emitted += len(tasks)
+        c.emitted += 1
+        c.transferred += len(tasks)
         return tasks
 
     def emit_direct(self, task: int, values: list[Any], stream: str) -> None:

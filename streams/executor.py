@@ -36,7 +36,7 @@ from streams.dead_letter import dead_letter_headers
 from streams.exceptions import FatalError
 from streams.kafka_io import make_producer, produce_fn
 from streams.naming import acker_topic, dead_letter_topic, metrics_topic
-from streams.stats import ExecutorStats
+from streams.stats import ExecutorStats, process_usage
 from streams.topology import Topology
 
 log = logging.getLogger("squall.executor")
@@ -184,6 +184,7 @@ class Executor:
             self._next_stats = now + self.conf.stats_interval_secs
             self._update_gauges()
             self._read_metrics()
+            self._process_gauges()
             self.produce(metrics_topic(self.topology.name), encode_json(self.stats.snapshot(final)), key=self.stats.instance.encode())
 
     def _read_metrics(self) -> None:
@@ -193,6 +194,13 @@ class Executor:
             for name, read in ctx.metrics.items():
                 totals[name] = totals.get(name, 0.0) + read()
         self.stats.counters.update(totals)
+
+    def _process_gauges(self) -> None:
+        """The worker process's CPU seconds and resident memory (bytes), in every executor's
+        snapshot (exported once per worker)."""
+        cpu, rss = process_usage()
+        self.stats.gauges["process_cpu_seconds"] = cpu
+        self.stats.gauges["process_rss_bytes"] = rss
 
     def _update_gauges(self) -> None:
         """Refresh gauges before a snapshot."""

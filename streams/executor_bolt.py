@@ -59,6 +59,7 @@ class BoltExecutor(Executor):
         self.topic = component_topic(self.topology.name, self.component)
         self.by_partition: dict[int, BoltTask] = {}
         self._exec_hist = self.stats.hist("execute_latency")
+        self._process_hist = self.stats.hist("process_latency")
         self._busy_s = 0.0  # seconds spent in execute() since the last snapshot
         self._window_start = time.monotonic()
 
@@ -68,6 +69,7 @@ class BoltExecutor(Executor):
         for tp in partitions:
             task_id, ctx, bolt = self._task_copy(tp.partition, Bolt)
             collector = OutputCollector(Router(self.topology, self.component, ctx), task_id, self.produce, self.acks)
+            collector.process_latency = self._process_hist
             bolt.prepare(self.conf_dict, ctx, collector)
             self.by_partition[tp.partition] = BoltTask(task_id, bolt, collector)
         ids = [self.cdef.task_base + tp.partition for tp in partitions]
@@ -100,6 +102,7 @@ class BoltExecutor(Executor):
             task.next_offset = off + 1
             return
         t = Tuple(values, stream, source, source_task, anchors, self.topology.field_index(source, stream), self.topic, p, off, batch)
+        t.received_at = time.perf_counter()
         self._execute(task, t)
         task.next_offset = off + 1
 
@@ -147,9 +150,10 @@ class BoltExecutor(Executor):
             log.warning("[%s] offset commit failed (will retry): %s", self.component, exc)
 
     def _update_gauges(self) -> None:
-        emitted = acked = failed = 0
+        emitted = transferred = acked = failed = 0
         for t in self.by_partition.values():
             emitted += t.collector.emitted
+            transferred += t.collector.transferred
             acked += t.collector.acked
             failed += t.collector.failed
         now = time.monotonic()
@@ -160,6 +164,7 @@ class BoltExecutor(Executor):
         self.stats.tasks = sorted(t.task_id for t in self.by_partition.values())
         self.stats.counters["executed"] = self._exec_hist.count
         self.stats.counters["emitted"] = emitted
+        self.stats.counters["transferred"] = transferred
         self.stats.counters["acked"] = acked
         self.stats.counters["failed"] = failed
 

@@ -226,6 +226,7 @@ class SpoutExecutor(Executor):
         s.gauges["tasks"] = len(self.by_task)
         s.tasks = sorted(self.by_task)
         s.counters["emitted"] = sum(t.collector.emitted for t in self.by_task.values())
+        s.counters["transferred"] = sum(t.collector.transferred for t in self.by_task.values())
         s.counters["ignored_results"] = self.inflight.ignored
         if self.feed is not None:
             counters = self.feed.counters()

@@ -5,9 +5,23 @@ from __future__ import annotations
 
 import math
 import os
+import resource
 import time
 import uuid
 from typing import Any
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def process_usage() -> tuple[float, float]:
+    """This process's ``(CPU seconds, user + system; resident memory, bytes)``."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = usage.ru_utime + usage.ru_stime
+    try:
+        with open("/proc/self/statm") as f:
+            return cpu, float(int(f.read().split()[1]) * _PAGE)
+    except OSError:
+        return cpu, float(usage.ru_maxrss * 1024)  # the peak, where /proc is missing
 
 
 class LogHistogram:

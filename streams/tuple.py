@@ -23,6 +23,7 @@ class Tuple:
       * ``settled`` -- True once the tuple was acked *or* failed.
       * ``batch`` -- ``(txid, attempt)`` in a transactional topology (:mod:`streams.batch`),
         else None.
+      * ``received_at`` -- ``time.perf_counter()`` when the executor read it (process latency).
     """
 
     __slots__ = (
@@ -32,6 +33,7 @@ class Tuple:
         "batch",
         "offset",
         "partition",
+        "received_at",
         "settled",
         "source_component",
         "source_task",
@@ -65,6 +67,7 @@ class Tuple:
         self.offset = offset
         self.settled = False  # acked or failed: a second ack or fail is ignored
         self.batch = batch
+        self.received_at = 0.0  # time.perf_counter() when the executor read it (0: unknown)
 
     @property
     def fields(self) -> Sequence[str]:
