@@ -229,6 +229,9 @@ def status_cmd(
     typer.echo(f"{st['name']}  {st['status']}  up {st['uptime_s']:.0f}s  workers {st['workers']}  pending {st['pending']}")
     p50, p99 = ms(st["complete_latency_p50_s"]), ms(st["complete_latency_p99_s"])
     typer.echo(f"trees acked {st['trees_acked']}, failed {st['trees_failed']}; complete latency p50 {p50} ms, p99 {p99} ms")
+    if st.get("batches"):
+        b = st["batches"]
+        typer.echo(f"batches committed {b['committed']}, replayed {b['replayed']}; last txid {b['last_txid']}")
     typer.echo(
         f"{'COMPONENT':<16} {'EXEC':>4} {'TASKS':>5} {'EMITTED':>9} {'EXECUTED':>9} {'ACKED':>9} {'FAILED':>7} {'EXEC p99 ms':>11} {'CAPACITY':>8} {'LAG':>7}"
     )

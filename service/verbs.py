@@ -211,6 +211,17 @@ def _q(h: LogHistogram, q: float) -> float | None:
     return None if math.isnan(v) else round(v, 6)
 
 
+def _batches(spouts: list[dict[str, Any]]) -> dict[str, int] | None:
+    """A transactional spout's batches committed and replayed, and its last txid (else None)."""
+    if not any("batches_committed" in s["counters"] for s in spouts):
+        return None
+    return {
+        "committed": int(sum(s["counters"].get("batches_committed", 0) for s in spouts)),
+        "replayed": int(sum(s["counters"].get("batches_replayed", 0) for s in spouts)),
+        "last_txid": int(max(s["counters"].get("last_txid", 0) for s in spouts)),
+    }
+
+
 def status(client: Client, name: str, now: float) -> dict[str, Any]:
     """The Storm UI's topology page as a dict (``squall status --json``)."""
     client.connect()
@@ -255,6 +266,7 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
         "trees_acked": int(sum(s["counters"].get("acked", 0) for s in spouts)),
         "trees_failed": int(sum(s["counters"].get("failed", 0) for s in spouts)),
         "pending": int(sum(s["gauges"].get("pending", 0) for s in live if s["kind"] == "spout")),
+        "batches": _batches(spouts),
         "complete_latency_p50_s": _q(complete, 0.5),
         "complete_latency_p99_s": _q(complete, 0.99),
         "components": comps,

@@ -255,9 +255,10 @@ class OutputCollector(_Emitter):
         if tuple.settled:
             return
         tuple.settled = True
-        self.acked += 1
-        if self.process_latency is not None and tuple.received_at:
-            self.process_latency.record(time.perf_counter() - tuple.received_at)
+        if tuple.stream[:2] != "__":  # system tuples are not counted (Storm's UI)
+            self.acked += 1
+            if self.process_latency is not None and tuple.received_at:
+                self.process_latency.record(time.perf_counter() - tuple.received_at)
         acks = self.acks
         if acks is not None:
             ack_val = tuple.ack_val
@@ -390,8 +391,9 @@ class BatchTree:
                 tasks.append(route.base + local)
         if c.router.outputs[stream]:
             c._outputs(stream, values)
-        c.emitted += 1
-        c.transferred += len(tasks)
+        if stream[:2] != "__":  # a commit is a system tuple: not counted (Storm's UI)
+            c.emitted += 1
+            c.transferred += len(tasks)
         return tasks
 
     def emit_direct(self, task: int, values: list[Any], stream: str) -> None:

@@ -118,7 +118,8 @@ class BoltExecutor(Executor):
             task.collector.fail(t)
         took = time.perf_counter() - start
         self._busy_s += took
-        self._exec_hist.record(took)
+        if t.stream[:2] != "__":  # system tuples (ticks, batch markers, commits) are not counted, as in Storm's UI
+            self._exec_hist.record(took)
 
     def _flush(self) -> None:
         before = self.delivery.failures
