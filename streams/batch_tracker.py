@@ -9,7 +9,9 @@ once the batch's commit tuple has arrived too.
 
 Attempts: a replayed batch has the same txid and a larger attempt. A tuple of a newer
 attempt supersedes what a task holds for an older one; a tuple of an older attempt, or of
-an attempt already finished here, is *stale* and only acked.
+an attempt already finished here, is *stale* and only acked. So is a tuple that arrives
+after the task's input for its batch was complete (a committer waiting for its commit):
+an upstream task that restarted sent it again, and counting it would count it twice.
 
 >>> t = BatchTracker(upstream=frozenset({0, 1}), committer=False)
 >>> b = t.data(7, 1, source_task=0)
@@ -51,6 +53,11 @@ class TaskBatch:
     bolt: Any = None
     sent: dict[int, int] = field(default_factory=dict)
     input_done: bool = False
+    epochs: dict[int, int] = field(default_factory=dict)
+    """The life (epoch) of each upstream task whose tuples this attempt received."""
+    broken: bool = False
+    """An upstream task restarted mid-batch and sent some of it again: this attempt can no
+    longer be counted here, so it is failed (and replayed under a new attempt)."""
 
 
 class BatchTracker:
@@ -89,20 +96,34 @@ class BatchTracker:
         b = self.batches[txid] = TaskBatch(txid, attempt)
         return b
 
-    def data(self, txid: int, attempt: int, source_task: int) -> TaskBatch | None:
-        """A data tuple of the batch arrived from ``source_task``."""
+    def data(self, txid: int, attempt: int, source_task: int, epoch: int = 0) -> TaskBatch | None:
+        """A data tuple of the batch arrived from ``source_task`` (in its life ``epoch``).
+        None when it is stale, or arrives after the input was complete: a duplicate (an
+        upstream task that restarted re-sent what it had sent), which must not reach the
+        bolt. A batch whose upstream task changed lives mid-batch comes back ``broken``."""
         b = self.batch(txid, attempt)
-        if b is not None:
+        if b is None or b.input_done:
+            return None
+        if self._same_life(b, source_task, epoch):
             b.received[source_task] = b.received.get(source_task, 0) + 1
         return b
 
-    def marker(self, txid: int, attempt: int, source_task: int, count: int, tuple: Any) -> TaskBatch | None:  # noqa: A002
-        """``source_task``'s end marker: it sent this task ``count`` tuples of the batch."""
+    def marker(self, txid: int, attempt: int, source_task: int, count: int, tuple: Any, epoch: int = 0) -> TaskBatch | None:  # noqa: A002
+        """``source_task``'s end marker: it sent this task ``count`` tuples of the batch.
+        None when stale or after the input was complete (a duplicate); maybe ``broken``."""
         b = self.batch(txid, attempt)
-        if b is not None:
+        if b is None or b.input_done:
+            return None
+        if self._same_life(b, source_task, epoch):
             b.expected[source_task] = count
             b.markers.append(tuple)
         return b
+
+    @staticmethod
+    def _same_life(b: TaskBatch, source_task: int, epoch: int) -> bool:
+        if b.epochs.setdefault(source_task, epoch) != epoch:
+            b.broken = True
+        return not b.broken
 
     def commit(self, txid: int, attempt: int, tuple: Any) -> TaskBatch | None:  # noqa: A002
         """A committer's commit tuple. None when this task knows nothing of the batch: a

@@ -3,11 +3,13 @@
 Wire form (``schemas/tuple.schema.json``): a UTF-8 JSON array
 
     [1, stream, source_component, source_task, values, anchors]
-    [1, stream, source_component, source_task, values, anchors, [txid, attempt]]
+    [1, stream, source_component, source_task, values, anchors, [txid, attempt, epoch]]
 
 where ``anchors`` is Storm's ``anchors_to_ids`` flattened as ``[root, edge, root, edge, ...]``
 (unsigned 64-bit integers), and the optional seventh item is the batch a tuple of a
-transactional topology belongs to (Storm's ``TransactionAttempt``, :mod:`streams.batch`). JSON keeps the format readable from any language; the
+transactional topology belongs to (Storm's ``TransactionAttempt``, :mod:`streams.batch`)
+and the *epoch* of the task that sent it (random per executor start: a task that restarts
+mid-batch is told apart from its previous life). JSON keeps the format readable from any language; the
 array form keeps it small. Never pickle. Encoding and decoding use orjson (about 8x
 faster than the stdlib here, byte-identical output for these shapes); integers must fit
 in 64 bits (signed or unsigned), as root and edge ids do.
@@ -27,12 +29,14 @@ _loads = orjson.loads
 _OPTS = orjson.OPT_NON_STR_KEYS
 
 
-Envelope = tuple[str, str, int, list[Any], dict[int, int], tuple[int, int] | None]
+Envelope = tuple[str, str, int, list[Any], dict[int, int], tuple[int, int, int] | None]
 """``(stream, source_component, source_task, values, anchors, batch)``; ``batch`` is
-``(txid, attempt)`` or None."""
+``(txid, attempt, sender epoch)`` or None."""
 
 
-def encode_tuple(stream: str, component: str, task: int, values: list[Any], anchors: dict[int, int], batch: tuple[int, int] | None = None) -> bytes:
+def encode_tuple(
+    stream: str, component: str, task: int, values: list[Any], anchors: dict[int, int], batch: tuple[int, int, int] | None = None
+) -> bytes:
     """Encode one tuple envelope. Raises ``TypeError`` for values JSON cannot hold
     (including integers beyond 64 bits)."""
     flat: list[int] = []
@@ -41,7 +45,7 @@ def encode_tuple(stream: str, component: str, task: int, values: list[Any], anch
         flat.append(edge)
     if batch is None:
         return _dumps([VERSION, stream, component, task, values, flat])
-    return _dumps([VERSION, stream, component, task, values, flat, [batch[0], batch[1]]])
+    return _dumps([VERSION, stream, component, task, values, flat, [batch[0], batch[1], batch[2]]])
 
 
 def decode_tuple(raw: bytes | None, *, component: str, topic: str, partition: int, offset: int) -> Envelope:
@@ -64,12 +68,12 @@ def decode_tuple(raw: bytes | None, *, component: str, topic: str, partition: in
         if not isinstance(stream, str) or not isinstance(source, str) or not isinstance(task, int):
             raise ValueError("stream, source and task have the wrong types")
         anchors = {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
-        batch: tuple[int, int] | None = None
+        batch: tuple[int, int, int] | None = None
         if len(msg) == 7:
             raw_batch = msg[6]
-            if not isinstance(raw_batch, list) or len(raw_batch) != 2 or not all(isinstance(x, int) for x in raw_batch):
-                raise ValueError("batch must be [txid, attempt]")
-            batch = (raw_batch[0], raw_batch[1])
+            if not isinstance(raw_batch, list) or len(raw_batch) != 3 or not all(isinstance(x, int) for x in raw_batch):
+                raise ValueError("batch must be [txid, attempt, epoch]")
+            batch = (raw_batch[0], raw_batch[1], raw_batch[2])
         return stream, source, task, values, anchors, batch
     except (ValueError, TypeError, UnicodeDecodeError) as exc:
         raise DecodeError(str(exc), component=component, topic=topic, partition=partition, offset=offset) from exc

@@ -166,6 +166,9 @@ class _Emitter:
         """Emit calls (Storm UI's "emitted")."""
         self.transferred = 0
         """Tuples sent to tasks: an emit to N tasks counts N (Storm UI's "transferred")."""
+        self.epoch = new_id() >> 33
+        """This task's life (random per collector, i.e. per executor start): batch tuples carry
+        it, so a task that restarted mid-batch is told apart (:mod:`streams.batch_tracker`)."""
 
     def _outputs(self, stream: str, values: list[Any]) -> None:
         for out in self.router.outputs[stream]:
@@ -219,7 +222,8 @@ class OutputCollector(_Emitter):
                     for root in a.anchors:
                         ids[root] = ids.get(root, 0) ^ e
                 batch = batch or a.batch  # a transactional tuple's children belong to its batch
-        self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, ids, batch), partition=local)
+        tagged = None if batch is None else (batch[0], batch[1], self.epoch)
+        self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, ids, tagged), partition=local)
 
     def emit(self, values: list[Any], anchors: Tuple | Sequence[Tuple] | None = None, stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit ``values`` on ``stream`` anchored to ``anchors`` (a tuple, a list for
@@ -378,7 +382,7 @@ class BatchTree:
         e = new_id()
         self.xor ^= e
         c = self.collector
-        c.produce(route.topic, encode_tuple(stream, c.component, c.task_id, values, {self.root: e}, self.batch), partition=local)
+        c.produce(route.topic, encode_tuple(stream, c.component, c.task_id, values, {self.root: e}, (self.batch[0], self.batch[1], c.epoch)), partition=local)
         self.emitted += 1
 
     def emit(self, values: list[Any], stream: str = DEFAULT_STREAM) -> list[int]:

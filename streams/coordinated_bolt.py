@@ -122,7 +122,11 @@ class CoordinatedBolt(Bolt):
     def execute(self, tuple: Tuple) -> None:  # noqa: A002
         if tuple.stream == BATCH_END_STREAM:
             txid, attempt, count = tuple.values
-            self._progress(self.tracker.marker(txid, attempt, tuple.source_task, count, tuple), tuple)
+            b = self.tracker.marker(txid, attempt, tuple.source_task, count, tuple, tuple.epoch)
+            if b is not None and b.broken:
+                self._broken(b, tuple)
+            else:
+                self._progress(b, tuple)
         elif tuple.stream == COMMIT_STREAM:
             self._commit(tuple)
         elif tuple.batch is None:  # a tick, or a tuple from outside any batch
@@ -133,9 +137,11 @@ class CoordinatedBolt(Bolt):
                 self.inner.execute(tuple)
         else:
             txid, attempt = tuple.batch
-            b = self.tracker.data(txid, attempt, tuple.source_task)
+            b = self.tracker.data(txid, attempt, tuple.source_task, tuple.epoch)
             if b is None:
-                self.collector.ack(tuple)  # a stale attempt's tuple
+                self.collector.ack(tuple)  # a stale attempt's tuple, or a duplicate
+            elif b.broken:
+                self._broken(b, tuple)
             else:
                 self._data(b, tuple)
                 self._progress(b, None)
@@ -195,6 +201,20 @@ class CoordinatedBolt(Bolt):
                 return
         for t in tasks:
             b.sent[t] = b.sent.get(t, 0) + 1
+
+    def _broken(self, b: TaskBatch, t: Tuple) -> None:
+        """An upstream task restarted mid-batch and re-sent part of it: what this task holds
+        for the attempt cannot be trusted, so the tuple fails and the batch replays."""
+        if b.bolt is not None:
+            b.bolt = None
+            log.warning(
+                "[%s] batch %d.%d: task %d restarted mid-batch and sent it again; failing the batch (it replays)",
+                self._context.this_component_id,
+                b.txid,
+                b.attempt,
+                t.source_task,
+            )
+        self.collector.fail(t)
 
     # -- batch progress --------------------------------------------------------------
     def _progress(self, b: TaskBatch | None, marker: Tuple | None) -> None:

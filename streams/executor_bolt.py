@@ -101,7 +101,9 @@ class BoltExecutor(Executor):
             self.dead_letter(msg, str(exc), 0)
             task.next_offset = off + 1
             return
-        t = Tuple(values, stream, source, source_task, anchors, self.topology.field_index(source, stream), self.topic, p, off, batch)
+        t = Tuple(values, stream, source, source_task, anchors, self.topology.field_index(source, stream), self.topic, p, off)
+        if batch is not None:
+            t.batch, t.epoch = (batch[0], batch[1]), batch[2]
         t.received_at = time.perf_counter()
         self._execute(task, t)
         task.next_offset = off + 1

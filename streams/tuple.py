@@ -22,7 +22,7 @@ class Tuple:
       * ``topic``/``partition``/``offset`` -- where the record was read, for errors.
       * ``settled`` -- True once the tuple was acked *or* failed.
       * ``batch`` -- ``(txid, attempt)`` in a transactional topology (:mod:`streams.batch`),
-        else None.
+        else None; ``epoch`` -- then, the sending task's life (random per executor start).
       * ``received_at`` -- ``time.perf_counter()`` when the executor read it (process latency).
     """
 
@@ -31,6 +31,7 @@ class Tuple:
         "ack_val",
         "anchors",
         "batch",
+        "epoch",
         "offset",
         "partition",
         "received_at",
@@ -67,6 +68,7 @@ class Tuple:
         self.offset = offset
         self.settled = False  # acked or failed: a second ack or fail is ignored
         self.batch = batch
+        self.epoch = 0  # in a batch: the sending task's life (streams.codec)
         self.received_at = 0.0  # time.perf_counter() when the executor read it (0: unknown)
 
     @property

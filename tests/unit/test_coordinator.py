@@ -137,3 +137,29 @@ def test_tracker_completes_in_any_order_and_drops_stale_attempts() -> None:
     assert t.commit(3, 1, "unknown") is None and not t.is_duplicate_commit(3, 1)  # lost: the caller fails it
     t.data(2, 3, source_task=10)
     assert [s.attempt for s in t.superseded] == [2]  # the replay supersedes what was held
+
+
+def test_a_tuple_resent_by_a_restarted_upstream_task_after_the_input_was_complete_is_dropped() -> None:
+    """An upstream task finished its part (tuples + marker), restarted before committing its
+    input offsets, and sent the batch's tuples and marker again: a committer that already
+    has the whole input (and waits for its commit) must not count them twice."""
+    t = BatchTracker(frozenset({10}), committer=True)
+    t.data(4, 1, source_task=10)
+    b = t.marker(4, 1, source_task=10, count=1, tuple="m")
+    assert b is not None and t.complete(b)
+    b.input_done = True
+    assert t.data(4, 1, source_task=10) is None  # the resent tuple: dropped, not executed
+    assert t.marker(4, 1, source_task=10, count=1, tuple="m again") is None
+    assert b.received == {10: 1} and b.markers == ["m"]
+
+
+def test_an_upstream_task_that_restarts_mid_batch_breaks_the_batch_here() -> None:
+    """Some of the batch came from the upstream task's first life, the rest from its second
+    (which re-sent what the first had sent): counting cannot be trusted, so the batch fails."""
+    t = BatchTracker(frozenset({10}), committer=False)
+    b = t.data(5, 1, source_task=10, epoch=111)
+    assert b is not None and not b.broken
+    assert t.data(5, 1, source_task=10, epoch=222) is b and b.broken  # the second life
+    assert b.received == {10: 1}  # its tuples were not counted
+    fresh = t.data(5, 2, source_task=10, epoch=222)  # the replay, a new attempt: clean
+    assert fresh is not None and not fresh.broken and t.superseded == [b]

@@ -102,7 +102,7 @@ def test_coordinator_state_and_batch_system_tuples() -> None:
     c.commit_started(commit.batch)
     check("coordinator.schema.json", json.dumps(c.snapshot()).encode())
     assert CoordinatorState.from_json(c.snapshot()).to_json() == c.snapshot()  # round-trips
-    check("tuple.schema.json", encode_tuple("__batch_end", "split", 2, [4, 1, 17], {5: 9}, (4, 1)))  # an end marker
-    check("tuple.schema.json", encode_tuple("__commit", "lines", 0, [4, 1], {6: 3}, (4, 1)))  # a commit tuple
+    check("tuple.schema.json", encode_tuple("__batch_end", "split", 2, [4, 1, 17], {5: 9}, (4, 1, 77)))  # an end marker
+    check("tuple.schema.json", encode_tuple("__commit", "lines", 0, [4, 1], {6: 3}, (4, 1, 12)))  # a commit tuple
     with pytest.raises(jsonschema.ValidationError):
         check("tuple.schema.json", b'[1,"s","c",0,[],[],[0]]')
