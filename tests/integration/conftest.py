@@ -7,10 +7,13 @@ engine answers; else the embedded tansu broker.
 from __future__ import annotations
 
 import os
+import random
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -113,6 +116,30 @@ def crash_and_recover(job: Job, component: str, after_acked: int, while_down: Ca
         return job.wait(300)
     finally:
         job.close()
+
+
+def kill_workers(job: Job, workers: list[int], rng: random.Random, log: list[str], pause_s: tuple[float, float] = (0.5, 2.0)) -> threading.Thread:
+    """From a thread: SIGKILL each of ``workers`` in turn, at random moments (``pause_s``
+    apart), while ``job`` runs; its supervisor restarts each one, and the next kill waits
+    for that. Each kill is logged in ``log``. Returns the (started) thread."""
+    assert job.supervisor is not None
+    sup = job.supervisor
+
+    def go() -> None:
+        for w in workers:
+            time.sleep(rng.uniform(*pause_s))
+            proc = sup.procs[w]
+            if proc.poll() is not None or job.finished is not None:
+                continue
+            log.append(f"kill -9 w{w} ({','.join(sup.components(w))}) pid {proc.pid}")
+            os.kill(proc.pid, signal.SIGKILL)
+            deadline = time.monotonic() + 60
+            while sup.procs[w] is proc and time.monotonic() < deadline:
+                time.sleep(0.1)
+
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    return t
 
 
 def assert_at_least(counts: dict[str, int], expected: Counter[str]) -> None:

@@ -5,10 +5,8 @@ completes, and the duplicates stay few and counted."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
-import threading
 import time
 from pathlib import Path
 
@@ -17,7 +15,7 @@ import pytest
 from service.broker import EmbeddedBroker
 from service.config import ServiceSettings
 from service.runner import Job
-from tests.integration.conftest import EXAMPLES, assert_at_least, corpus_slice, direct_count
+from tests.integration.conftest import EXAMPLES, assert_at_least, corpus_slice, direct_count, kill_workers
 
 pytestmark = pytest.mark.broker
 
@@ -63,25 +61,10 @@ def test_three_kill9s_of_random_workers_lose_nothing(settings: ServiceSettings, 
     try:
         job.start()
         assert job.supervisor is not None
-        sup = job.supervisor
-
-        def killer() -> None:
-            for _ in range(3):
-                time.sleep(rng.uniform(1.0, 2.5))
-                w = rng.randrange(len(sup.workers))
-                proc = sup.procs[w]
-                if job.finished is not None or proc.poll() is not None:
-                    continue
-                kills.append(f"w{w} ({','.join(sup.components(w))})")
-                os.kill(proc.pid, signal.SIGKILL)
-                deadline = time.monotonic() + 30
-                while sup.procs[w] is proc and time.monotonic() < deadline:
-                    time.sleep(0.1)
-
-        t = threading.Thread(target=killer, daemon=True)
-        t.start()
+        workers = [rng.randrange(len(job.supervisor.workers)) for _ in range(3)]
+        killer = kill_workers(job, workers, rng, kills, pause_s=(1.0, 2.5))
         summary = job.wait(600)
-        t.join(5)
+        killer.join(5)
     finally:
         job.close()
     counts = json.loads((tmp_path / "counts.json").read_text())

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import random
-import signal
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,7 +22,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from service.config import ServiceSettings
 from service.runner import Job
 from streams.naming import coordinator_topic
-from tests.integration.conftest import EXAMPLES, TOPOLOGIES, corpus_slice, direct_count
+from tests.integration.conftest import EXAMPLES, TOPOLOGIES, corpus_slice, direct_count, kill_workers
 
 pytestmark = pytest.mark.broker
 
@@ -88,29 +85,6 @@ def test_example_counts_the_whole_input_exactly(settings: ServiceSettings, corpu
     assert any("batches committed" in line for line in summary.lines())
 
 
-def kill_three_times(job: Job, kills: list[int], rng: random.Random, log: list[str]) -> threading.Thread:
-    """From a thread: SIGKILL each worker in ``kills`` at a random moment; the job's
-    supervisor restarts it. Waits for the restart before the next kill."""
-    assert job.supervisor is not None
-    sup = job.supervisor
-
-    def go() -> None:
-        for w in kills:
-            time.sleep(rng.uniform(0.5, 2.0))
-            proc = sup.procs[w]
-            if proc.poll() is not None or job.finished is not None:
-                continue
-            log.append(f"kill -9 w{w} ({','.join(sup.components(w))}) pid {proc.pid}")
-            os.kill(proc.pid, signal.SIGKILL)
-            deadline = time.monotonic() + 60
-            while sup.procs[w] is proc and time.monotonic() < deadline:
-                time.sleep(0.1)
-
-    t = threading.Thread(target=go, daemon=True)
-    t.start()
-    return t
-
-
 def test_kill9_of_spout_committer_and_acker_workers_stays_exact_and_commits_in_order(
     settings: ServiceSettings, corpus: Path, tmp_path: Path, state_url: str
 ) -> None:
@@ -130,7 +104,7 @@ def test_kill9_of_spout_committer_and_acker_workers_stays_exact_and_commits_in_o
         acker = j.supervisor.worker_of("__acker")
         order = [spout, committers[0], acker]
         rng.shuffle(order)
-        killer.append(kill_three_times(j, order, rng, kills))
+        killer.append(kill_workers(j, order, rng, kills))
 
     summary = run(job, during)
     killer[0].join(5)
