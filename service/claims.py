@@ -93,8 +93,3 @@ class ClaimBook:
             if now - claim.started_at < self.startup_grace_s or live(claim):
                 out.append(claim)
         return out
-
-    def forget(self, topology: str) -> None:
-        """Drop every claim of a removed topology."""
-        self.open = {k: c for k, c in self.open.items() if c.topology != topology}
-        self._closed = {k for k in self._closed if k[0] != topology}

@@ -37,7 +37,6 @@ class CoordinatorStore:
         self.component = component
         self.kafka = kafka or {}
         self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "log_level": 3, **self.kafka.get("producer", {})})
-        self.writes = 0
 
     def load(self, timeout_s: float = 60.0) -> CoordinatorState:
         """The last saved state (a new one if there is none)."""
@@ -87,4 +86,3 @@ class CoordinatorStore:
         left = self.producer.flush(30)
         if errors or left:
             raise FatalError(f"[{self.component}] coordinator state not confirmed by {self.topic}: {errors[0] if errors else 'timed out'}")
-        self.writes += 1

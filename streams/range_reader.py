@@ -35,15 +35,6 @@ class RangeReader:
         self.ahead: dict[TP, list[Message]] = {tp: [] for tp in self.partitions}
         self.lows: dict[TP, int] = {}
 
-    def add(self, partitions: list[TP]) -> None:
-        """Start tracking new source partitions (from their beginning)."""
-        new = [tp for tp in partitions if tp not in self.ahead]
-        if new:
-            self.consumer.incremental_assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in new])
-            self.partitions += new
-            for tp in new:
-                self.ahead[tp] = []
-
     def highs(self) -> dict[TP, int]:
         """Each partition's high watermark as last seen in a Fetch response (partitions not
         fetched yet are absent)."""

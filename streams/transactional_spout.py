@@ -91,7 +91,6 @@ class TransactionalKafkaSpout(Spout):
         self.subscribers: list[int] = []
         self.has_committers = False
         self.poisoned: set[tuple[str, int, int]] = set()
-        self.counters = {"batches_emitted": 0, "batches_replayed": 0, "batches_committed": 0, "records_committed": 0, "last_txid": 0, "poison": 0}
 
     # -- declaration -----------------------------------------------------------------
     def validate(self, component_id: str) -> None:
@@ -136,9 +135,17 @@ class TransactionalKafkaSpout(Spout):
                 targets[target.id] = target.task_ids
         self.subscribers = sorted(t for ids in targets.values() for t in ids)
         self.has_committers = bool(topology.subscribers(self.component, COMMIT_STREAM))
-        for key in self.counters:
-            context.register_metric(key, self._counter(key))
-        self.counters["last_txid"] = state.committed
+        c = self.coordinator.counters
+        metrics: dict[str, Callable[[], float]] = {
+            "batches_emitted": lambda: c.emitted,
+            "batches_replayed": lambda: c.replayed,
+            "batches_committed": lambda: c.committed,
+            "records_committed": lambda: c.records_committed,
+            "last_txid": lambda: self.coordinator.committed if self.coordinator is not None else 0,
+            "poison": lambda: len(self.poisoned),
+        }
+        for key, read in metrics.items():
+            context.register_metric(key, read)
         log.info(
             "[%s] %s spout: committed txid %d, %d batches to replay, reading %s",
             self.component,
@@ -147,9 +154,6 @@ class TransactionalKafkaSpout(Spout):
             len(state.batches),
             ", ".join(f"{t}[{p}]" for t, p in partitions),
         )
-
-    def _counter(self, key: str) -> Callable[[], float]:
-        return lambda: float(self.counters[key])
 
     def cut(self, txid: int, attempt: int, proposed: dict[TP, Range]) -> dict[TP, Range]:
         """The ranges of a new batch (or of a replay cut again), given the ``proposed`` ones
@@ -209,9 +213,7 @@ class TransactionalKafkaSpout(Spout):
             tree.emit_direct(task, [b.txid, b.attempt, sent.get(task, 0)], BATCH_END_STREAM)
         tree.close()
         self.coordinator.emitted(b)
-        self.counters["batches_emitted"] += 1
         if b.attempt > 1:
-            self.counters["batches_replayed"] += 1
             log.info("[%s] replaying batch %d (attempt %d, %d records)", self.component, b.txid, b.attempt, b.records())
 
     def _poison(self, msg: Any, exc: Exception) -> None:
@@ -219,7 +221,6 @@ class TransactionalKafkaSpout(Spout):
         if key in self.poisoned:
             return
         self.poisoned.add(key)
-        self.counters["poison"] += 1
         log.warning("[%s] poison record %s[%s]@%s: %s", self.component, key[0], key[1], key[2], exc)
         if self.dead_letter is not None:
             self.dead_letter(msg, f"[{self.component}] translator failed on {key[0]}[{key[1]}]@{key[2]}: {exc}", 0)
@@ -241,9 +242,6 @@ class TransactionalKafkaSpout(Spout):
         if b is None:
             return
         self.store.save(self.coordinator.snapshot())
-        self.counters["batches_committed"] += 1
-        self.counters["records_committed"] += b.records()
-        self.counters["last_txid"] = txid
         offsets = [TopicPartition(t, p, end) for (t, p), (_, end) in b.ranges.items()]
         try:
             self.group.commit(offsets=offsets, asynchronous=False)
