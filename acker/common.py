@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Message, TopicPartition
 
-from acker.durable import DurableLedger
+from acker.durable import DurableLedger, decode_changelog
 from acker.exceptions import RestoreError
 from acker.ledger import Ledger, Outcome
-from streams.acker_wire import RESULT_ACK, RESULT_FAIL, decode_list
+from streams.acker_wire import RESULT_ACK, RESULT_FAIL
 from streams.config import TopologyConfig
-from streams.kafka_io import consumer_config
+from streams.exceptions import DecodeError
+from streams.kafka_io import consumer_config, new_consumer
 from streams.naming import acker_changelog_topic, component_group
 from streams.stats import ExecutorStats
 
@@ -28,14 +30,28 @@ ACKER_COMPONENT = "__acker"
 """The acker's component id (Storm's ``Acker.ACKER_COMPONENT_ID``)."""
 
 
-def restore_partition(bootstrap: str, group: str, changelog: str, p: int, into: DurableLedger, conf: TopologyConfig, timeout_s: float = 120.0) -> int:
+PoisonHandler = Callable[[Message, DecodeError], None]
+"""Called with a changelog record that cannot be decoded (to dead-letter it)."""
+
+
+def restore_partition(
+    bootstrap: str,
+    group: str,
+    changelog: str,
+    p: int,
+    into: DurableLedger,
+    conf: TopologyConfig,
+    timeout_s: float = 120.0,
+    on_poison: PoisonHandler | None = None,
+) -> int:
     """Read changelog partition ``p`` from the start to its true end into ``into``.
 
     The end is the high watermark of a Fetch response (ListOffsets under-reports on the
-    embedded broker). Returns the number of records read. Raises :class:`RestoreError`
-    naming the partition if the end is not reached within ``timeout_s`` seconds.
+    embedded broker). Returns the number of records read. A record that cannot be decoded
+    is skipped, logged and passed to ``on_poison``. Raises :class:`RestoreError` naming
+    the partition if the end is not reached within ``timeout_s`` seconds.
     """
-    c = Consumer(consumer_config(bootstrap, group, conf))
+    c = new_consumer(consumer_config(bootstrap, group, conf))
     tp = TopicPartition(changelog, p, OFFSET_BEGINNING)
     c.assign([tp])
     n = empty = 0
@@ -44,12 +60,16 @@ def restore_partition(bootstrap: str, group: str, changelog: str, p: int, into: 
         while True:
             msgs = c.consume(10000, 0.2)
             for m in msgs:
-                key = m.key()
-                if m.error() or key is None:
+                if m.error():
                     continue
-                raw = m.value()
-                value = None if raw is None else decode_list(raw, component=ACKER_COMPONENT, topic=changelog, partition=p, offset=m.offset() or 0)
-                into.restore(int.from_bytes(key, "big"), value)
+                try:
+                    root, value = decode_changelog(m.key(), m.value(), component=ACKER_COMPONENT, topic=changelog, partition=p, offset=m.offset() or 0)
+                except DecodeError as exc:
+                    log.warning("%s (skipped)", exc)
+                    if on_poison is not None:
+                        on_poison(m, exc)
+                    continue
+                into.restore(root, value)
                 n += 1
             if msgs:
                 empty = 0
@@ -67,13 +87,29 @@ def restore_partition(bootstrap: str, group: str, changelog: str, p: int, into: 
         c.close()
 
 
-def restored_ledger(bootstrap: str, topology: str, conf: TopologyConfig, p: int, stats: ExecutorStats) -> DurableLedger:
+def restored_ledger(
+    bootstrap: str,
+    topology: str,
+    conf: TopologyConfig,
+    p: int,
+    stats: ExecutorStats,
+    on_poison: PoisonHandler | None = None,
+    persist_after_s: float = 0.0,
+) -> DurableLedger:
     """A new ledger for acker task ``p``, restored from its changelog partition, counted
-    in ``stats`` (``restored_records``, ``restored_trees``). Ledger clock: wall time, so
-    start times survive a restore. Raises :class:`RestoreError`."""
-    dl = DurableLedger(Ledger(conf.message_timeout_secs, clock=time.time, buckets=conf.acker_buckets))
+    in ``stats`` (``restored_records``, ``restored_trees``; undecodable records: ``poison``,
+    and passed to ``on_poison``). Ledger clock: wall time, so start times survive a
+    restore. ``persist_after_s``: see :class:`acker.durable.DurableLedger` (0 for a
+    runtime that commits its input offsets by itself). Raises :class:`RestoreError`."""
+    dl = DurableLedger(Ledger(conf.message_timeout_secs, clock=time.time, buckets=conf.acker_buckets), persist_after_s=persist_after_s)
     changelog = acker_changelog_topic(topology)
-    n = restore_partition(bootstrap, component_group(topology, "__acker.restore"), changelog, p, dl, conf)
+
+    def poison(msg: Message, exc: DecodeError) -> None:
+        stats.inc("poison")
+        if on_poison is not None:
+            on_poison(msg, exc)
+
+    n = restore_partition(bootstrap, component_group(topology, "__acker.restore"), changelog, p, dl, conf, on_poison=poison)
     stats.inc("restored_records", n)
     if n:
         stats.inc("restored_trees", len(dl))

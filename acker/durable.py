@@ -13,11 +13,21 @@ ops replayed after a ``kill -9`` (trees completed twice, acked then failed, or l
    tombstoned by :meth:`DurableLedger.gc` once the input offset that finished it is
    committed. A tree that started and finished between two flushes never reached the
    changelog; all its ops are above the last commit, so a replay redoes it whole.
-3. **Order per flush** (the runtime's job): send ack results and wait for the broker to
-   confirm them -> write :meth:`changelog` records and wait -> commit input offsets ->
-   write :meth:`gc` tombstones. A crash anywhere replays ops whose effects are either
-   skipped (tagged) or redone; the worst case is a *duplicate completion*, which the
-   spout ignores and counts. Trees are never lost or failed by a crash.
+3. **Young trees stay out of the changelog.** A tree younger than ``persist_after_s``
+   that never had a live record is not written; instead the input offsets are committed
+   no further than the first op of any such tree (:meth:`commit_offset`), so a replay
+   redoes it whole. Most trees finish within a second, so most trees cost the changelog
+   nothing (before: a live record, a done record and a tombstone each, for every tree
+   that lived across a flush). A tree that reaches the age is written at the next flush.
+   After a crash, the ops of up to ``persist_after_s`` seconds are replayed: duplicate
+   completions (ignored by the spout) and, for a tree cut by the replay's start, an
+   entry without its init that expires as ``orphaned`` (nobody is told twice).
+4. **Order per flush** (the runtime's job): send ack results and wait for the broker to
+   confirm them -> write :meth:`changelog` records and wait -> commit input offsets up
+   to :meth:`commit_offset` -> write :meth:`gc` tombstones. A crash anywhere replays ops
+   whose effects are either skipped (tagged) or redone; the worst case is a *duplicate
+   completion*, which the spout ignores and counts. Trees are never lost or failed by a
+   crash.
 
 Changelog value (``schemas/acker-changelog.schema.json``): live ``[val, task|null,
 start_s, tag]`` (``[..., tag, true]`` when a fail arrived before the init), done
@@ -27,14 +37,54 @@ root (a late op re-created the entry) drops the done record, so no tombstone fol
 
 from __future__ import annotations
 
+from collections import deque
+from dataclasses import dataclass, field
 from typing import Any
 
-from acker.ledger import SKIP, Ledger, Outcome
-from streams.acker_wire import OP_ACK, OP_FAIL, OP_INIT, OP_RESET
+from acker.ledger import SKIP, Ledger, Outcome, PendingTree
+from streams.acker_wire import OP_ACK, OP_FAIL, OP_INIT, OP_RESET, U64, decode_list
 from streams.codec import encode_json
+from streams.exceptions import DecodeError
 
 TAG_BITS = 20
 MAX_OPS_PER_RECORD = 1 << TAG_BITS
+
+
+def _changelog_problem(value: list[Any]) -> str | None:
+    def nat(x: Any) -> bool:
+        return type(x) is int and x >= 0
+
+    if len(value) == 1:
+        return None if nat(value[0]) else "a done record is [tag]"
+    if len(value) not in (4, 5):
+        return "a live record is [val, task|null, start_s, tag(, failed)]"
+    val, task, start, tag = value[:4]
+    if not (type(val) is int and 0 <= val < U64) or not (task is None or nat(task)) or type(start) not in (int, float) or not nat(tag):
+        return "a live record is [val (u64), task|null, start_s, tag]"
+    if len(value) == 5 and type(value[4]) is not bool:
+        return "failed must be true or false"
+    return None
+
+
+def decode_changelog(key: bytes | None, raw: bytes | None, *, component: str, topic: str, partition: int, offset: int) -> tuple[int, list[Any] | None]:
+    """Decode a changelog record into ``(root, value)`` (``None``: a tombstone).
+
+    Raises:
+      DecodeError: naming the record, for a key that is not 8 bytes or a bad value.
+
+    >>> decode_changelog(b"\\x00" * 7 + b"\\x05", b"[9, 1, 12.5, 40]", component="__acker", topic="c", partition=0, offset=7)
+    (5, [9, 1, 12.5, 40])
+    """
+    if key is None or len(key) != 8:
+        raise DecodeError("the key must be the root id, 8 bytes", component=component, topic=topic, partition=partition, offset=offset)
+    root = int.from_bytes(key, "big")
+    if raw is None:
+        return root, None
+    value = decode_list(raw, component=component, topic=topic, partition=partition, offset=offset)
+    problem = _changelog_problem(value)
+    if problem is not None:
+        raise DecodeError(problem, component=component, topic=topic, partition=partition, offset=offset)
+    return root, value
 
 
 def tag_of(offset: int, index: int) -> int:
@@ -45,16 +95,59 @@ def offset_of(tag: int) -> int:
     return tag >> TAG_BITS
 
 
-class DurableLedger:
-    """One acker task's ledger with tags, done records and pending changelog writes."""
+@dataclass(slots=True)
+class YoungTrees:
+    """Trees first seen in one flush window and not yet in the changelog.
 
-    def __init__(self, ledger: Ledger) -> None:
+    ``seen_s``: the flush that found them (ledger clock, seconds); every one started at or
+    before it. ``first_offset``: the first input offset applied in their window; each
+    one's first op is at or above it. ``roots``: in the order found; ``checked``: how many
+    leading roots are known to be finished or persisted.
+    """
+
+    seen_s: float
+    first_offset: int
+    roots: list[int] = field(default_factory=list)
+    checked: int = 0
+
+
+class DurableLedger:
+    """One acker task's ledger with tags, done records and pending changelog writes.
+
+    Args:
+      ledger: the pure state machine (its clock is the changelog's clock).
+      persist_after_s: a tree is written to the changelog once it is this old (seconds;
+        0: every tree changed in a flush is written at that flush, for runtimes that do
+        not commit their own offsets, e.g. faust's). See the module docstring, step 3.
+
+    Example: a tree that finishes young never reaches the changelog, and the commit waits
+    for it while it lives::
+
+        >>> from acker.ledger import Ledger
+        >>> now = [100.0]
+        >>> dl = DurableLedger(Ledger(30, clock=lambda: now[0]), persist_after_s=1.0)
+        >>> _ = dl.apply(0, [[0, 7, 3, 0]])      # init root 7 at input offset 0
+        >>> dl.changelog(), dl.commit_offset(1)  # young: not written, commit held at 0
+        ([], 0)
+        >>> [o.acked for o in dl.apply(1, [[1, 7, 3]])]
+        [True]
+        >>> dl.changelog(), dl.commit_offset(2)
+        ([], 2)
+    """
+
+    def __init__(self, ledger: Ledger, persist_after_s: float = 0.0) -> None:
         self.ledger = ledger
+        self.persist_after_s = persist_after_s
         self.done: dict[int, int] = {}  # root -> tag of the op that finished it
         self._dirty: set[int] = set()
         self._done_unwritten: set[int] = set()
+        self._young: deque[YoungTrees] = deque()
+        self._young_roots: set[int] = set()
+        self._window_first: int | None = None  # first input offset applied since the last flush
         self.max_tag = -1
         self.skipped = 0
+        self.written = 0
+        """Live records written to the changelog (a counter for the metrics)."""
 
     def apply(self, offset: int, ops: list[list[Any]]) -> list[Outcome]:
         """Apply one input record's ops; returns the trees that finished.
@@ -67,6 +160,8 @@ class DurableLedger:
         done = self.done
         dirty = self._dirty
         outs: list[Outcome] = []
+        if self._window_first is None:
+            self._window_first = offset
         base = offset << TAG_BITS
         for i, op in enumerate(ops):
             tag = base | i
@@ -111,24 +206,73 @@ class DurableLedger:
             self._finished(out, self.max_tag)
         return outs
 
-    def changelog(self) -> list[tuple[int, bytes | None]]:
-        """Records to write now: ``(root, value)``; marks live entries persisted."""
-        ledger = self.ledger
+    def changelog(self, final: bool = False) -> list[tuple[int, bytes | None]]:
+        """Records to write now: ``(root, value)``; marks the written entries persisted.
+
+        Written: every changed tree that is persisted already or at least
+        ``persist_after_s`` old, every young tree that reached that age since the last
+        call, and done records. ``final``: write every live tree (a graceful stop, so the
+        commit can reach the end of the input).
+        """
+        now = self.ledger.clock()
+        young_before = now - self.persist_after_s
         recs: list[tuple[int, bytes | None]] = []
+        found: list[int] = []
+        keep_young = self.persist_after_s > 0 and not final
         for root in self._dirty:
-            entry = ledger.get(root)
+            entry = self.ledger.get(root)
             if entry is not None:
-                live = [entry.ack_val, entry.spout_task, entry.start, entry.tag]
-                recs.append((root, encode_json([*live, True] if entry.failed else live)))
-                ledger.mark_persisted(root)
-                # The live record supersedes a done record of the same root (a late op
-                # re-created it): gc() must not tombstone it after this record.
-                self.done.pop(root, None)
+                if keep_young and not entry.persisted and entry.start > young_before:
+                    if root not in self._young_roots:
+                        self._young_roots.add(root)
+                        found.append(root)
+                    continue
+                self._write_live(root, entry, recs)
             elif root in self._done_unwritten:
                 recs.append((root, encode_json([self.done[root]])))
         self._dirty.clear()
         self._done_unwritten.clear()
+        if found:
+            first = self._window_first if self._window_first is not None else 0
+            self._young.append(YoungTrees(now, first, found))
+        self._window_first = None
+        # Windows old enough: write their trees still live; then drop finished windows.
+        young = self._young
+        while young and (not keep_young or young[0].seen_s <= young_before):
+            for root in young.popleft().roots:
+                self._young_roots.discard(root)
+                entry = self.ledger.get(root)
+                if entry is not None and not entry.persisted:
+                    self._write_live(root, entry, recs)
+        while young and self._all_settled(young[0]):
+            for root in young.popleft().roots:
+                self._young_roots.discard(root)
         return recs
+
+    def _write_live(self, root: int, entry: PendingTree, recs: list[tuple[int, bytes | None]]) -> None:
+        live = [entry.ack_val, entry.spout_task, entry.start, entry.tag]
+        recs.append((root, encode_json([*live, True] if entry.failed else live)))
+        self.ledger.mark_persisted(root)
+        self.written += 1
+        # The live record supersedes a done record of the same root (a late op
+        # re-created it): gc() must not tombstone it after this record.
+        self.done.pop(root, None)
+
+    def _all_settled(self, window: YoungTrees) -> bool:
+        """Every tree of ``window`` finished (or was persisted); resumes where it stopped."""
+        roots = window.roots
+        while window.checked < len(roots):
+            entry = self.ledger.get(roots[window.checked])
+            if entry is not None and not entry.persisted:
+                return False
+            window.checked += 1
+        return True
+
+    def commit_offset(self, next_offset: int) -> int:
+        """How far the input may be committed, given the next offset to read: below the
+        first op of every live tree that is not in the changelog (call after
+        :meth:`changelog`'s records are confirmed)."""
+        return min(next_offset, self._young[0].first_offset) if self._young else next_offset
 
     def gc(self, committed_offset: int) -> list[tuple[int, bytes | None]]:
         """Tombstones for done records whose finishing offset is below ``committed_offset``."""

@@ -88,7 +88,8 @@ class PendingTree(NamedTuple):
 
     ``ack_val``: XOR of everything applied; ``spout_task``: ``None`` until the init;
     ``start``: seconds on the ledger's clock; ``tag``: source tag of the last op (-1: none);
-    ``failed``: a fail arrived before the init (the init will fail the tree at once).
+    ``failed``: a fail arrived before the init (the init will fail the tree at once);
+    ``persisted``: the changelog holds a live record of it.
     """
 
     root: int
@@ -97,13 +98,19 @@ class PendingTree(NamedTuple):
     start: float
     tag: int
     failed: bool
+    persisted: bool = False
 
     @staticmethod
     def of(root: int, val: int, meta: int, aux: int) -> PendingTree:
-        return PendingTree(root, val, CompactTable.task_of(meta), CompactTable.start_of(meta), CompactTable.tag_of(aux), CompactTable.failed_of(aux))
-
-
-"""Returned for an op whose tag shows it was already applied."""
+        return PendingTree(
+            root,
+            val,
+            CompactTable.task_of(meta),
+            CompactTable.start_of(meta),
+            CompactTable.tag_of(aux),
+            CompactTable.failed_of(aux),
+            CompactTable.persisted_of(aux),
+        )
 
 
 class Ledger:

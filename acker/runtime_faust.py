@@ -15,15 +15,17 @@ worker process (the supervisor gives faust ackers a dedicated worker).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import Any
+
+from confluent_kafka import Message
 
 from acker import faust_compat
 from acker.common import ACKER_COMPONENT, record_outcome, restored_ledger
 from acker.durable import DurableLedger
-from streams.acker_wire import chunks, encode_results, root_key
+from streams.acker_wire import chunks, decode_ops, encode_results, root_key
 from streams.codec import encode_json
+from streams.exceptions import DecodeError
 from streams.executor import Executor
 from streams.naming import ack_result_topic, acker_changelog_topic, acker_topic, component_group, metrics_topic
 
@@ -38,6 +40,10 @@ class FaustAckerExecutor(Executor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.ledgers: dict[int, DurableLedger] = {}
+
+    def _restore_poison(self, msg: Message, exc: DecodeError) -> None:
+        """Dead-letter a changelog record the restore could not decode."""
+        self.dead_letter(msg, str(exc), 0)
 
     def build_app(self) -> Any:
         import faust
@@ -72,7 +78,7 @@ class FaustAckerExecutor(Executor):
             dl = self.ledgers.get(p)
             if dl is None:
                 loop = asyncio.get_running_loop()
-                dl = await loop.run_in_executor(None, restored_ledger, self.bootstrap, name, self.conf, p, stats)
+                dl = await loop.run_in_executor(None, restored_ledger, self.bootstrap, name, self.conf, p, stats, self._restore_poison)
                 self.ledgers[p] = dl
             return dl
 
@@ -83,7 +89,12 @@ class FaustAckerExecutor(Executor):
                 for ev in events:
                     p, off = ev.message.partition, ev.message.offset
                     dl = await ledger_for(p)
-                    ops = json.loads(ev.value)
+                    try:
+                        ops = decode_ops(ev.value, component=ACKER_COMPONENT, topic=input_name, partition=p, offset=off)
+                    except DecodeError as exc:
+                        stats.inc("poison")
+                        self.dead_letter_raw(ev.value, ev.key, str(exc), topic=input_name, partition=p, offset=off, attempts=0)
+                        continue
                     stats.inc("ops", len(ops))
                     for o in dl.apply(off, ops):
                         record_outcome(o, stats, out)

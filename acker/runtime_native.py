@@ -4,7 +4,9 @@ One :class:`acker.durable.DurableLedger` per acker task it owns (a fixed partiti
 ``__acker``, :mod:`streams.assignment`).
 Per batch: apply ops. Per flush (``squall.flush.interval.secs``), in this order:
 ack results -> wait for the broker -> changelog records -> wait -> commit input offsets
--> done-record tombstones (see :mod:`acker.durable` for why). At start each task's table
+below the first op of every tree not yet in the changelog -> done-record tombstones (see
+:mod:`acker.durable` for why; trees younger than ``squall.acker.persist.after.secs`` are
+not written). At start each task's table
 is restored from ``squall.T.__acker.changelog`` read to its true end (the high watermark
 of a Fetch response; ListOffsets under-reports on the embedded broker).
 
@@ -22,10 +24,10 @@ from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 from acker.common import ACKER_COMPONENT, record_outcome, restored_ledger
 from acker.durable import DurableLedger
 from acker.ledger import Outcome
-from streams.acker_wire import chunks, decode_list, encode_results, root_key
+from streams.acker_wire import chunks, decode_ops, encode_results, root_key
 from streams.exceptions import DecodeError, FatalError
 from streams.executor import Every, Executor
-from streams.kafka_io import consumer_config
+from streams.kafka_io import consumer_config, new_consumer, transit_s
 from streams.naming import ack_result_topic, acker_changelog_topic, acker_topic, component_group
 
 log = logging.getLogger("squall.acker")
@@ -49,12 +51,21 @@ class AckerExecutor(Executor):
         self.next_offset: dict[int, int] = {}
         self.committed: dict[int, int] = {}
         self.results: dict[int, list[list[Any]]] = {}
+        self._transit = self.stats.hist("transit_latency")
 
     # -- tasks -----------------------------------------------------------------------
     def _open_tasks(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Restore each task's table from the changelog before its ops are read."""
         for tp in partitions:
-            self.ledgers[tp.partition] = restored_ledger(self.bootstrap, self.topology.name, self.conf, tp.partition, self.stats)
+            self.ledgers[tp.partition] = restored_ledger(
+                self.bootstrap,
+                self.topology.name,
+                self.conf,
+                tp.partition,
+                self.stats,
+                on_poison=lambda m, exc: self.dead_letter(m, str(exc), 0),
+                persist_after_s=self.conf.acker_persist_after_secs,
+            )
         # The group's committed offsets: done records below them are tombstoned at the next
         # flush, without waiting for new input (a restored table would otherwise keep them).
         for got in consumer.committed([TopicPartition(self.topic, tp.partition) for tp in partitions], timeout=10):
@@ -73,8 +84,11 @@ class AckerExecutor(Executor):
         dl = self.ledgers.get(p)
         if dl is None:
             return
+        hop = transit_s(msg, time.time())
+        if hop is not None:
+            self._transit.record(hop)
         try:
-            ops = decode_list(msg.value(), component=ACKER_COMPONENT, topic=self.topic, partition=p, offset=off)
+            ops = decode_ops(msg.value(), component=ACKER_COMPONENT, topic=self.topic, partition=p, offset=off)
             outs = dl.apply(off, ops)
         except (DecodeError, ValueError, IndexError, TypeError) as exc:
             self.stats.inc("poison")
@@ -101,7 +115,7 @@ class AckerExecutor(Executor):
         if self.delivery.failures != before:
             raise FatalError(f"[{ACKER_COMPONENT}] {what} not confirmed by the broker; stopping so that a restart replays")
 
-    def _flush(self, consumer: Consumer) -> None:
+    def _flush(self, consumer: Consumer, final: bool = False) -> None:
         produce = self.produce
         if self.results:
             for task, results in self.results.items():
@@ -111,12 +125,17 @@ class AckerExecutor(Executor):
             self._confirm("ack results")
         wrote = False
         for p, dl in self.ledgers.items():
-            for root, value in dl.changelog():
+            for root, value in dl.changelog(final=final):
                 produce(self.changelog, value, key=root_key(root), partition=p)
                 wrote = True
         if wrote:
             self._confirm("changelog records")
-        offsets = [TopicPartition(self.topic, p, off) for p, off in self.next_offset.items() if self.committed.get(p) != off]
+        offsets = []
+        for p, off in self.next_offset.items():
+            owner = self.ledgers.get(p)
+            safe = owner.commit_offset(off) if owner is not None else off
+            if self.committed.get(p, -1) < safe:
+                offsets.append(TopicPartition(self.topic, p, safe))
         if offsets:
             try:
                 consumer.commit(offsets=offsets, asynchronous=False)
@@ -135,11 +154,12 @@ class AckerExecutor(Executor):
         self.stats.gauges["tasks"] = len(self.ledgers)
         self.stats.tasks = sorted(self.ledgers)
         self.stats.counters["skipped"] = sum(dl.skipped for dl in self.ledgers.values())
+        self.stats.counters["changelog_written"] = sum(dl.written for dl in self.ledgers.values())
         self.stats.gauges["table_bytes"] = sum(dl.ledger.nbytes for dl in self.ledgers.values())
 
     def _run(self) -> None:
         conf = self.conf
-        consumer = Consumer(consumer_config(self.bootstrap, component_group(self.topology.name, ACKER_COMPONENT), conf, self.kafka.get("consumer")))
+        consumer = new_consumer(consumer_config(self.bootstrap, component_group(self.topology.name, ACKER_COMPONENT), conf, self.kafka.get("consumer")))
         partitions = [TopicPartition(self.topic, p) for p in self.tasks]
         self._open_tasks(consumer, partitions)  # restore first, then read the ops
         consumer.assign(partitions)
@@ -157,7 +177,7 @@ class AckerExecutor(Executor):
                     self._flush(consumer)
                 self._maybe_stats(now)
         finally:
-            self._flush(consumer)
+            self._flush(consumer, final=True)
             self._maybe_stats(time.monotonic(), final=True)
             self.producer.flush(5)
             consumer.close()

@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
+
+
+def parse_setting(kv: str) -> tuple[str, object]:
+    """``KEY=VALUE`` with VALUE read as JSON when it parses (``topology.workers=6``)."""
+    key, _, raw = kv.partition("=")
+    try:
+        return key, json.loads(raw)
+    except ValueError:
+        return key, raw
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -20,6 +30,7 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--workloads", nargs="+", default=["wordcount", "flights"])
     c.add_argument("--contenders", nargs="+", default=None)
     c.add_argument("--latency-seconds", type=float, default=10.0)
+    c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a topology config key for squall-acked/-unacked (JSON value), repeatable")
     s = sub.add_parser("spark", help="word count: split as a SparkBolt vs the same as a Python bolt")
     s.add_argument("--smoke", action="store_true", help="tiny input, correctness only")
     s.add_argument("--latency-seconds", type=float, default=10.0)
@@ -28,6 +39,8 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--bootstrap", default=None, help="use this Kafka instead of an embedded broker")
         p.add_argument("--workdir", default=tempfile.mkdtemp(prefix="squall-bench-"))
     args = parser.parse_args(argv)
+    if hasattr(args, "set"):
+        args.set = dict(parse_setting(kv) for kv in args.set)
     if args.command == "acker":
         from bench import acker
 

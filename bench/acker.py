@@ -24,6 +24,7 @@ from acker.durable import DurableLedger
 from acker.ledger import Ledger
 from bench.common import ROOT, broker, print_table, spawn_worker, wait_until, write_json
 from service.admin import ensure_topology_topics
+from service.supervisor import worker_plan
 from streams.acker_wire import OP_ACK, OP_INIT, decode_list, encode_ops
 from streams.config import resolve
 from streams.loader import load_topology
@@ -39,17 +40,12 @@ def _setup(bootstrap: str, runtime: str, workdir: Path) -> tuple[str, Any]:
     topology = load_topology(TOPOLOGY, name)
     conf = resolve({"squall.acker.runtime": runtime}, topology.conf)
     ensure_topology_topics(bootstrap, topology, conf)
-    plan = {
-        "topology_file": str(TOPOLOGY),
-        "name": name,
-        "bootstrap": bootstrap,
-        "workers": [["__acker"]],
-        "service_conf": {"squall.acker.runtime": runtime},
-        "log_level": "INFO",
-    }
+    plan = worker_plan(TOPOLOGY, topology, conf, bootstrap, workdir / name, service_conf={"squall.acker.runtime": runtime})
+    plan["workers"] = [[["__acker", [0]]]]  # only the acker runs
     proc = spawn_worker(plan, workdir / name)
     log = workdir / name / "worker-0.log"
-    wait_until(lambda: log.exists() and "assigned acker tasks [0]" in log.read_text(errors="replace"), 60, "acker assignment")
+    ready = ("runs acker tasks [0]", "assigned acker tasks [0]")  # native, faust
+    wait_until(lambda: log.exists() and any(r in log.read_text(errors="replace") for r in ready), 60, "acker assignment")
     return name, proc
 
 

@@ -40,7 +40,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from bench.common import ROOT, broker, print_table, proc_status_bytes, write_json
+from bench.common import ROOT, broker, fmt, print_table, proc_status_bytes, write_json
 from bench.peers.workloads import expected_flights, expected_wordcount, words
 from service.admin import ensure_topics
 from service.config import ServiceSettings
@@ -255,11 +255,13 @@ def run_squall(
     workdir: Path,
     example: str | None = None,
     state: str | None = None,
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``state``: a transactional example whose result is that committed state (not a topic)."""
+    """``state``: a transactional example whose result is that committed state (not a topic).
+    ``overrides``: topology config keys set over the example's (``--set``)."""
     w = WORKLOADS[workload]
     settings = ServiceSettings(bootstrap_servers=bootstrap, data_dir=workdir, log_level="WARNING")
-    overrides = {} if acked else {"topology.acker.executors": 0}
+    overrides = {**(overrides or {}), **({} if acked else {"topology.acker.executors": 0})}
     job = Job(ROOT / "examples" / (example or w["example"]), Path("/dev/null"), None, settings, topology_overrides=overrides)
     try:
         job.start(produce_input=False)
@@ -284,9 +286,37 @@ def run_squall(
         correct, dups = verdict(watcher.state, exp, at_least_once=not state)
         watcher.close()
         acker_ops = int(job.board.total("spout", "acker_ops") + job.board.total("bolt", "acker_ops"))
-        return {"seconds": end - start, "peak_rss_bytes": peak, "correct": correct, "duplicates": dups, "p50_s": p50, "p99_s": p99, "acker_ops": acker_ops}
+        return {
+            "seconds": end - start,
+            "peak_rss_bytes": peak,
+            "correct": correct,
+            "duplicates": dups,
+            "p50_s": p50,
+            "p99_s": p99,
+            "acker_ops": acker_ops,
+            "hops": hop_breakdown(job),
+        }
     finally:
         job.close()
+
+
+def hop_breakdown(job: Job) -> list[dict[str, Any]]:
+    """Where a tree's time goes, hop by hop (p50 and p99, seconds): each bolt's input transit
+    (producer timestamp to receipt: the sender's flush wait + broker + fetch wait) and its
+    process latency (receipt to ack: execute, plus any wait for a tick), the acker's input
+    transit, the ack results' transit back to the spout, and the complete latency."""
+    assert job.board is not None
+    b = job.board
+    rows: list[tuple[str, Any]] = []
+    for c in job.topology.components.values():
+        if c.id in {s.id for s in job.topology.spouts}:
+            continue
+        rows.append((f"-> {c.id} (transit)", b.hist("bolt", "transit_latency", c.id)))
+        rows.append((f"{c.id} (receipt to ack)", b.hist("bolt", "process_latency", c.id)))
+    rows.append(("-> acker (transit of acker ops)", b.hist("acker", "transit_latency")))
+    rows.append(("acker -> spout (transit of results)", b.hist("spout", "transit_latency")))
+    rows.append(("complete latency", b.hist("spout", "complete_latency")))
+    return [{"hop": name, "p50_s": h.quantile(0.5), "p99_s": h.quantile(0.99), "count": h.count} for name, h in rows]
 
 
 def run_peer(
@@ -344,6 +374,9 @@ def run(args: Any) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="squall-bench-"))
     quiet_s, limit_s = (20.0, 300.0) if args.smoke else (60.0, 1800.0)
     result: dict[str, Any] = {"workloads": {}, "smoke": bool(args.smoke)}
+    settings = getattr(args, "set", None) or {}  # --set KEY=VALUE (squall-acked, squall-unacked)
+    if settings:
+        result["settings"] = settings
     with broker(args.bootstrap) as bootstrap:
         for workload in args.workloads:
             lines = load_input(workload, args.smoke)
@@ -364,7 +397,7 @@ def run(args: Any) -> dict[str, Any]:
                         example, state = EXACTLY_ONCE[workload]
                         row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir, example, state)
                     elif name.startswith("squall"):
-                        row = run_squall(bootstrap, workload, lines, exp, name == "squall-acked", None, quiet_s, limit_s, workdir)
+                        row = run_squall(bootstrap, workload, lines, exp, name == "squall-acked", None, quiet_s, limit_s, workdir, overrides=settings)
                     elif name == "quixstreams-eos":
                         row = {"note": EOS_REASON}
                     else:
@@ -396,11 +429,13 @@ def run(args: Any) -> dict[str, Any]:
                             example, state = EXACTLY_ONCE[workload]
                             lat = run_squall(bootstrap, workload, csample, cexp, True, crate, quiet_s, limit_s, workdir, example, state)
                         elif name.startswith("squall"):
-                            lat = run_squall(bootstrap, workload, sample, sexp, name == "squall-acked", rate, quiet_s, limit_s, workdir)
+                            lat = run_squall(bootstrap, workload, sample, sexp, name == "squall-acked", rate, quiet_s, limit_s, workdir, overrides=settings)
                         else:
                             lat = run_peer(bootstrap, workload, sample, sexp, name, rate, quiet_s, limit_s, workdir)
                         rows[name]["p50_s"], rows[name]["p99_s"] = lat.get("p50_s"), lat.get("p99_s")
                         rows[name]["latency_rate"] = crate
+                        if lat.get("hops"):
+                            rows[name]["latency_hops"] = lat["hops"]
                     except Exception as exc:
                         rows[name]["latency_error"] = f"{type(exc).__name__}: {exc}"
             finish(rows)
@@ -456,6 +491,13 @@ def print_results(result: dict[str, Any]) -> None:
         acked = rows.get("squall-acked", {})
         if "reliability_overhead" in acked:
             print(f"{workload}: reliability overhead 1 - acked/unacked = {acked['reliability_overhead']:.1%}")
+        for label, key in (("at full speed", "hops"), (f"at {fmt(acked.get('latency_rate'))} rec/s", "latency_hops")):
+            if acked.get(key):
+                print_table(
+                    f"{workload}: where a squall-acked tree's time goes, {label}",
+                    ["hop", "p50 ms", "p99 ms", "samples"],
+                    [[h["hop"], h["p50_s"] * 1000, h["p99_s"] * 1000, h["count"]] for h in acked[key]],
+                )
         eo = rows.get("squall-exactly-once", {})
         if "ratio_to_acked" in eo:
             r = eo["ratio_to_acked"]

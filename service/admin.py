@@ -7,11 +7,12 @@ import time
 import uuid
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
+from confluent_kafka.admin import NewTopic
 
 from service.exceptions import BrokerError
 from streams.config import TopologyConfig
+from streams.kafka_io import at_high_watermarks, new_admin, new_consumer
 from streams.naming import (
     ack_result_topic,
     acker_changelog_topic,
@@ -19,6 +20,7 @@ from streams.naming import (
     component_topic,
     coordinator_topic,
     dead_letter_topic,
+    ledger_topic,
     metrics_topic,
 )
 from streams.topology import Topology
@@ -38,6 +40,7 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, int]:
     topics[acker_changelog_topic(name)] = ackers
     topics[ack_result_topic(name)] = max(topology.spout_tasks, 1)
     topics[metrics_topic(name)] = 1
+    topics[ledger_topic(name)] = max(topology.spout_tasks, 1)
     topics[dead_letter_topic(name)] = 1
     for out in topology.outputs:
         topics.setdefault(out.topic_for(name), 1)
@@ -51,8 +54,9 @@ COMPACTED = {"cleanup.policy": "compact", "retention.ms": "-1", "retention.bytes
 
 def ensure_topology_topics(bootstrap: str, topology: Topology, conf: TopologyConfig) -> None:
     """Create the topology's missing topics (:func:`topology_topics`); the coordinator topic
-    is compacted. Raises BrokerError (see :func:`ensure_topics`)."""
-    ensure_topics(bootstrap, topology_topics(topology, conf), configs={coordinator_topic(topology.name): COMPACTED})
+    and the spout ledger topic are compacted. Raises BrokerError (see :func:`ensure_topics`)."""
+    compacted = {coordinator_topic(topology.name): COMPACTED, ledger_topic(topology.name): COMPACTED}
+    ensure_topics(bootstrap, topology_topics(topology, conf), configs=compacted)
 
 
 def ensure_topics(bootstrap: str, topics: dict[str, int], timeout_s: float = 30.0, configs: dict[str, dict[str, str]] | None = None) -> None:
@@ -62,7 +66,7 @@ def ensure_topics(bootstrap: str, topics: dict[str, int], timeout_s: float = 30.
     Raises BrokerError naming the topic when a count differs (tasks are fixed at submit),
     or naming the broker when it does not answer.
     """
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = new_admin({"bootstrap.servers": bootstrap, "log_level": 0})
     try:
         existing = admin.list_topics(timeout=10).topics
     except KafkaException as exc:
@@ -89,9 +93,15 @@ def ensure_topics(bootstrap: str, topics: dict[str, int], timeout_s: float = 30.
     raise BrokerError(f"[admin] topics not visible after {timeout_s} s: {sorted(topics)}")
 
 
-def read_topic(bootstrap: str, topic: str, idle_s: float = 1.0) -> list[dict[str, Any]]:
-    """Every JSON record of ``topic`` (all partitions), read to the fetch high watermark."""
-    c = Consumer(
+def read_topic(bootstrap: str, topic: str, timeout_s: float = 120.0) -> list[dict[str, Any]]:
+    """Every JSON record of ``topic`` (all partitions), read to the fetch high watermarks.
+
+    It returns only once every partition's position is at its high watermark (as a Fetch
+    response reports it) and nothing arrived for 0.4 s: a slow first fetch (a busy or just
+    resumed broker) never passes for the end. Raises BrokerError naming the topic if the
+    end is not reached within ``timeout_s`` seconds.
+    """
+    c = new_consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"squall.reader.{uuid.uuid4().hex[:6]}",
@@ -106,20 +116,17 @@ def read_topic(bootstrap: str, topic: str, idle_s: float = 1.0) -> list[dict[str
         c.assign(parts)
         out: list[dict[str, Any]] = []
         quiet = 0.0
-        while quiet < idle_s:
+        deadline = time.monotonic() + timeout_s
+        while True:
             msgs = c.consume(10000, 0.2)
-            if not msgs:
-                quiet += 0.2
-                positions = c.position([TopicPartition(topic, p.partition) for p in parts])
-                ends = [c.get_watermark_offsets(TopicPartition(topic, p.partition), cached=True)[1] for p in parts]
-                if all(e is not None and e >= 0 and pos.offset >= e for pos, e in zip(positions, ends, strict=True)) and quiet >= 0.4:
-                    break
-                continue
-            quiet = 0.0
             for m in msgs:
                 value = m.value()
                 if not m.error() and value is not None:
                     out.append(json.loads(value))
-        return out
+            quiet = 0.0 if msgs else quiet + 0.2
+            if quiet >= 0.4 and at_high_watermarks(c, [TopicPartition(topic, p.partition) for p in parts]):
+                return out
+            if time.monotonic() > deadline:
+                raise BrokerError(f"[reader] {topic} not read to its end within {timeout_s} s ({len(out)} records so far)")
     finally:
         c.close()

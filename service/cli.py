@@ -74,7 +74,11 @@ def main_options(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="
 
 
 def settings(bootstrap: str | None) -> ServiceSettings:
-    return ServiceSettings(bootstrap_servers=bootstrap) if bootstrap else ServiceSettings()
+    """The service settings; a service file's ``kafka: {security: ...}`` goes to the env, so
+    every Kafka client of this process and of the workers it starts uses it."""
+    s = ServiceSettings(bootstrap_servers=bootstrap) if bootstrap else ServiceSettings()
+    s.export_kafka_security()
+    return s
 
 
 def client(bootstrap: str | None) -> Client:
@@ -229,6 +233,8 @@ def status_cmd(
     typer.echo(f"{st['name']}  {st['status']}  up {st['uptime_s']:.0f}s  workers {st['workers']}  pending {st['pending']}")
     p50, p99 = ms(st["complete_latency_p50_s"]), ms(st["complete_latency_p99_s"])
     typer.echo(f"trees acked {st['trees_acked']}, failed {st['trees_failed']}; complete latency p50 {p50} ms, p99 {p99} ms")
+    r = st["replays"]
+    typer.echo(f"replayed {sum(r.values())} (fail {r['fail']}, timeout {r['timeout']}, restart {r['restart']})")
     if st.get("batches"):
         b = st["batches"]
         typer.echo(f"batches committed {b['committed']}, replayed {b['replayed']}; last txid {b['last_txid']}")

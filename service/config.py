@@ -26,12 +26,17 @@ setting                    env var                     meaning (unit; default)
 =========================  ==========================  =====================================
 
 The service file may hold ``bootstrap.servers``, a ``topology:`` mapping of Storm keys
-(the "service file" layer of the config precedence) and ``kafka: {consumer: {}, producer: {}}``
-client overrides. Storm keys can also come from env, e.g. ``SQUALL_TOPOLOGY_WORKERS``.
+(the "service file" layer of the config precedence), ``kafka: {consumer: {}, producer: {}}``
+client overrides, and ``kafka: {security: {security.protocol: SASL_SSL, ...}}``, TLS and
+SASL settings for every Kafka client (or env ``SQUALL_KAFKA_*``:
+:class:`streams.kafka_io.KafkaSecurity`). Storm keys can also come from env, e.g.
+``SQUALL_TOPOLOGY_WORKERS``.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +47,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from service.restarts import RestartPolicy
 from streams.config import env_layer
 from streams.exceptions import ConfigError
+from streams.kafka_io import SECURITY_ENV
 
 
 class ServiceSettings(BaseSettings):
@@ -92,7 +98,23 @@ class ServiceSettings(BaseSettings):
         return layer
 
     def kafka_overrides(self) -> dict[str, Any]:
-        return dict(self.service_file().get("kafka") or {})
+        """The service file's ``kafka: {consumer: {}, producer: {}}`` client overrides."""
+        return {k: v for k, v in (self.service_file().get("kafka") or {}).items() if k != "security"}
+
+    def export_kafka_security(self, environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+        """Put the service file's ``kafka: {security: {librdkafka key: value}}`` into the env as
+        ``SQUALL_KAFKA_*`` (:class:`streams.kafka_io.KafkaSecurity`), unless the env sets it
+        already. Returns what it set. Raises ConfigError naming an unknown key."""
+        env = os.environ if environ is None else environ
+        section = (self.service_file().get("kafka") or {}).get("security") or {}
+        set_now: dict[str, str] = {}
+        for key, value in section.items():
+            var = SECURITY_ENV.get(key)
+            if var is None:
+                raise ConfigError(f"[service] kafka.security.{key} is not a security setting (one of {sorted(SECURITY_ENV)})")
+            if var not in env:
+                env[var] = set_now[var] = str(value)
+        return set_now
 
     def resolved_bootstrap(self) -> str | None:
         return self.bootstrap_servers or self.service_file().get("bootstrap.servers")

@@ -23,13 +23,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 from pydantic import ValidationError
 
 from service.admin import ensure_topics
 from service.control import TopologyRecord
 from service.exceptions import BrokerError
+from streams.kafka_io import new_admin, new_consumer, new_producer
 
 log = logging.getLogger("squall.control")
 
@@ -78,7 +78,7 @@ def ensure_control_topics(bootstrap: str, names: ControlTopics, timeout_s: float
 
 def probe(bootstrap: str, timeout_s: float = 5.0) -> None:
     """Raise BrokerError (one line, naming the address) if no broker answers at ``bootstrap``."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = new_admin({"bootstrap.servers": bootstrap, "log_level": 0})
     try:
         admin.list_topics(timeout=timeout_s)
     except KafkaException as exc:
@@ -98,7 +98,7 @@ class TopicTail:
 
     def __init__(self, bootstrap: str, topic: str, overrides: dict[str, Any] | None = None) -> None:
         self.topic = topic
-        self.consumer = Consumer(
+        self.consumer = new_consumer(
             {
                 "bootstrap.servers": bootstrap,
                 "group.id": f"{topic}.reader.{uuid.uuid4().hex[:8]}",
@@ -193,7 +193,7 @@ class ControlWriter:
     def __init__(self, bootstrap: str, names: ControlTopics, overrides: dict[str, Any] | None = None) -> None:
         self.bootstrap = bootstrap
         self.names = names
-        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "log_level": 0, **(overrides or {})})
+        self.producer = new_producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "log_level": 0, **(overrides or {})})
 
     def _send(self, topic: str, key: str, value: bytes | None) -> None:
         errors: list[str] = []

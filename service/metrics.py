@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from streams.spout_ledger import REPLAY_CAUSES
 from streams.stats import ExecutorStats, LogHistogram, process_usage
 
 
@@ -35,7 +36,7 @@ COUNTERS = {
     "transferred": "Tuples sent to tasks: an emit to N tasks counts N (Storm UI's transferred)",
     "acked": "Trees acked (spout) or input tuples acked (bolt)",
     "failed": "Trees failed (spout) or input tuples failed (bolt)",
-    "replayed": "Source records replayed after a fail or timeout",
+    "replayed": "Tuples a spout emitted again for a message id already emitted (all causes; by cause: squall_replays_total)",
     "timeouts": "Trees failed by the spout's own timeout",
     "dead_lettered": "Records written to the dead-letter topic",
     "poison": "Records that could not be decoded",
@@ -72,8 +73,15 @@ HISTS = {
     "execute_latency": "Bolt execute() time per tuple (Storm UI's execute latency)",
     "process_latency": "Bolt receipt of a tuple to its ack (Storm UI's process latency)",
     "spark_batch_duration": "SparkBolt micro-batch duration (trigger execution)",
+    "transit_latency": "One hop: the producer's timestamp of an input record to its receipt (flush wait + broker + fetch wait; "
+    "bolts sample 1 in 16 tuples, spouts time ack results, ackers acker ops)",
 }
-KIND_HISTS = {"spout": ("complete_latency",), "bolt": ("execute_latency", "process_latency"), "spark": ("spark_batch_duration",)}
+KIND_HISTS = {
+    "spout": ("complete_latency", "transit_latency"),
+    "bolt": ("execute_latency", "process_latency", "transit_latency"),
+    "acker": ("transit_latency",),
+    "spark": ("spark_batch_duration",),
+}
 
 
 def _buckets(h: LogHistogram) -> list[tuple[str, float]]:
@@ -96,9 +104,11 @@ class StatsCollector(Collector):
         stats = list(self.source())
         counters = {k: CounterMetricFamily(f"squall_{k}", v, labels=LABELS) for k, v in COUNTERS.items()}
         pending = GaugeMetricFamily("squall_pending", "Trees in flight (spout) or pending in the ledger (acker)", labels=LABELS)
+        limit = GaugeMetricFamily("squall_pending_limit", "Trees in flight allowed per spout task (adaptive unless topology.max.spout.pending)", labels=LABELS)
         capacity = GaugeMetricFamily("squall_capacity", "Fraction of the last stats window spent executing (Storm UI's capacity)", labels=LABELS)
         tasks = GaugeMetricFamily("squall_tasks", "Tasks the executor runs", labels=LABELS)
         last_txid = GaugeMetricFamily("squall_batch_last_txid", "The last committed txid of a transactional spout", labels=LABELS)
+        replays = CounterMetricFamily("squall_replays", "Spout re-emissions by cause: fail, timeout, restart (a crash or takeover)", labels=[*LABELS, "cause"])
         lag = GaugeMetricFamily("squall_lag", "Source records not yet committed, per partition", labels=[*LABELS, "partition"])
         cpu = CounterMetricFamily("squall_worker_cpu_seconds", "CPU time of the worker process (user + system)", labels=["topology", "worker"])
         rss = GaugeMetricFamily("squall_worker_resident_memory_bytes", "Resident memory of the worker process", labels=["topology", "worker"])
@@ -113,6 +123,11 @@ class StatsCollector(Collector):
                 pending.add_metric(labels, g.get("pending", 0.0))
             if s.kind == "bolt":
                 capacity.add_metric(labels, g.get("capacity", 0.0))
+            if "pending_limit" in g:
+                limit.add_metric(labels, g["pending_limit"])
+            if s.kind == "spout":
+                for cause in REPLAY_CAUSES:
+                    replays.add_metric([*labels, cause], s.counters.get(f"replayed_{cause}", 0.0))
             if "tasks" in g:
                 tasks.add_metric(labels, g["tasks"])
             if "last_txid" in s.counters:
@@ -130,7 +145,7 @@ class StatsCollector(Collector):
             cpu.add_metric([topology, worker], c)
             rss.add_metric([topology, worker], r)
         yield from counters.values()
-        yield from (pending, capacity, tasks, last_txid, lag, cpu, rss)
+        yield from (replays, pending, limit, capacity, tasks, last_txid, lag, cpu, rss)
         yield from hists.values()
 
 

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import TopicPartition
 
 from service.admin import ensure_topology_topics, read_topic
 from service.broker import EmbeddedBroker
@@ -28,9 +28,11 @@ from service.exceptions import InputError
 from service.supervisor import Supervisor, is_spark_bolt, worker_plan
 from streams.board import StatsBoard
 from streams.config import TopologyConfig, resolve
+from streams.kafka_io import new_consumer, new_producer
 from streams.kafka_spout import KafkaSpout
 from streams.loader import load_topology
 from streams.naming import component_group, component_topic
+from streams.spout_ledger import REPLAY_CAUSES
 from streams.state import State, open_backend
 from streams.state.semantics import STATE_KINDS
 from streams.topology import OutputDef, Topology
@@ -54,6 +56,10 @@ class Summary:
     output: str | None = None
     keys: int = 0
     worker_restarts: int = 0
+    emitted: int = 0
+    """Spout tuples emitted (first emits and replays), from the durable ledgers."""
+    replays: dict[str, int] = field(default_factory=dict)
+    """``replayed`` by cause (``fail``, ``timeout``, ``restart``: :mod:`streams.spout_ledger`)."""
     batches_committed: int | None = None
     """Transactional topologies only (else None): batches committed, replayed, and the last txid."""
     batches_replayed: int | None = None
@@ -66,7 +72,8 @@ class Summary:
             f"records             {self.records}",
             f"trees acked         {self.trees_acked}",
             f"trees failed        {self.trees_failed}",
-            f"replayed            {self.replayed}",
+            f"spout emitted       {self.emitted}",
+            f"replayed            {self.replayed} ({', '.join(f'{c} {n}' for c, n in self.replays.items()) or 'none'})",
             f"dead-lettered       {self.dead_lettered}",
             f"seconds             {self.seconds:.2f}",
             f"throughput          {self.records_per_s:,.0f} records/s",
@@ -218,7 +225,7 @@ class Job:
         one of them. Returns the count."""
         topic = topic or component_topic(self.name, spout_id)
         tasks = partitions or self.topology.components[spout_id].input_partitions
-        producer = Producer(
+        producer = new_producer(
             {"bootstrap.servers": self.bootstrap, "linger.ms": 50, "batch.num.messages": 10000, "queue.buffering.max.messages": 1_000_000, "log_level": 3}
         )
         ends = self.ends.setdefault((spout_id, topic), {})
@@ -253,7 +260,7 @@ class Job:
         spout_id = spout_id or self.spout_id
         topic = topic or component_topic(self.name, spout_id)
         n = partitions or self.topology.components[spout_id].input_partitions
-        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": component_group(self.name, spout_id), "log_level": 0})
+        c = new_consumer({"bootstrap.servers": self.bootstrap, "group.id": component_group(self.name, spout_id), "log_level": 0})
         try:
             tps = c.committed([TopicPartition(topic, p) for p in range(n)], timeout=10)
             return {tp.partition: tp.offset for tp in tps}
@@ -302,7 +309,9 @@ class Job:
             trees_acked=int(b.total("spout", "acked")),
             trees_failed=int(b.total("spout", "failed")),
             replayed=int(b.total("spout", "replayed")),
-            dead_lettered=int(b.total("spout", "dead_lettered")),
+            emitted=int(b.total("spout", "emitted")),
+            replays={cause: int(b.total("spout", f"replayed_{cause}")) for cause in REPLAY_CAUSES},
+            dead_lettered=int(sum(b.total(kind, "dead_lettered") for kind in ("spout", "bolt", "acker"))),
             seconds=seconds,
             records_per_s=self.records / seconds if seconds > 0 else 0.0,
             complete_latency_p50_s=b.quantile("spout", "complete_latency", 0.5),

@@ -21,6 +21,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from service.control_log import SLOTS, ControlTopics
+from streams.kafka_io import new_consumer
 
 log = logging.getLogger("squall.slots")
 
@@ -104,7 +105,7 @@ class SlotMembership:
         self.clock = clock
         self.table = SlotTable(settle_s)
         self.joined = False
-        self.consumer = Consumer(
+        self.consumer = new_consumer(
             {
                 "bootstrap.servers": bootstrap,
                 "group.id": names.group,

@@ -26,6 +26,7 @@ from service.plan import load_record
 from streams.board import StatsBoard
 from streams.config import KEYS, resolve
 from streams.loader import load_topology
+from streams.spout_ledger import REPLAY_CAUSES
 from streams.stats import LogHistogram
 
 
@@ -242,7 +243,10 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
         for s in mine:
             if "execute_latency" in s["hists"]:
                 hist.merge(LogHistogram.from_json(s["hists"]["execute_latency"]))
-        total = {k: int(sum(s["counters"].get(k, 0) for s in mine)) for k in ("emitted", "acked", "failed", "executed", "replayed", "dead_lettered")}
+        kind = mine[0]["kind"] if mine else "bolt"
+        total: dict[str, Any] = {k: int(board.total(kind, k, comp)) for k in ("emitted", "acked", "failed", "executed", "replayed", "dead_lettered")}
+        if kind == "spout":
+            total["replays"] = {cause: int(board.total("spout", f"replayed_{cause}", comp)) for cause in REPLAY_CAUSES}
         comps[comp] = {
             **total,
             "executors": running.get(comp, 0),
@@ -263,8 +267,9 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
         "status": rec.status.value,
         "uptime_s": round(now - rec.submitted_at, 1),
         "workers": shape["workers"],
-        "trees_acked": int(sum(s["counters"].get("acked", 0) for s in spouts)),
-        "trees_failed": int(sum(s["counters"].get("failed", 0) for s in spouts)),
+        "trees_acked": int(board.total("spout", "acked")),
+        "trees_failed": int(board.total("spout", "failed")),
+        "replays": {cause: int(board.total("spout", f"replayed_{cause}")) for cause in REPLAY_CAUSES},
         "pending": int(sum(s["gauges"].get("pending", 0) for s in live if s["kind"] == "spout")),
         "batches": _batches(spouts),
         "complete_latency_p50_s": _q(complete, 0.5),

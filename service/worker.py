@@ -31,6 +31,7 @@ from streams.context import LocalTasks
 from streams.executor import Executor
 from streams.executor_bolt import BoltExecutor
 from streams.executor_spout import SpoutExecutor
+from streams.kafka_io import at_high_watermarks
 from streams.loader import load_topology
 
 log = logging.getLogger("squall.worker")
@@ -80,11 +81,13 @@ def drain(plan: dict[str, Any], spouts: list[SpoutExecutor], threads: list[threa
         return
     board = StatsBoard(plan["bootstrap"], plan["name"])
     grace = time.monotonic() + 2.5  # draining spouts elsewhere publish their flag within a stats interval
+    caught_up = False  # the stats topic read to its end at least once (a slow first read must not look idle)
     try:
         while time.monotonic() < deadline and all(t.is_alive() for t in threads):
             board.poll(0.2)
+            caught_up = caught_up or at_high_watermarks(board.consumer, board.consumer.assignment())
             local = sum(len(s.inflight) for s in spouts)
-            if local == 0 and time.monotonic() >= grace and not draining_elsewhere(board.latest.values(), time.time()):
+            if local == 0 and caught_up and time.monotonic() >= grace and not draining_elsewhere(board.latest.values(), time.time()):
                 break
         log.info("[%s] drained in %.1f s", plan["name"], timeout - (deadline - time.monotonic()))
     finally:

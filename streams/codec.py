@@ -27,6 +27,7 @@ VERSION = 1
 _dumps = orjson.dumps
 _loads = orjson.loads
 _OPTS = orjson.OPT_NON_STR_KEYS
+_U64 = 1 << 64
 
 
 Envelope = tuple[str, str, int, list[Any], dict[int, int], tuple[int, int, int] | None]
@@ -34,9 +35,7 @@ Envelope = tuple[str, str, int, list[Any], dict[int, int], tuple[int, int, int] 
 ``(txid, attempt, sender epoch)`` or None."""
 
 
-def encode_tuple(
-    stream: str, component: str, task: int, values: list[Any], anchors: dict[int, int], batch: tuple[int, int, int] | None = None
-) -> bytes:
+def encode_tuple(stream: str, component: str, task: int, values: list[Any], anchors: dict[int, int], batch: tuple[int, int, int] | None = None) -> bytes:
     """Encode one tuple envelope. Raises ``TypeError`` for values JSON cannot hold
     (including integers beyond 64 bits)."""
     flat: list[int] = []
@@ -67,6 +66,9 @@ def decode_tuple(raw: bytes | None, *, component: str, topic: str, partition: in
             raise ValueError("values/anchors have the wrong shape")
         if not isinstance(stream, str) or not isinstance(source, str) or not isinstance(task, int):
             raise ValueError("stream, source and task have the wrong types")
+        for x in flat:
+            if type(x) is not int or not 0 <= x < _U64:
+                raise ValueError("anchors must be unsigned 64-bit integers")
         anchors = {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
         batch: tuple[int, int, int] | None = None
         if len(msg) == 7:
@@ -75,7 +77,7 @@ def decode_tuple(raw: bytes | None, *, component: str, topic: str, partition: in
                 raise ValueError("batch must be [txid, attempt, epoch]")
             batch = (raw_batch[0], raw_batch[1], raw_batch[2])
         return stream, source, task, values, anchors, batch
-    except (ValueError, TypeError, UnicodeDecodeError) as exc:
+    except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as exc:
         raise DecodeError(str(exc), component=component, topic=topic, partition=partition, offset=offset) from exc
 
 

@@ -33,16 +33,29 @@ class TopologyConfig(BaseModel):
         None,
         alias="topology.max.spout.pending",
         ge=1,
-        description="in flight per spout task, at most: trees (count; default 1000) or, for a transactional spout, batches "
-        "(count; default 5). Higher values raise throughput on slow-latency brokers and for micro-batch (Spark) bolts, at "
-        "the cost of complete latency",
+        description="in flight per spout task, at most: trees (count; default: adaptive, see squall.spout.pending.*) or, "
+        "for a transactional spout, batches (count; default 5). Set, it is a fixed bound as in Storm",
+    )
+    pending_target_latency_secs: float = Field(
+        1.0,
+        alias="squall.spout.pending.target.latency.secs",
+        gt=0,
+        description="complete latency the adaptive bound on trees in flight aims at (seconds; default 1; "
+        "streams.pending_bound); used when topology.max.spout.pending is not set",
+    )
+    pending_initial: int = Field(100, alias="squall.spout.pending.initial", ge=1, description="the adaptive bound's start (trees per task; default 100)")
+    pending_max: int = Field(
+        20_000,
+        alias="squall.spout.pending.max",
+        ge=1,
+        description="the adaptive bound's ceiling (trees per task; default 20000): memory is at most this many records per task",
     )
     tick_tuple_freq_secs: float | None = Field(None, alias="topology.tick.tuple.freq.secs", gt=0, description="tick tuple period (seconds; default off)")
     flush_interval_secs: float = Field(
-        0.05,
+        0.025,
         alias="squall.flush.interval.secs",
         gt=0,
-        description="how often an executor flushes outputs then acker ops (seconds; default 0.05)",
+        description="how often an executor flushes outputs then acker ops (seconds; default 0.025; was 0.05, see docs/design.md)",
     )
     max_retries: int = Field(
         5,
@@ -64,6 +77,14 @@ class TopologyConfig(BaseModel):
     )
     stats_interval_secs: float = Field(1.0, alias="squall.stats.interval.secs", gt=0, description="stats snapshot period (seconds; default 1)")
     acker_buckets: int = Field(3, alias="squall.acker.buckets", ge=2, description="RotatingMap buckets (default 3)")
+    acker_persist_after_secs: float = Field(
+        2.0,
+        alias="squall.acker.persist.after.secs",
+        ge=0,
+        description="a pending tree reaches the acker's changelog once this old; younger ones are kept safe by "
+        "committing the acker's input no further than their first op (seconds; default 2; 0: every flush writes "
+        "every changed tree; acker.durable)",
+    )
     acker_runtime: str = Field(
         "native",
         alias="squall.acker.runtime",
@@ -99,9 +120,6 @@ class TopologyConfig(BaseModel):
     def as_dict(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True)
 
-
-DEFAULT_MAX_SPOUT_PENDING = 1000
-"""Trees in flight per ordinary spout task when ``topology.max.spout.pending`` is not set."""
 
 KEYS = {f.alias: name for name, f in TopologyConfig.model_fields.items() if f.alias}
 

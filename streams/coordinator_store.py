@@ -13,10 +13,11 @@ import json
 import time
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from streams.coordinator import CoordinatorState
 from streams.exceptions import FatalError
+from streams.kafka_io import new_consumer, new_producer
 
 
 class CoordinatorStore:
@@ -36,11 +37,11 @@ class CoordinatorStore:
         self.topic = topic
         self.component = component
         self.kafka = kafka or {}
-        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "log_level": 3, **self.kafka.get("producer", {})})
+        self.producer = new_producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0, "log_level": 3, **self.kafka.get("producer", {})})
 
     def load(self, timeout_s: float = 60.0) -> CoordinatorState:
         """The last saved state (a new one if there is none)."""
-        c = Consumer(
+        c = new_consumer(
             {
                 "bootstrap.servers": self.bootstrap,
                 "group.id": f"squall.__coordinator.reader.{self.component}",

@@ -171,12 +171,16 @@ class Executor:
 
     def dead_letter(self, msg: Message, reason: str, attempts: int) -> None:
         """Write ``msg`` to ``squall.T.__dlq`` with headers naming where and why; count it."""
-        headers = dead_letter_headers(
-            reason, component=self.component, topic=msg.topic() or "", partition=msg.partition() or 0, offset=msg.offset() or 0, attempts=attempts
+        self.dead_letter_raw(
+            msg.value(), msg.key(), reason, topic=msg.topic() or "", partition=msg.partition() or 0, offset=msg.offset() or 0, attempts=attempts
         )
-        self.produce(dead_letter_topic(self.topology.name), msg.value() or b"", key=msg.key(), headers=headers)
+
+    def dead_letter_raw(self, value: bytes | None, key: bytes | None, reason: str, *, topic: str, partition: int, offset: int, attempts: int) -> None:
+        """:meth:`dead_letter` for a record given by its parts (a faust event, say)."""
+        headers = dead_letter_headers(reason, component=self.component, topic=topic, partition=partition, offset=offset, attempts=attempts)
+        self.produce(dead_letter_topic(self.topology.name), value or b"", key=key, headers=headers)
         self.stats.inc("dead_lettered")
-        log.warning("[%s] dead-lettered %s[%s]@%s after %d attempts: %s", self.component, msg.topic(), msg.partition(), msg.offset(), attempts, reason)
+        log.warning("[%s] dead-lettered %s[%s]@%s after %d attempts: %s", self.component, topic, partition, offset, attempts, reason)
 
     def _maybe_stats(self, now: float, final: bool = False) -> None:
         """Publish a stats snapshot to ``squall.T.__metrics`` every ``squall.stats.interval.secs``."""

@@ -22,11 +22,14 @@ from streams.collector import OutputCollector, Router
 from streams.component import Bolt
 from streams.exceptions import DecodeError, FailedException
 from streams.executor import Every, Executor
-from streams.kafka_io import consumer_config
+from streams.kafka_io import consumer_config, new_consumer, transit_s
 from streams.naming import component_group, component_topic
 from streams.tuple import Tuple, tick_tuple
 
 log = logging.getLogger("squall.executor.bolt")
+
+TRANSIT_SAMPLE_MASK = 15
+"""Input records whose transit time is recorded: one in 16 (``transit_latency``)."""
 
 MAX_BUFFERED_ACKER_OPS = 20_000
 """Flush early when this many acker ops are buffered (bounds memory between flushes)."""
@@ -59,6 +62,8 @@ class BoltExecutor(Executor):
         self.topic = component_topic(self.topology.name, self.component)
         self.by_partition: dict[int, BoltTask] = {}
         self._exec_hist = self.stats.hist("execute_latency")
+        self._transit_hist = self.stats.hist("transit_latency")
+        self._seen = 0
         self._process_hist = self.stats.hist("process_latency")
         self._busy_s = 0.0  # seconds spent in execute() since the last snapshot
         self._window_start = time.monotonic()
@@ -94,6 +99,11 @@ class BoltExecutor(Executor):
         if task is None:
             return
         off = msg.offset() or 0
+        self._seen += 1
+        if not self._seen & TRANSIT_SAMPLE_MASK:
+            transit = transit_s(msg, time.time())
+            if transit is not None:
+                self._transit_hist.record(transit)
         try:
             stream, source, source_task, values, anchors, batch = decode_tuple(msg.value(), component=self.component, topic=self.topic, partition=p, offset=off)
         except DecodeError as exc:
@@ -173,7 +183,7 @@ class BoltExecutor(Executor):
 
     def _run(self) -> None:
         conf = self.conf
-        consumer = Consumer(consumer_config(self.bootstrap, component_group(self.topology.name, self.component), conf, self.kafka.get("consumer")))
+        consumer = new_consumer(consumer_config(self.bootstrap, component_group(self.topology.name, self.component), conf, self.kafka.get("consumer")))
         self._open_tasks(self._assign(consumer, self.topic))
         now = time.monotonic()
         ticks = Every(conf.tick_tuple_freq_secs or float("inf"), now)

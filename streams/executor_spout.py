@@ -4,9 +4,12 @@ It runs a spout's fixed tasks (:mod:`streams.assignment`), and reads the
 ``squall.T.__ack_result`` partitions whose numbers are its task ids.
 
 Like Storm's, it tracks every tree in flight (:class:`streams.inflight.InFlightTrees`),
-bounds them per task by ``topology.max.spout.pending``, and fails trees past
-``topology.message.timeout.secs`` itself. A spout that reads Kafka implements
-:class:`streams.source.KafkaSource`; the executor then adds a
+bounds them per task (:mod:`streams.pending_bound`: adaptive, or a fixed
+``topology.max.spout.pending``), and fails trees past ``topology.message.timeout.secs``
+itself. Each task keeps a durable :class:`streams.spout_ledger.TaskLedger` (emits, replays
+by cause, outcomes), written to ``squall.T.__ledger`` at every flush in which it changed
+and before every offset commit, and continued by the task's next life. A spout that reads
+Kafka implements :class:`streams.source.KafkaSource`; the executor then adds a
 :class:`streams.source_feed.SourceFeed` and calls nothing but that protocol.
 """
 
@@ -18,19 +21,22 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka import Message, TopicPartition
 
-from streams.acker_wire import RESULT_ACK, decode_list
+from streams.acker_wire import RESULT_ACK, decode_results
+from streams.codec import encode_json
 from streams.collector import Router, SpoutOutputCollector
 from streams.component import Spout
-from streams.config import DEFAULT_MAX_SPOUT_PENDING
 from streams.exceptions import DecodeError
 from streams.executor import Every, Executor
 from streams.inflight import InFlightTrees
-from streams.kafka_io import consumer_config, true_end_offsets
-from streams.naming import ack_result_topic, component_group
-from streams.source import KafkaSource, SourceIO, kafka_source
+from streams.kafka_io import consumer_config, new_consumer, transit_s, true_end_offsets
+from streams.ledger_store import ledger_key, read_ledgers
+from streams.naming import ack_result_topic, component_group, ledger_topic
+from streams.pending_bound import AdaptiveBound, FixedBound, PendingBound
+from streams.source import KafkaMessageId, KafkaSource, SourceIO, kafka_source
 from streams.source_feed import SourceFeed
+from streams.spout_ledger import TaskLedger
 
 log = logging.getLogger("squall.executor.spout")
 
@@ -52,6 +58,7 @@ class SpoutTask:
     task_id: int
     spout: Spout
     collector: SpoutOutputCollector
+    ledger: TaskLedger
     source: KafkaSource | None = None
     immediate: list[Any] = field(default_factory=list)
 
@@ -66,7 +73,9 @@ class SpoutExecutor(Executor):
         self.cdef = self.topology.components[self.component]
         self.result_topic = ack_result_topic(self.topology.name)
         self.by_task: dict[int, SpoutTask] = {}
+        self.ledger_topic = ledger_topic(self.topology.name)
         self.inflight = InFlightTrees()
+        self.bound = self._make_bound()
         self.active = threading.Event()
         """Set while spouts may emit (Storm: activated). Cleared by ``deactivate`` and by a
         drain; results, timeouts and commits go on while it is clear."""
@@ -74,7 +83,7 @@ class SpoutExecutor(Executor):
         self.draining = False
         group = component_group(self.topology.name, self.component)
         overrides = self.kafka.get("consumer")
-        self.results = Consumer(consumer_config(self.bootstrap, group + ".__results", self.conf, overrides))
+        self.results = new_consumer(consumer_config(self.bootstrap, group + ".__results", self.conf, overrides))
         proto = kafka_source(self.cdef.obj)
         self.feed = (
             SourceFeed(
@@ -83,26 +92,43 @@ class SpoutExecutor(Executor):
                 proto,
                 self.cdef.num_tasks,
                 self.bootstrap,
-                Consumer(consumer_config(self.bootstrap, group, self.conf, overrides)),
+                new_consumer(consumer_config(self.bootstrap, group, self.conf, overrides)),
                 self.conf.batch_size,
             )
             if proto is not None
             else None
         )
 
+    def _make_bound(self) -> PendingBound:
+        """``topology.max.spout.pending`` if set (fixed, as in Storm), else an
+        :class:`~streams.pending_bound.AdaptiveBound` aiming at
+        ``squall.spout.pending.target.latency.secs`` (never above a fifth of the message timeout)."""
+        conf = self.conf
+        if conf.max_spout_pending is not None:
+            return FixedBound(conf.max_spout_pending)
+        ceiling = max(conf.pending_max, 50)
+        target = min(conf.pending_target_latency_secs, conf.message_timeout_secs / 5)
+        return AdaptiveBound(initial=min(conf.pending_initial, ceiling), target_s=target, floor=min(50, ceiling), ceiling=ceiling)
+
     # -- tasks -----------------------------------------------------------------------
     def _open_tasks(self) -> None:
         """A spout copy per task, opened (Storm: ``open`` once per task); a Kafka-reading
         spout's source partitions start being read."""
         added: list[SpoutTask] = []
+        base = self.cdef.task_base
+        previous = read_ledgers(
+            self.bootstrap, self.ledger_topic, [base + i for i in self.tasks], component=self.component, overrides=self.kafka.get("consumer")
+        )
         for index in self.tasks:
             task_id, ctx, spout = self._task_copy(index, Spout)
+            before = previous.get(task_id)
+            ledger = before.next_life() if before is not None else TaskLedger(self.component, task_id)
             immediate: list[Any] = []
             collector = SpoutOutputCollector(
-                Router(self.topology, self.component, ctx), task_id, self.produce, self.acks, self._tracker(task_id), immediate.append
+                Router(self.topology, self.component, ctx), task_id, self.produce, self.acks, self._tracker(task_id, ledger), immediate.append
             )
             spout.open(self.conf_dict, ctx, collector)
-            task = SpoutTask(task_id, spout, collector, kafka_source(spout), immediate)
+            task = SpoutTask(task_id, spout, collector, ledger, kafka_source(spout), immediate)
             if task.source is not None and self.feed is not None:
                 task.source.bind(SourceIO(self.dead_letter))
                 self.feed.add(index, task.source)
@@ -127,11 +153,13 @@ class SpoutExecutor(Executor):
         except Exception:
             log.exception("[%s] task %d close failed", self.component, task.task_id)
 
-    def _tracker(self, task_id: int) -> Any:
-        inflight = self.inflight
+    def _tracker(self, task_id: int, ledger: TaskLedger) -> Any:
+        track = self.inflight.track
+        emitted = ledger.emitted_tracked
 
         def on_tracked(root: int, msg_id: Any) -> None:
-            inflight.track(root, task_id, msg_id)
+            track(root, task_id, msg_id)
+            emitted(msg_id)
 
         return on_tracked
 
@@ -141,11 +169,18 @@ class SpoutExecutor(Executor):
         hist = self.stats.hist("complete_latency")
         now = time.monotonic()
         n = 0
+        wall = time.time()
+        transit = self.stats.hist("transit_latency")
         for msg in msgs:
             if msg.error():
                 continue
+            hop = transit_s(msg, wall)
+            if hop is not None:
+                transit.record(hop)
             try:
-                results = decode_list(msg.value(), component=self.component, topic=self.result_topic, partition=msg.partition() or 0, offset=msg.offset() or 0)
+                results = decode_results(
+                    msg.value(), component=self.component, topic=self.result_topic, partition=msg.partition() or 0, offset=msg.offset() or 0
+                )
             except DecodeError as exc:
                 self.stats.inc("poison")
                 self.dead_letter(msg, str(exc), 0)
@@ -159,20 +194,22 @@ class SpoutExecutor(Executor):
                     continue
                 n += 1
                 if op == RESULT_ACK:
-                    self.stats.inc("acked")
-                    hist.record(now - tree.emitted_at)
+                    task.ledger.acked_tree()
+                    latency = now - tree.emitted_at
+                    hist.record(latency)
+                    self.bound.completed(latency)
                     task.spout.ack(tree.msg_id)
                 else:
-                    self.stats.inc("failed")
+                    task.ledger.failed_tree(tree.msg_id, "fail")
                     task.spout.fail(tree.msg_id)
         return n
 
     def _timeouts(self) -> None:
         for tree in self.inflight.expired(self.conf.message_timeout_secs):
-            self.stats.inc("failed")
-            self.stats.inc("timeouts")
             task = self.by_task.get(tree.task_id)
+            self.bound.timed_out()
             if task is not None:
+                task.ledger.failed_tree(tree.msg_id, "timeout")
                 task.spout.fail(tree.msg_id)
 
     def drain(self) -> None:
@@ -184,7 +221,8 @@ class SpoutExecutor(Executor):
     def _emit(self) -> int:
         if self.draining or not self.active.is_set():
             return 0
-        limit = self.conf.max_spout_pending or DEFAULT_MAX_SPOUT_PENDING
+        bound = self.bound
+        limit = bound.limit
         inflight = self.inflight
         total = 0
         for task in list(self.by_task.values()):
@@ -192,13 +230,14 @@ class SpoutExecutor(Executor):
             collector = task.collector
             for _ in range(MAX_CALLS_PER_ROUND):
                 if inflight.pending(task.task_id) >= limit:
+                    bound.hit()
                     break
                 before = collector.emitted
                 spout.next_tuple()
                 if task.immediate:
                     for msg_id in task.immediate:
                         spout.ack(msg_id)
-                    self.stats.inc("acked", len(task.immediate))
+                    task.ledger.acked_tree(len(task.immediate))
                     task.immediate.clear()
                 if collector.emitted == before:
                     if task.source is not None and task.source.commit_needed:
@@ -212,26 +251,49 @@ class SpoutExecutor(Executor):
     def _flush(self) -> None:
         if self.acks is not None and len(self.acks):
             self.stats.inc("acker_ops", self.acks.flush(self.produce))
+        self._write_ledgers()
         self.producer.poll(0)
+
+    def _write_ledgers(self) -> None:
+        """Write each task's ledger that changed (after the flush's tuples and acker ops, on
+        the same producer): a ``kill -9`` loses at most the last flush interval's counts."""
+        for task in self.by_task.values():
+            ledger = task.ledger
+            ledger.set_emitted(task.collector.emitted)
+            if ledger.dirty:
+                self.produce(self.ledger_topic, encode_json(ledger.to_json()), key=ledger_key(self.component, task.task_id), partition=task.task_id)
+                ledger.written = ledger.seq
+
+    def dead_letter(self, msg: Message, reason: str, attempts: int) -> None:
+        """Dead-letter ``msg`` (see :meth:`Executor.dead_letter`); it will not be replayed."""
+        super().dead_letter(msg, reason, attempts)
+        mid = KafkaMessageId(msg.topic() or "", msg.partition() or 0, msg.offset() or 0)
+        for task in self.by_task.values():
+            task.ledger.forget(mid)
 
     def _commit(self) -> None:
         if self.feed is not None:
+            self._write_ledgers()  # every offset committed was emitted by a ledger written before it
             self.feed.commit()
 
     def _update_gauges(self) -> None:
         s = self.stats
         s.gauges["pending"] = len(self.inflight)
+        s.gauges["pending_limit"] = self.bound.limit
         s.gauges["active"] = 1.0 if self.active.is_set() else 0.0
         s.gauges["draining"] = 1.0 if self.draining else 0.0
         s.gauges["tasks"] = len(self.by_task)
         s.tasks = sorted(self.by_task)
-        s.counters["emitted"] = sum(t.collector.emitted for t in self.by_task.values())
         s.counters["transferred"] = sum(t.collector.transferred for t in self.by_task.values())
         s.counters["ignored_results"] = self.inflight.ignored
+        lives: dict[str, int] = {}
+        for task in self.by_task.values():
+            task.ledger.set_emitted(task.collector.emitted)
+            for name, n in task.ledger.this_life().items():
+                lives[name] = lives.get(name, 0) + n
+        s.counters.update(lives)  # emitted, acked, failed, timeouts, replayed (+ by cause): this life
         if self.feed is not None:
-            counters = self.feed.counters()
-            s.counters["replayed"] = counters.replayed
-            s.counters["poison"] = counters.poison
+            s.counters["poison"] = self.feed.counters().poison
             s.partition_lag.clear()
             s.partition_lag.update(self.feed.lag())
 
@@ -257,6 +319,7 @@ class SpoutExecutor(Executor):
                 now = time.monotonic()
                 if timeouts.due(now):
                     self._timeouts()
+                    self.bound.adjust(self.inflight.oldest_age())
                 if flush.due(now):
                     self._flush()
                 if commit.due(now):

@@ -73,6 +73,12 @@ class InFlightTrees:
         self._per_task[tree.task_id] -= 1
         return tree
 
+    def oldest_age(self) -> float:
+        """Seconds since the oldest tree still in flight was emitted (0 if none)."""
+        if not self._trees:
+            return 0.0
+        return self.clock() - next(iter(self._trees.values())).emitted_at
+
     def expired(self, timeout_s: float) -> list[InFlight]:
         """Remove and return every tree emitted at least ``timeout_s`` seconds ago, oldest
         first (Storm's spout-side ``topology.message.timeout.secs``)."""

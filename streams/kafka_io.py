@@ -1,17 +1,101 @@
-"""Kafka client settings and a produce helper (the data plane's only Kafka edge)."""
+"""Kafka client settings, the one place clients are made, and a produce helper.
+
+Every Kafka client Squall makes (workers' executors and ackers, the runner, supervisors,
+the CLI, the board, Spark sources and sinks) is built by :func:`new_consumer`,
+:func:`new_producer` or :func:`new_admin`, which add the security settings of
+:class:`KafkaSecurity` (env ``SQUALL_KAFKA_*``; workers inherit the env of the process that
+starts them, and ``squall`` exports a service file's ``kafka: {security: ...}`` to it).
+``tests/unit/test_kafka_security.py`` checks that no module makes a client any other way.
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import OFFSET_BEGINNING, TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+from pydantic import SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from streams.config import TopologyConfig
 
 log = logging.getLogger("squall.kafka")
+
+
+class KafkaSecurity(BaseSettings):
+    """TLS and SASL settings given to every Kafka client (librdkafka names).
+
+    =========================================  ================================================
+    env var                                    librdkafka setting (default: unset)
+    =========================================  ================================================
+    ``SQUALL_KAFKA_SECURITY_PROTOCOL``         ``security.protocol``: PLAINTEXT, SSL,
+                                               SASL_PLAINTEXT or SASL_SSL
+    ``SQUALL_KAFKA_SASL_MECHANISM``            ``sasl.mechanism``: PLAIN, SCRAM-SHA-256,
+                                               SCRAM-SHA-512
+    ``SQUALL_KAFKA_SASL_USERNAME`` / ``_PASSWORD``  ``sasl.username`` / ``sasl.password``
+    ``SQUALL_KAFKA_SSL_CA_LOCATION``           ``ssl.ca.location`` (PEM path)
+    ``SQUALL_KAFKA_SSL_CERTIFICATE_LOCATION``  ``ssl.certificate.location`` (client cert)
+    ``SQUALL_KAFKA_SSL_KEY_LOCATION``          ``ssl.key.location``; ``..._SSL_KEY_PASSWORD``
+    ``SQUALL_KAFKA_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM``  ``https`` (default) or ``none``
+    =========================================  ================================================
+
+    Example::
+
+        >>> KafkaSecurity(security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
+        ...               sasl_username="squall", sasl_password="s3cret").librdkafka()["sasl.mechanism"]
+        'SCRAM-SHA-512'
+        >>> str(KafkaSecurity(sasl_password="s3cret").sasl_password)  # never shown in logs or reprs
+        '**********'
+    """
+
+    model_config = SettingsConfigDict(env_prefix="SQUALL_KAFKA_", extra="ignore")
+
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] | None = None
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"] | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_ca_location: str | None = None
+    ssl_certificate_location: str | None = None
+    ssl_key_location: str | None = None
+    ssl_key_password: SecretStr | None = None
+    ssl_endpoint_identification_algorithm: Literal["https", "none"] | None = None
+
+    def librdkafka(self) -> dict[str, str]:
+        """The settings that are set, as librdkafka keys (``sasl_username`` -> ``sasl.username``)."""
+        out: dict[str, str] = {}
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if value is not None:
+                out[name.replace("_", ".")] = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+        return out
+
+
+SECURITY_ENV = {name.replace("_", "."): f"SQUALL_KAFKA_{name.upper()}" for name in KafkaSecurity.model_fields}
+"""librdkafka security key -> the env var that sets it."""
+
+
+def with_security(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """``cfg`` plus :class:`KafkaSecurity`'s settings (keys ``cfg`` sets explicitly win)."""
+    return {**KafkaSecurity().librdkafka(), **cfg}
+
+
+def new_consumer(cfg: Mapping[str, Any]) -> Consumer:
+    """A Consumer with ``cfg`` and the security settings."""
+    return Consumer(with_security(cfg))
+
+
+def new_producer(cfg: Mapping[str, Any]) -> Producer:
+    """A Producer with ``cfg`` and the security settings."""
+    return Producer(with_security(cfg))
+
+
+def new_admin(cfg: Mapping[str, Any]) -> AdminClient:
+    """An AdminClient with ``cfg`` and the security settings."""
+    return AdminClient(with_security(cfg))
 
 
 def consumer_config(bootstrap: str, group: str, conf: TopologyConfig, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -52,6 +136,16 @@ class DeliveryTracker:
             log.error("[%s] delivery to %s[%s] failed: %s", self.component, msg.topic(), msg.partition(), err)
 
 
+def transit_s(msg: Message, now: float) -> float | None:
+    """Seconds from the producer's timestamp of ``msg`` to ``now`` (Unix seconds): one hop's
+    flush wait + broker + fetch wait. None without a timestamp. Assumes synchronised clocks
+    (true on one machine; NTP-level elsewhere)."""
+    kind, ms = msg.timestamp()
+    if kind == TIMESTAMP_NOT_AVAILABLE or ms <= 0:
+        return None
+    return max(0.0, now - float(ms) / 1000.0)
+
+
 def producer_config(bootstrap: str, conf: TopologyConfig, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     cfg: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
@@ -69,7 +163,7 @@ def make_producer(bootstrap: str, conf: TopologyConfig, component: str, override
     tracker = DeliveryTracker(component)
     cfg = producer_config(bootstrap, conf, overrides)
     cfg["on_delivery"] = tracker
-    return Producer(cfg), tracker
+    return new_producer(cfg), tracker
 
 
 def produce_fn(producer: Producer) -> Callable[..., None]:
@@ -92,25 +186,34 @@ def produce_fn(producer: Producer) -> Callable[..., None]:
     return produce
 
 
-def true_end_offsets(bootstrap: str, tps: list[tuple[str, int]], timeout_s: float = 10.0, *, component: str = "?") -> dict[tuple[str, int], int]:
+def at_high_watermarks(consumer: Consumer, tps: list[TopicPartition]) -> bool:
+    """Every partition's position is at its high watermark, as a Fetch response reported it
+    (unknown before the first Fetch answered: then False)."""
+    for tp, pos in zip(tps, consumer.position(tps), strict=True):
+        high = consumer.get_watermark_offsets(tp, cached=True)[1]
+        if high is None or high < 0 or (high > 0 and (pos.offset is None or pos.offset < high)):
+            return False
+    return True
+
+
+def true_end_offsets(
+    bootstrap: str, tps: list[tuple[str, int]], timeout_s: float = 10.0, *, component: str = "?", overrides: Mapping[str, Any] | None = None
+) -> dict[tuple[str, int], int]:
     """The end offset (high watermark) of each partition, taken from Fetch responses.
 
     ListOffsets(LATEST) can sit below the true end on the embedded broker, so
     ``OFFSET_END`` cannot be trusted there; a Fetch response's high watermark can.
     Raises ``TimeoutError`` naming ``component`` if a partition's high watermark is not
-    known in time.
+    known in time. ``overrides``: consumer settings (security settings included).
     """
-    import time
-
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-
-    c = Consumer(
+    c = new_consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": "squall.__watermarks",
             "enable.auto.commit": False,
             "fetch.wait.max.ms": 50,
             "log_level": 0,
+            **(overrides or {}),
         }
     )
     try:

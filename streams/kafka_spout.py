@@ -222,7 +222,6 @@ class KafkaSpout(Spout):
         if mid is not None:
             entry = self._pending.get(mid)
             if entry is not None:
-                self.counters.replayed += 1
                 collector.emit(entry.values, msg_id=mid, stream=entry.stream)
                 return
         tracked = self.processing_guarantee == "at_least_once"

@@ -10,6 +10,7 @@ Everything a topology ``T`` owns is prefixed ``squall.T.`` (see docs/design.md):
 ``squall.T.__metrics``         executor stats snapshots (JSON), read by ``squall run``
 ``squall.T.__dlq``             dead-letter topic for records past their retries or poison
 ``squall.T.__coordinator``     transactional spouts' coordinator state (key = spout id)
+``squall.T.__ledger``          spout tasks' durable counts (partition = the spout's global task id)
 =============================  ===========================================================
 
 Consumer groups are named like the topic the group reads: ``squall.T.<component>``.
@@ -50,3 +51,7 @@ def dead_letter_topic(topology: str) -> str:
 
 def coordinator_topic(topology: str) -> str:
     return f"{PREFIX}.{topology}.__coordinator"
+
+
+def ledger_topic(topology: str) -> str:
+    return f"{PREFIX}.{topology}.__ledger"

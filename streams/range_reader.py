@@ -12,10 +12,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Message, TopicPartition
 
 from streams.coordinator import TP, Range
 from streams.exceptions import FatalError
+from streams.kafka_io import new_consumer
 
 
 class RangeReader:
@@ -30,7 +31,7 @@ class RangeReader:
     def __init__(self, consumer_config: dict[str, Any], partitions: list[TP], component: str) -> None:
         self.component = component
         self.partitions = list(partitions)
-        self.consumer = Consumer(consumer_config)
+        self.consumer = new_consumer(consumer_config)
         self.consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in self.partitions])
         self.ahead: dict[TP, list[Message]] = {tp: [] for tp in self.partitions}
         self.lows: dict[TP, int] = {}

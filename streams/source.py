@@ -82,19 +82,17 @@ class KafkaMessageId(NamedTuple):
 
 @dataclass(slots=True)
 class SourceCounters:
-    """What a source task counted, for the executor's metrics.
+    """What a source task counted, for the executor's metrics (replays are counted by the
+    executor, by cause: :mod:`streams.spout_ledger`).
 
-    ``replayed``: tuples emitted again for an offset already emitted (fail or timeout).
     ``poison``: records whose translation raised (dead-lettered at once).
     ``dead_lettered``: records sent to the dead-letter topic (poison or out of retries).
     """
 
-    replayed: int = 0
     poison: int = 0
     dead_lettered: int = 0
 
     def add(self, other: SourceCounters) -> None:
-        self.replayed += other.replayed
         self.poison += other.poison
         self.dead_lettered += other.dead_lettered
 

@@ -54,9 +54,7 @@ class SourceFeed:
 
     REFRESH_SECS = 5.0
 
-    def __init__(
-        self, component: str, topology: str, prototype: KafkaSource, num_tasks: int, bootstrap: str, consumer: Consumer, batch: int
-    ) -> None:
+    def __init__(self, component: str, topology: str, prototype: KafkaSource, num_tasks: int, bootstrap: str, consumer: Consumer, batch: int) -> None:
         self.component = component
         self.topology = topology
         self.prototype = prototype

@@ -47,7 +47,7 @@ from streams.component import OutputFieldsDeclarer, Spout
 from streams.coordinator import TP, BatchCoordinator, BatchMeta, Range
 from streams.coordinator_store import CoordinatorStore
 from streams.exceptions import FatalError, TopologyError
-from streams.kafka_io import consumer_config
+from streams.kafka_io import consumer_config, new_consumer
 from streams.kafka_spout import RecordTranslator
 from streams.naming import component_group, component_topic, coordinator_topic
 from streams.range_reader import RangeReader
@@ -123,7 +123,7 @@ class TransactionalKafkaSpout(Spout):
         topics = self.topics or [component_topic(name, self.component)]
         group = component_group(name, self.component)
         base = consumer_config(io.bootstrap, group, _conf_view(conf), io.kafka.get("consumer"))
-        self.group = Consumer(base)
+        self.group = new_consumer(base)
         partitions = self._partitions(topics)
         self.reader = RangeReader({**base, "group.id": group + ".__ranges"}, partitions, self.component)
         cdef = topology.components[self.component]

@@ -13,7 +13,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer
 
-from streams.kafka_io import DeliveryTracker
+from streams.kafka_io import DeliveryTracker, new_consumer, new_producer
 
 _lock = threading.Lock()
 _consumers: dict[tuple[Any, ...], Consumer] = {}
@@ -35,7 +35,7 @@ def consumer(conf: Mapping[str, Any]) -> Consumer:
         c = _consumers.get(key)
         if c is None:
             cfg = {"group.id": "squall.__spark", "enable.auto.commit": False, "enable.partition.eof": False, "log_level": 3, **conf}
-            c = _consumers[key] = Consumer(cfg)
+            c = _consumers[key] = new_consumer(cfg)
         return c
 
 
@@ -47,5 +47,5 @@ def producer(conf: Mapping[str, Any], component: str) -> tuple[Producer, Deliver
         if got is None:
             tracker = DeliveryTracker(component)
             cfg = {"acks": "all", "queue.buffering.max.messages": 500_000, "batch.num.messages": 10_000, "log_level": 3, **conf, "on_delivery": tracker}
-            got = _producers[key] = (Producer(cfg), tracker)
+            got = _producers[key] = (new_producer(cfg), tracker)
         return got

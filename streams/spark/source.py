@@ -26,6 +26,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
+from streams.kafka_io import new_consumer
 from streams.spark import clients
 from streams.spark import options as opt
 from streams.spark.exceptions import SparkSourceError
@@ -99,7 +100,7 @@ class EndOffsets:
     """
 
     def __init__(self, conf: Mapping[str, Any]) -> None:
-        self.consumer = Consumer({"group.id": "squall.__spark.ends", "enable.auto.commit": False, "log_level": 3, **conf})
+        self.consumer = new_consumer({"group.id": "squall.__spark.ends", "enable.auto.commit": False, "log_level": 3, **conf})
         self.assigned: set[tuple[str, int]] = set()
 
     def ends(self, tps: list[tuple[str, int]], timeout_s: float = 10.0) -> dict[tuple[str, int], int]:
@@ -205,7 +206,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # driver side
     def _partitions(self) -> list[tuple[str, int]]:
         if self._meta is None:
-            self._meta = Consumer({"bootstrap.servers": self.consumer_conf["bootstrap.servers"], "group.id": "squall.__spark.meta", "log_level": 3})
+            self._meta = new_consumer({"bootstrap.servers": self.consumer_conf["bootstrap.servers"], "group.id": "squall.__spark.meta", "log_level": 3})
         md = self._meta.list_topics(timeout=10)
         out = []
         for t in self.topics:

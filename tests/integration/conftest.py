@@ -21,11 +21,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from service.broker import EmbeddedBroker
 from service.config import ServiceSettings
 from service.corpus import read_lines, shakespeare_texts
 from service.runner import Job, Summary
+from streams.naming import dead_letter_topic
 
 CACHE = Path(os.environ.get("SQUALL_DATA_DIR", Path.home() / ".cache" / "squall"))
 TOPOLOGIES = Path(__file__).parent / "topologies"
@@ -118,10 +120,17 @@ def crash_and_recover(job: Job, component: str, after_acked: int, while_down: Ca
         job.close()
 
 
+def in_flight(job: Job) -> int:
+    """Trees in flight now, per the spouts' latest live snapshots (at most a stats interval old)."""
+    assert job.board is not None
+    return int(sum(s["gauges"].get("pending", 0) for s in job.board.live(time.time()) if s["kind"] == "spout"))
+
+
 def kill_workers(job: Job, workers: list[int], rng: random.Random, log: list[str], pause_s: tuple[float, float] = (0.5, 2.0)) -> threading.Thread:
     """From a thread: SIGKILL each of ``workers`` in turn, at random moments (``pause_s``
     apart), while ``job`` runs; its supervisor restarts each one, and the next kill waits
-    for that. Each kill is logged in ``log``. Returns the (started) thread."""
+    for that. Each kill is logged in ``log`` with the trees in flight just before it.
+    Returns the (started) thread."""
     assert job.supervisor is not None
     sup = job.supervisor
 
@@ -131,7 +140,8 @@ def kill_workers(job: Job, workers: list[int], rng: random.Random, log: list[str
             proc = sup.procs[w]
             if proc.poll() is not None or job.finished is not None:
                 continue
-            log.append(f"kill -9 w{w} ({','.join(sup.components(w))}) pid {proc.pid}")
+            pending = in_flight(job) if job.board is not None else 0
+            log.append(f"kill -9 w{w} ({','.join(sup.components(w))}) pid {proc.pid}, {pending} trees in flight")
             os.kill(proc.pid, signal.SIGKILL)
             deadline = time.monotonic() + 60
             while sup.procs[w] is proc and time.monotonic() < deadline:
@@ -144,8 +154,13 @@ def kill_workers(job: Job, workers: list[int], rng: random.Random, log: list[str
 
 def assert_at_least(counts: dict[str, int], expected: Counter[str]) -> None:
     """At-least-once output: no word missing, none extra, every count >= the true count."""
-    assert set(counts) == set(expected)
-    assert all(counts[word] >= n for word, n in expected.items())
+    missing = {w: n for w, n in expected.items() if w not in counts}
+    extra = sorted(set(counts) - set(expected))[:10]
+    low = {w: (counts[w], n) for w, n in expected.items() if w in counts and counts[w] < n}
+    assert not missing and not extra and not low, (
+        f"{len(missing)} words missing (words, true counts: {sum(missing.values())}), e.g. {dict(list(missing.items())[:10])}; "
+        f"extra {extra}; {len(low)} below the truth (got, true), e.g. {dict(list(low.items())[:10])}"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -266,3 +281,16 @@ def postgres_url() -> Iterator[str]:
     finally:
         subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
         shutil.rmtree(home, ignore_errors=True)
+
+
+def dead_letters(job: Job) -> list[tuple[bytes, dict[str, str]]]:
+    """Every record on the job's dead-letter topic: ``(value, headers)``."""
+    c = Consumer({"bootstrap.servers": job.bootstrap, "group.id": f"t.{job.name}.dlq", "fetch.wait.max.ms": 50, "log_level": 0})
+    c.assign([TopicPartition(dead_letter_topic(job.name), 0, OFFSET_BEGINNING)])
+    out = []
+    for _ in range(20):
+        for m in c.consume(1000, 0.3):
+            if not m.error():
+                out.append((m.value(), {k: v.decode() for k, v in (m.headers() or [])}))
+    c.close()
+    return out

@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from service.config import ServiceSettings
 from service.runner import Job, Summary, read_topic
-from streams.naming import acker_topic, dead_letter_topic
-from tests.integration.conftest import TOPOLOGIES, corpus_slice, direct_count, run_job
+from streams.naming import acker_topic
+from tests.integration.conftest import TOPOLOGIES, corpus_slice, dead_letters, direct_count, run_job
 
 pytestmark = pytest.mark.broker
 
@@ -70,18 +69,6 @@ def test_at_most_once_loses_and_never_replays(settings: ServiceSettings, src: Pa
     assert sum(counts.values()) < sum(expected.values())
     assert all(counts[w] <= n for w, n in expected.items() if w in counts)
     assert job.committed()[0] == 1500
-
-
-def dead_letters(job: Job) -> list[tuple[bytes, dict[str, str]]]:
-    c = Consumer({"bootstrap.servers": job.bootstrap, "group.id": f"t.{job.name}.dlq", "fetch.wait.max.ms": 50, "log_level": 0})
-    c.assign([TopicPartition(dead_letter_topic(job.name), 0, OFFSET_BEGINNING)])
-    out = []
-    for _ in range(20):
-        for m in c.consume(1000, 0.3):
-            if not m.error():
-                out.append((m.value(), {k: v.decode() for k, v in (m.headers() or [])}))
-    c.close()
-    return out
 
 
 def test_dead_letter_after_max_retries_with_headers(settings: ServiceSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.broker
 
 WORKERS = 4  # examples/wordcount.py: topology.workers
 
+
 @pytest.fixture
 def cluster(bootstrap: str, tmp_path: Path) -> Iterator[Cluster]:
     c = Cluster(bootstrap, tmp_path)
@@ -131,7 +132,8 @@ def test_kill_waits_for_trees_in_flight_then_removes_the_workers(cluster: Cluste
     board = cluster.board(wc)
     spouts = [s for s in board.latest.values() if s["kind"] == "spout"]
     board.close()
-    assert spouts and all(s["final"] and s["gauges"]["pending"] == 0 for s in spouts)  # nothing left in flight
+    left = [(s["worker"], s.get("executor"), s["final"], s["gauges"]["pending"], s["counters"]) for s in spouts]
+    assert spouts and all(s["final"] and s["gauges"]["pending"] == 0 for s in spouts), left  # nothing left in flight
     assert sum(s["counters"].get("failed", 0) for s in spouts) == 0
     acked = sum(s["counters"].get("acked", 0) for s in spouts)
     assert acked == sum(cluster.committed(wc)) > 0  # every emitted tree was acked and committed

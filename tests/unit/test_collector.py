@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from acker.ledger import Ledger
 from streams.acker_wire import acker_partition
 from streams.collector import AckBuffer
@@ -102,3 +105,14 @@ def test_ids_do_not_depend_on_the_global_random_state() -> None:
     coll.emit(["a"], anchors=spout_tuple(1, 2))
     first, second = (as_tuple(raw).anchors[1] for _, raw in cap.records)
     assert first != second  # a user seeding random cannot make edge ids collide
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(0, 2**64 - 1), st.integers(1, 64))
+def test_acker_partition_is_kafkas_murmur2_of_the_8_byte_key(root: int, ackers: int) -> None:
+    """The unrolled hash equals the Java client's murmur2 of the key (as Kafka's default
+    partitioner would place a keyed record), and one acker needs no hash at all."""
+    from streams.acker_wire import murmur2, murmur2_root
+
+    assert murmur2_root(root) == murmur2(root.to_bytes(8, "big"))
+    assert acker_partition(root, ackers) == (murmur2(root.to_bytes(8, "big")) & 0x7FFFFFFF) % ackers

@@ -28,7 +28,9 @@ def test_seed_example_spout_0100_bolt1_0010_bolt2(clock: Clock) -> None:
     assert ledger.init(root, 0b0100, spout_task=3) is None
     clock.t += 0.25
     assert ledger.ack(root, 0b0100 ^ 0b0010) is None
-    assert ledger.get(root) == (root, 0b0010, 3, 1000.0, -1, False)
+    tree = ledger.get(root)
+    assert tree is not None
+    assert (tree.root, tree.ack_val, tree.spout_task, tree.start, tree.tag, tree.failed) == (root, 0b0010, 3, 1000.0, -1, False)
     out = ledger.ack(root, 0b0010)
     assert out is not None
     assert out.acked and out.reason == Reason.COMPLETE and out.spout_task == 3

@@ -39,6 +39,20 @@ def test_stats_are_exposed_with_component_labels_and_base_units() -> None:
     assert got[key("squall_complete_latency_seconds_count")] == 4
 
 
+def test_replays_by_cause_and_the_pending_bound_are_exposed() -> None:
+    spout = ExecutorStats("wc", "lines", "spout", "w0")
+    spout.counters.update({"replayed": 5, "replayed_fail": 1, "replayed_timeout": 0, "replayed_restart": 4})
+    spout.gauges["pending_limit"] = 260
+    registry = CollectorRegistry()
+    registry.register(StatsCollector(lambda: [spout]))
+    got = samples(registry)
+    labels = {"component": "lines", "kind": "spout", "topology": "wc", "worker": "w0"}
+    assert got[("squall_replayed_total", frozenset(labels.items()))] == 5
+    by_cause = {cause: got[("squall_replays_total", frozenset({**labels, "cause": cause}.items()))] for cause in ("fail", "timeout", "restart")}
+    assert by_cause == {"fail": 1, "timeout": 0, "restart": 4}
+    assert got[("squall_pending_limit", frozenset(labels.items()))] == 260
+
+
 def test_registry_is_not_the_global_one() -> None:
     from prometheus_client import REGISTRY
 

@@ -106,3 +106,18 @@ def test_coordinator_state_and_batch_system_tuples() -> None:
     check("tuple.schema.json", encode_tuple("__commit", "lines", 0, [4, 1], {6: 3}, (4, 1, 12)))  # a commit tuple
     with pytest.raises(jsonschema.ValidationError):
         check("tuple.schema.json", b'[1,"s","c",0,[],[],[0]]')
+
+
+def test_spout_ledger() -> None:
+    from streams.source import KafkaMessageId
+    from streams.spout_ledger import TaskLedger
+
+    ledger = TaskLedger("lines", 1)
+    ledger.emitted_tracked(KafkaMessageId("squall.t.lines", 1, 7))
+    ledger.failed_tree(KafkaMessageId("squall.t.lines", 1, 7), "timeout")
+    ledger.emitted_tracked(KafkaMessageId("squall.t.lines", 1, 7))
+    ledger.set_emitted(2)
+    check("ledger.schema.json", json.dumps(ledger.to_json()).encode())
+    assert TaskLedger.from_json(ledger.to_json()).to_json() == ledger.to_json()  # round-trips
+    with pytest.raises(jsonschema.ValidationError):
+        check("ledger.schema.json", json.dumps({**ledger.to_json(), "replayed": {"fail": 1}}).encode())

@@ -102,11 +102,15 @@ def test_crash_backoff_doubles_then_gives_up_within_the_window() -> None:
     assert [slow.crashed(t) for t in (0.0, 20.0, 40.0)] == [1.0, 1.0, 1.0]  # far apart: never gives up
 
 
-def test_drain_waits_only_for_live_draining_spouts_with_trees_in_flight() -> None:
+def test_drain_waits_only_for_live_stopping_spouts_with_trees_in_flight() -> None:
     spout = {"kind": "spout", "final": False, "time": 100.0, "gauges": {"draining": 1, "pending": 2}}
     assert draining_elsewhere([spout], now=101.0)
     assert not draining_elsewhere([{**spout, "gauges": {"draining": 1, "pending": 0}}], now=101.0)
     assert not draining_elsewhere([{**spout, "gauges": {"draining": 0, "pending": 9}}], now=101.0)  # not stopping
+    assert not draining_elsewhere([{**spout, "gauges": {"draining": 0, "active": 1, "pending": 9}}], now=101.0)
+    # kill deactivates first: a deactivated spout's trees are waited for even before its SIGTERM shows
+    assert draining_elsewhere([{**spout, "gauges": {"draining": 0, "active": 0, "pending": 9}}], now=101.0)
+    assert not draining_elsewhere([{**spout, "gauges": {"draining": 0, "active": 0, "pending": 0}}], now=101.0)
     assert not draining_elsewhere([spout], now=120.0)  # stale: that executor is gone
     assert not draining_elsewhere([{**spout, "kind": "bolt"}], now=101.0)
 

@@ -1,0 +1,185 @@
+"""How many trees a spout task may keep in flight: a bound that adapts to complete latency.
+
+Throughput of a reliable spout is capped by Little's law: trees in flight / complete latency.
+Storm leaves ``topology.max.spout.pending`` to the user (unbounded by default; storm-kafka-client
+allows 10M uncommitted offsets); too low a bound starves a fast topology, too high a bound lets
+trees queue at a slow bolt until they time out and are replayed, which adds load (congestion
+collapse). Heron and Storm 2 answer with backpressure. Squall adapts the bound, as TCP adapts
+its congestion window, to a complete latency target:
+
+* every ``window_s`` seconds, if any tree timed out, or more than a tenth of the trees
+  completed in the window took longer than ``target_s``, or the oldest tree still in flight
+  is older than ``target_s``: the bound shrinks to 70% (never below ``floor``);
+* else, if a task hit the bound during the window (the bound, not the input, limited it):
+  the bound doubles while every tree took at most half the target (TCP's slow start, so a
+  fast topology is not starved for long by a small first bound), else grows by 30% (never
+  above ``ceiling``);
+* else it stays.
+
+It starts small (100 trees per task), so a first burst cannot time out at a slow bolt.
+
+So a fast topology runs at the CPU's limit with complete latency near the target, a slow bolt
+makes the spout hold back instead of timing trees out, and memory stays within ``ceiling``
+trees (times a record's size) per task. A user's explicit ``topology.max.spout.pending`` is a
+fixed bound, as in Storm (:class:`FixedBound`).
+
+Pure, with an injected clock. Not thread-safe: the spout executor's thread makes every call.
+
+Example: the window's trees completed quickly and a task hit the bound, so it grows; then one
+tree times out, so it shrinks::
+
+    >>> now = [0.0]
+    >>> b = AdaptiveBound(initial=1000, target_s=1.0, clock=lambda: now[0])
+    >>> for _ in range(50):
+    ...     b.completed(0.2)
+    >>> b.hit()
+    >>> now[0] = 1.0
+    >>> b.adjust(oldest_age_s=0.3), b.limit      # all well under half the target: doubles
+    ('grow', 2000)
+    >>> b.completed(0.7); b.hit()
+    >>> now[0] = 2.0
+    >>> b.adjust(oldest_age_s=0.7), b.limit      # under the target: +30%
+    ('grow', 2600)
+    >>> b.timed_out()
+    >>> now[0] = 3.0
+    >>> b.adjust(oldest_age_s=0.3), b.limit
+    ('shrink', 1819)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+
+class PendingBound(Protocol):
+    """What the spout executor asks of a bound (per spout task, the same for all its tasks)."""
+
+    @property
+    def limit(self) -> int:
+        """Trees in flight allowed per task now."""
+        ...
+
+    def completed(self, latency_s: float) -> None:
+        """A tree was acked ``latency_s`` seconds after its emit."""
+        ...
+
+    def timed_out(self) -> None:
+        """A tree timed out (``topology.message.timeout.secs``)."""
+        ...
+
+    def hit(self) -> None:
+        """A task had ``limit`` trees in flight and could not emit."""
+        ...
+
+    def adjust(self, oldest_age_s: float) -> str:
+        """Maybe change the bound (called often; acts once per window). ``oldest_age_s``: the
+        age of the oldest tree in flight (0 if none). Returns what it did."""
+        ...
+
+
+class FixedBound:
+    """``topology.max.spout.pending`` set by the user: a fixed bound (Storm's semantics)."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+
+    @property
+    def limit(self) -> int:
+        return self._limit
+
+    def completed(self, latency_s: float) -> None:
+        pass
+
+    def timed_out(self) -> None:
+        pass
+
+    def hit(self) -> None:
+        pass
+
+    def adjust(self, oldest_age_s: float) -> str:
+        return "fixed"
+
+
+class AdaptiveBound:
+    """Trees in flight per task, adapted to a complete latency target (see the module docstring).
+
+    Args:
+      initial: the first bound (trees per task).
+      target_s: complete latency target (seconds).
+      floor, ceiling: the bound's range (trees per task).
+      window_s: how often the bound may change (seconds).
+      clock: seconds (monotonic); injectable for tests.
+    """
+
+    GROW = 1.3
+    SLOW_START = 2.0
+    SHRINK = 0.7
+    SLOW_FRACTION = 0.1
+
+    def __init__(
+        self,
+        initial: int = 100,
+        target_s: float = 1.0,
+        floor: int = 50,
+        ceiling: int = 20_000,
+        window_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not 0 < floor <= initial <= ceiling:
+            raise ValueError(f"need 0 < floor <= initial <= ceiling, got {floor}, {initial}, {ceiling}")
+        self._limit = initial
+        self.target_s = target_s
+        self.floor = floor
+        self.ceiling = ceiling
+        self.window_s = window_s
+        self.clock = clock
+        self._window_end = clock() + window_s
+        self._done = 0
+        self._slow = 0
+        self._fast = 0
+        self._timeouts = 0
+        self._hit = False
+        self.changes = 0
+        """How many times the bound changed (for the executor's metrics)."""
+
+    @property
+    def limit(self) -> int:
+        return self._limit
+
+    def completed(self, latency_s: float) -> None:
+        self._done += 1
+        if latency_s > self.target_s:
+            self._slow += 1
+        elif latency_s <= self.target_s / 2:
+            self._fast += 1
+
+    def timed_out(self) -> None:
+        self._timeouts += 1
+
+    def hit(self) -> None:
+        self._hit = True
+
+    def adjust(self, oldest_age_s: float) -> str:
+        now = self.clock()
+        if now < self._window_end:
+            return "wait"
+        self._window_end = now + self.window_s
+        slow = self._timeouts > 0 or self._slow > self.SLOW_FRACTION * self._done or oldest_age_s > self.target_s
+        hit = self._hit
+        fast = self._fast == self._done and oldest_age_s <= self.target_s / 2
+        self._done = self._slow = self._fast = self._timeouts = 0
+        self._hit = False
+        before = self._limit
+        if slow:
+            self._limit = max(self.floor, int(self._limit * self.SHRINK))
+            what = "shrink"
+        elif hit:
+            self._limit = min(self.ceiling, int(self._limit * (self.SLOW_START if fast else self.GROW)))
+            what = "grow"
+        else:
+            return "keep"
+        if self._limit != before:
+            self.changes += 1
+        return what

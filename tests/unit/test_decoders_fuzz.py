@@ -1,0 +1,105 @@
+"""Wire decoders under hypothesis (issue 15): malformed bytes give a DecodeError naming the
+component, topic, partition and offset, never another exception; what they accept is safe
+to apply (the acker's ledger, the changelog restore, a bolt's Tuple)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acker.durable import DurableLedger, decode_changelog
+from acker.ledger import Ledger
+from streams.acker_wire import decode_ops, decode_results, encode_ops, root_key
+from streams.codec import decode_tuple, encode_tuple
+from streams.exceptions import DecodeError
+from streams.ledger_store import parse_ledger
+
+WHERE = {"component": "split", "topic": "squall.t.x", "partition": 3, "offset": 41}
+NAMED = "[split] cannot decode record squall.t.x[3]@41: "
+
+ints = st.one_of(st.integers(-(2**70), 2**70), st.integers(0, 8), st.booleans(), st.floats(allow_nan=False))
+json_values = st.recursive(
+    st.one_of(st.none(), ints, st.text(max_size=5)),
+    lambda inner: st.one_of(st.lists(inner, max_size=6), st.dictionaries(st.text(max_size=3), inner, max_size=3)),
+    max_leaves=25,
+)
+near_ops = st.lists(st.lists(ints, min_size=0, max_size=5), max_size=6)
+raw_bytes = st.one_of(
+    st.binary(max_size=200),
+    json_values.map(lambda v: json.dumps(v).encode()),
+    near_ops.map(lambda v: json.dumps(v).encode()),
+    st.none(),
+)
+
+
+def decoded_or_named(fn: Any, *args: Any) -> Any:
+    """``fn(*args, **WHERE)``, or None if it raised a DecodeError naming the record."""
+    try:
+        return fn(*args, **WHERE)
+    except DecodeError as exc:
+        assert str(exc).startswith(NAMED), str(exc)
+        assert (exc.component, exc.topic, exc.partition, exc.offset) == ("split", "squall.t.x", 3, 41)
+        return None
+
+
+@settings(max_examples=600, deadline=None)
+@given(raw_bytes)
+def test_acker_ops_decode_or_name_the_record_and_apply_safely(raw: bytes | None) -> None:
+    ops = decoded_or_named(decode_ops, raw)
+    if ops is None:
+        return
+    dl = DurableLedger(Ledger(30.0))
+    dl.apply(41, ops)  # never raises on what decode_ops accepted
+    for root, value in dl.changelog():
+        assert len(root_key(root)) == 8 and value is not None
+    assert encode_ops(ops) == json.dumps(ops, separators=(",", ":")).encode()
+
+
+@settings(max_examples=600, deadline=None)
+@given(raw_bytes)
+def test_ack_results_decode_or_name_the_record(raw: bytes | None) -> None:
+    results = decoded_or_named(decode_results, raw)
+    for code, root, latency in results or []:
+        assert code in (0, 1) and 0 <= root < 2**64 and isinstance(latency, float)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(st.binary(max_size=10), st.just(b"\x00" * 7 + b"\x05"), st.none()), raw_bytes)
+def test_changelog_records_decode_or_name_the_record_and_restore_safely(key: bytes | None, raw: bytes | None) -> None:
+    got = decoded_or_named(decode_changelog, key, raw)
+    if got is not None:
+        dl = DurableLedger(Ledger(30.0))
+        dl.restore(*got)  # never raises on what decode_changelog accepted
+        dl.changelog()
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(raw_bytes, st.lists(json_values, min_size=6, max_size=7).map(lambda v: json.dumps([1, *v[1:]]).encode())))
+def test_tuple_envelopes_decode_or_name_the_record(raw: bytes | None) -> None:
+    env = decoded_or_named(decode_tuple, raw)
+    if env is not None:
+        stream, source, task, values, anchors, batch = env
+        assert isinstance(stream, str) and isinstance(source, str) and isinstance(task, int) and isinstance(values, list)
+        assert all(0 <= k < 2**64 and 0 <= v < 2**64 for k, v in anchors.items())
+        assert decode_tuple(encode_tuple(stream, source, task, values, anchors, batch), **WHERE)[4] == anchors
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw_bytes)
+def test_spout_ledger_records_decode_or_name_the_record(raw: bytes | None) -> None:
+    try:
+        parse_ledger(raw, component="lines", topic="squall.t.__ledger", partition=3, offset=41)
+    except DecodeError as exc:
+        assert "squall.t.__ledger[3]@41" in str(exc)
+        assert str(exc).startswith("[")  # a component: the record's own, else the reader's
+
+
+@settings(max_examples=1000, deadline=None)
+@given(near_ops)
+def test_the_fast_op_check_agrees_with_the_named_one(ops: list[Any]) -> None:
+    from streams.acker_wire import _op_problem, _ops_ok
+
+    assert _ops_ok(ops) == all(_op_problem(op) is None for op in ops)

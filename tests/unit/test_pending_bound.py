@@ -1,0 +1,90 @@
+"""The adaptive bound on trees in flight (issue 13), driven by a simulated topology."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streams.pending_bound import AdaptiveBound, FixedBound
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def simulate(service_rate: float, base_latency_s: float, seconds: int, target_s: float = 1.0) -> tuple[AdaptiveBound, list[float]]:
+    """A spout with unlimited input in front of a topology that completes ``service_rate``
+    trees/s after ``base_latency_s`` of transit, plus queueing (Little's law: a queue of
+    ``pending - rate * base`` trees waits ``queue / rate``). Returns the bound and the
+    complete latency of every second."""
+    clock = Clock()
+    b = AdaptiveBound(target_s=target_s, clock=clock)  # starts at 100 per task
+    latencies = []
+    for _ in range(seconds * 10):  # 0.1 s steps
+        clock.now += 0.1
+        pending = b.limit  # unlimited input: the spout always fills the bound
+        b.hit()
+        queue = max(0.0, pending - service_rate * base_latency_s)
+        latency = base_latency_s + queue / service_rate
+        for _ in range(int(min(service_rate, pending / latency) * 0.1)):
+            b.completed(latency)
+        b.adjust(oldest_age_s=latency)
+        latencies.append(latency)
+    return b, latencies
+
+
+@pytest.mark.parametrize(("rate", "base"), [(12_000.0, 0.34), (60_000.0, 0.2), (200.0, 0.3)])
+def test_it_settles_near_the_target_at_full_throughput(rate: float, base: float) -> None:
+    """A fast topology: the bound grows until latency nears the target, so throughput is the
+    topology's own limit, not pending / latency. A slow bolt (200/s): the bound shrinks
+    until latency is near the target instead of growing towards the message timeout."""
+    b, latencies = simulate(rate, base, seconds=120)
+    tail = latencies[-300:]
+    assert max(tail) <= 1.0 * 1.5  # near the target, never towards a timeout
+    throughput = min(rate, b.limit / tail[-1])
+    assert throughput >= 0.9 * rate  # Little's law no longer caps it
+
+
+def test_timeouts_shrink_it_and_fixed_is_fixed() -> None:
+    clock = Clock()
+    b = AdaptiveBound(initial=1000, floor=100, clock=clock)
+    for _ in range(20):
+        clock.now += 1.0
+        b.timed_out()
+        b.adjust(0.0)
+    assert b.limit == 100  # never below the floor
+    f = FixedBound(1234)
+    f.hit()
+    f.timed_out()
+    assert f.adjust(99.0) == "fixed" and f.limit == 1234
+    with pytest.raises(ValueError, match="floor <= initial <= ceiling"):
+        AdaptiveBound(initial=10, floor=50)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.0, 30.0), st.booleans(), st.booleans(), st.floats(0.0, 3.0)), max_size=200))
+def test_it_stays_in_range_and_moves_at_most_once_per_window(events: list[tuple[float, bool, bool, float]]) -> None:
+    clock = Clock()
+    b = AdaptiveBound(initial=500, floor=50, ceiling=5000, window_s=1.0, clock=clock)
+    last_change = -10.0
+    for latency, hit, timeout, step in events:
+        clock.now += step
+        b.completed(latency)
+        if hit:
+            b.hit()
+        if timeout:
+            b.timed_out()
+        before = b.limit
+        what = b.adjust(oldest_age_s=latency)
+        assert 50 <= b.limit <= 5000
+        if b.limit != before:
+            assert clock.now - last_change >= 1.0 - 1e-9  # float sums of the steps
+            last_change = clock.now
+            assert (what == "grow") == (b.limit > before)
+        if timeout and what != "wait":
+            assert b.limit <= before  # a timeout never grows it
