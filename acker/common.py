@@ -117,15 +117,38 @@ def restored_ledger(
     return dl
 
 
-def record_outcome(out: Outcome, stats: ExecutorStats, results: dict[int, list[list[Any]]]) -> None:
-    """Count ``out`` and queue its ack result for its spout task in ``results``
-    (``task -> [[code, root, latency_s], ...]``). A tree whose init never arrived has
-    nobody to tell: it is counted as ``orphaned``."""
-    if out.spout_task is None:
-        stats.inc("orphaned")
+def record_outcomes(outs: list[Outcome], stats: ExecutorStats, results: dict[int, list[list[Any]]]) -> None:
+    """Count ``outs`` and queue each one's ack result for its spout task in ``results``
+    (``task -> [[code, root, latency_s], ...]``; latency in seconds, to the microsecond).
+
+    Counters: one per :class:`~acker.ledger.Reason` (``complete``, ``fail``, ``timeout``,
+    ``late``); a tree whose init never arrived has nobody to tell: it is counted as
+    ``orphaned`` and gets no result. Complete trees' latencies go to the
+    ``complete_latency`` histogram. Batched (one call per input record or expiry), since it
+    runs once per tree.
+
+    >>> from acker.ledger import Reason
+    >>> stats, results = ExecutorStats("__acker", "__acker", "acker", "w1"), {}
+    >>> record_outcomes([Outcome(7, 1, True, 0.25, Reason.COMPLETE), Outcome(9, None, False, 3.0, Reason.TIMEOUT)], stats, results)
+    >>> results, stats.counters["complete"], stats.counters["orphaned"]
+    ({1: [[0, 7, 0.25]]}, 1, 1)
+    """
+    if not outs:
         return
-    stats.inc(out.reason.value)
-    latency = max(out.latency_s, 0.0)
-    if out.acked:
-        stats.hist("complete_latency").record(latency)
-    results.setdefault(out.spout_task, []).append([RESULT_ACK if out.acked else RESULT_FAIL, out.root, round(latency, 6)])
+    latency_hist = stats.hist("complete_latency")
+    counts: dict[str, int] = {}
+    for out in outs:
+        task = out.spout_task
+        reason = "orphaned" if task is None else out.reason.value
+        counts[reason] = counts.get(reason, 0) + 1
+        if task is None:
+            continue
+        latency = out.latency_s if out.latency_s > 0.0 else 0.0
+        if out.acked:
+            latency_hist.record(latency)
+        queue = results.get(task)
+        if queue is None:
+            queue = results[task] = []
+        queue.append([RESULT_ACK if out.acked else RESULT_FAIL, out.root, round(latency, 6)])
+    for reason, n in counts.items():
+        stats.inc(reason, n)

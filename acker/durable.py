@@ -182,12 +182,17 @@ class DurableLedger:
                 out = ledger.reset_timeout(root, tag)
             else:
                 raise ValueError(f"unknown acker op {code!r} at offset {offset}")
-            if out is SKIP:
+            if out is None:
+                dirty.add(root)  # live and changed: a changelog candidate at the next flush
+            elif out is SKIP:
                 self.skipped += 1
-                continue
-            dirty.add(root)
-            if out is not None:
-                self._finished(out, tag)
+            else:
+                # Finished: only a tree the changelog holds needs a record (its done record);
+                # one that never reached it needs nothing.
+                if out.persisted:
+                    done[root] = tag
+                    self._done_unwritten.add(root)
+                    dirty.add(root)
                 outs.append(out)
         if ops:
             self.max_tag = max(self.max_tag, base | (len(ops) - 1))

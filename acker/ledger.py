@@ -59,9 +59,10 @@ class Reason(StrEnum):
     """Not a finish: the op was already applied (its tag is not above the entry's)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outcome:
-    """What the acker tells a spout task about one tree.
+    """What the acker tells a spout task about one tree (treat it as read-only: not frozen,
+    because a frozen dataclass costs ~2.2 us to build against ~0.6 us, once per tree).
 
     ``acked`` is True only for a complete tree. ``spout_task`` may be ``None`` when the
     init never arrived (nobody to tell). ``latency_s`` is seconds since the entry started.

@@ -21,7 +21,7 @@ from typing import Any
 from confluent_kafka import Message
 
 from acker import faust_compat
-from acker.common import ACKER_COMPONENT, record_outcome, restored_ledger
+from acker.common import ACKER_COMPONENT, record_outcomes, restored_ledger
 from acker.durable import DurableLedger
 from streams.acker_wire import chunks, decode_ops, encode_results, root_key
 from streams.codec import encode_json
@@ -96,11 +96,9 @@ class FaustAckerExecutor(Executor):
                         self.dead_letter_raw(ev.value, ev.key, str(exc), topic=input_name, partition=p, offset=off, attempts=0)
                         continue
                     stats.inc("ops", len(ops))
-                    for o in dl.apply(off, ops):
-                        record_outcome(o, stats, out)
+                    record_outcomes(dl.apply(off, ops), stats, out)
                 for dl in self.ledgers.values():
-                    for o in dl.expire():
-                        record_outcome(o, stats, out)
+                    record_outcomes(dl.expire(), stats, out)
                 if out:
                     for task, items in out.items():
                         for chunk in chunks(items):

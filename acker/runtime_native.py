@@ -21,9 +21,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
-from acker.common import ACKER_COMPONENT, record_outcome, restored_ledger
+from acker.common import ACKER_COMPONENT, record_outcomes, restored_ledger
 from acker.durable import DurableLedger
-from acker.ledger import Outcome
 from streams.acker_wire import chunks, decode_ops, encode_results, root_key
 from streams.exceptions import DecodeError, FatalError
 from streams.executor import Every, Executor
@@ -97,17 +96,12 @@ class AckerExecutor(Executor):
             return
         counters = self.stats.counters
         counters["ops"] = counters.get("ops", 0) + len(ops)
-        for out in outs:
-            self._outcome(out)
+        record_outcomes(outs, self.stats, self.results)
         self.next_offset[p] = off + 1
-
-    def _outcome(self, out: Outcome) -> None:
-        record_outcome(out, self.stats, self.results)
 
     def _tick(self) -> None:
         for dl in self.ledgers.values():
-            for out in dl.expire():
-                self._outcome(out)
+            record_outcomes(dl.expire(), self.stats, self.results)
 
     def _confirm(self, what: str) -> None:
         before = self.delivery.failures

@@ -36,7 +36,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
@@ -56,7 +56,18 @@ EOS_REASON = (
     "not run: the embedded broker accepts transactions but read_committed readers still see aborted records, "
     "so Quix's exactly-once guarantees nothing here, and after a kill -9 Quix stays stuck on the open transaction"
 )
-WORKLOADS = {
+
+
+class Workload(TypedDict):
+    """A benchmark workload: its example, its spout, its output stream and value fields."""
+
+    example: str
+    spout: str
+    output: str
+    fields: tuple[str, ...]
+
+
+WORKLOADS: dict[str, Workload] = {
     "wordcount": {"example": "wordcount.py", "spout": "lines", "output": "counts", "fields": ("count",)},
     "flights": {"example": "flights.py", "spout": "rows", "output": "totals", "fields": ("flights", "dep_delay")},
 }
@@ -161,7 +172,9 @@ def verdict(state: dict[str, list[int]], exp: dict[str, list[int]], at_least_onc
     return ok, dups
 
 
-def run_until(watcher: Watcher, exp: dict[str, list[int]], pids: Callable[[], Iterable[int]], quiet_s: float, limit_s: float) -> tuple[float, int]:
+def run_until(
+    watcher: Watcher | StateWatcher, exp: dict[str, list[int]], pids: Callable[[], Iterable[int]], quiet_s: float, limit_s: float
+) -> tuple[float, int]:
     """Poll until the output equals ``exp`` (or is quiet for ``quiet_s``); returns (end time, peak RSS)."""
     peak: dict[int, int] = {}
     deadline = time.monotonic() + limit_s

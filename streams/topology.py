@@ -200,8 +200,12 @@ class TopologyBuilder:
         """``squall run`` writes state ``state`` (of semantics ``kind``) to its output file."""
         self._state_outputs.append(StateOutputDef(state, kind))
 
-    def set_output(self, topic: str, component: str, stream: str = DEFAULT_STREAM, *, key_field: str, value_field: str, merge: str = "sum") -> None:
-        """Write ``(component, stream)`` to the external ``topic`` (a leaf: no tracking)."""
+    def set_output(
+        self, topic: str, component: str, stream: str = DEFAULT_STREAM, *, key_field: str, value_field: str | Sequence[str], merge: str = "sum"
+    ) -> None:
+        """Write ``(component, stream)`` to the external ``topic`` (a leaf: no tracking).
+
+        ``value_field``: one field, or several (the output file then holds ``{field: value}`` per key)."""
         if merge not in ("sum", "last"):
             raise TopologyError(f"[{component}] output merge must be 'sum' or 'last', got {merge!r}")
         value = value_field if isinstance(value_field, str) else tuple(value_field)

@@ -21,11 +21,13 @@ from bench.peers.workloads import flight, words
 
 def main() -> None:
     workload, bootstrap, inp, out, group, guarantee, state_dir = sys.argv[1:8]
+    if guarantee not in ("at-least-once", "exactly-once"):
+        raise SystemExit(f"[quix peer] unknown processing guarantee {guarantee!r}")
     app = Application(
         broker_address=bootstrap,
         consumer_group=group,
         auto_offset_reset="earliest",
-        processing_guarantee=guarantee,
+        processing_guarantee="exactly-once" if guarantee == "exactly-once" else "at-least-once",
         state_dir=state_dir,
         consumer_extra_config={"session.timeout.ms": 6000, "fetch.wait.max.ms": 50},
         producer_extra_config={"linger.ms": 50},

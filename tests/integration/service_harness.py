@@ -20,8 +20,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from service.runner import read_topic
-from streams.board import StatsBoard
+from service.admin import read_topic
+from streams.board import LEDGER_TOTALS, StatsBoard
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDCOUNT = ROOT / "examples" / "wordcount.py"
@@ -123,7 +123,8 @@ class Cluster:
         return got
 
     def status(self, name: str) -> dict[str, Any]:
-        return json.loads(self.squall("status", name, "--json").stdout)
+        status: dict[str, Any] = json.loads(self.squall("status", name, "--json").stdout)
+        return status
 
     # -- input and output --------------------------------------------------------------
     def feed(self, topic: str, path: Path, seconds: float, partitions: int = 2) -> subprocess.Popen[bytes]:
@@ -151,6 +152,18 @@ class Cluster:
         for rec in read_topic(self.bootstrap, f"squall.{name}.counts"):
             out[rec["word"]] += rec["count"]
         return out
+
+    def spout_totals(self, name: str) -> str:
+        """The spouts' counters summed over their latest snapshots (for assertion messages)."""
+        b = self.board(name)
+        try:
+            total: Counter[str] = Counter()
+            for snap in b.latest.values():
+                if snap["kind"] == "spout":
+                    total.update({k: v for k, v in snap["counters"].items() if k in LEDGER_TOTALS})
+            return f"spouts {dict(total)}"
+        finally:
+            b.close()
 
     def board(self, name: str) -> StatsBoard:
         b = StatsBoard(self.bootstrap, name)

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from service.admin import read_topic
 from service.config import ServiceSettings
-from service.runner import Job, Summary, read_topic
+from service.runner import Job, Summary
 from streams.naming import acker_topic
 from tests.integration.conftest import TOPOLOGIES, corpus_slice, dead_letters, direct_count, run_job
 

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.broker
 
 
 def bolt_counter(job: Job, component: str, counter: str) -> float:
-    return sum(s["counters"].get(counter, 0) for s in job.board_snapshots() if s["component"] == component and s["kind"] == "bolt")
+    return float(sum(s["counters"].get(counter, 0) for s in job.board_snapshots() if s["component"] == component and s["kind"] == "bolt"))
 
 
 def test_wordcount_with_spark_split_counts_exactly(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:

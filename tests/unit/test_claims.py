@@ -47,7 +47,8 @@ def test_a_late_read_start_of_a_process_already_seen_to_exit_opens_nothing() -> 
 def test_every_started_process_that_exited_releases_its_tasks_whatever_the_order(ops: list[tuple[int, bool]]) -> None:
     """Starts and exits applied in any order: what holds is exactly the started pids with no exit."""
     book = ClaimBook(startup_grace_s=1e9)
-    starts, exits = set(), set()
+    starts: set[int] = set()
+    exits: set[int] = set()
     for pid, is_start in ops:
         book.apply(started(pid, pid, [("count", 0)], at=0.0) if is_start else ended("stopped", pid, pid))
         (starts if is_start else exits).add(pid)

@@ -84,9 +84,9 @@ def simulate(seed: int, opaque: bool, max_pending: int, records: int, steps: int
     assert [t for t, _ in committed] == list(range(1, len(committed) + 1)), "commits in strict txid order"
     cursor = {tp: 0 for tp in HIGHS}
     for _, ranges in committed:
-        for tp, (a, b) in ranges.items():
-            assert a == cursor[tp] and b > a, f"{tp}: committed ranges are contiguous and never overlap"
-            cursor[tp] = b
+        for tp, (lo, hi) in ranges.items():
+            assert lo == cursor[tp] and hi > lo, f"{tp}: committed ranges are contiguous and never overlap"
+            cursor[tp] = hi
     assert cursor == HIGHS, "every offset was committed exactly once"
 
 

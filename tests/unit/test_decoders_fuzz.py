@@ -17,7 +17,7 @@ from streams.codec import decode_tuple, encode_tuple
 from streams.exceptions import DecodeError
 from streams.ledger_store import parse_ledger
 
-WHERE = {"component": "split", "topic": "squall.t.x", "partition": 3, "offset": 41}
+WHERE: dict[str, Any] = {"component": "split", "topic": "squall.t.x", "partition": 3, "offset": 41}
 NAMED = "[split] cannot decode record squall.t.x[3]@41: "
 
 ints = st.one_of(st.integers(-(2**70), 2**70), st.integers(0, 8), st.booleans(), st.floats(allow_nan=False))

@@ -54,6 +54,7 @@ def collector_for(component: str, custom: Any = None) -> tuple[OutputCollector, 
 def test_emit_direct_reaches_only_the_named_task_and_emit_returns_task_ids() -> None:
     coll, t = collector_for("a")
     capture = coll.produce
+    assert isinstance(capture, Capture)
     target = t.components["direct_sink"].task_base + 2
     coll.emit_direct(target, ["v"], stream="d")
     assert [topic for topic, _ in capture.records] == ["squall.t.direct_sink"]

@@ -13,11 +13,12 @@ def imported_packages(path: Path) -> set[tuple[str, int]]:
     """Top-level Squall packages imported anywhere in ``path`` (module level or inside functions)."""
     out: set[tuple[str, int]] = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names = [node.module]
+        else:
+            continue
         for name in names:
             top = name.split(".")[0]
             if top in ALLOWED:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -17,8 +18,9 @@ from streams.stats import ExecutorStats
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
 
-def schema(name: str) -> dict:
-    return json.loads((SCHEMAS / name).read_text())
+def schema(name: str) -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((SCHEMAS / name).read_text())
+    return loaded
 
 
 def check(name: str, raw: bytes) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -41,8 +42,8 @@ def source_batch(lines: list[str], roots: list[int], edges: list[int]) -> pa.Rec
     )
 
 
-def run(processor: BoltProcessor, batch: pa.RecordBatch) -> dict[str, list]:
-    out: dict[str, list] = {}
+def run(processor: BoltProcessor, batch: pa.RecordBatch) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
     for b in processor(iter([batch])):
         for k, v in b.to_pydict().items():
             out.setdefault(k, []).extend(v)
@@ -69,7 +70,7 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file: str = "spark_wo
     return processor(file, monkeypatch, tmp_path, **env)
 
 
-def complete_trees(out: dict[str, list], roots: list[int], edges: list[int]) -> list:
+def complete_trees(out: dict[str, list[Any]], roots: list[int], edges: list[int]) -> list[Any]:
     """Drive the spout's inits, the processor's acks and an ack of every output tuple
     (as the count bolt would) into a real ledger; return what it decides."""
     ledger = Ledger(30)
@@ -241,7 +242,7 @@ def test_driver_folds_each_batch_snapshot_once_and_forgets_it() -> None:
 
     class Board:
         def __init__(self) -> None:
-            self.latest: dict[str, dict] = {}
+            self.latest: dict[str, dict[str, Any]] = {}
 
         def poll(self, timeout: float) -> int:
             return 0
@@ -249,7 +250,7 @@ def test_driver_folds_each_batch_snapshot_once_and_forgets_it() -> None:
     board = Board()
     ex._board = board
 
-    def batch(n: int) -> dict:
+    def batch(n: int) -> dict[str, Any]:
         s = ExecutorStats(NAME, "split", "bolt", "w1")
         s.inc("executed", n)
         s.hist("execute_latency").record(0.001)

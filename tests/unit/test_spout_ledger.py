@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -69,7 +71,7 @@ steps = st.lists(
 
 @settings(max_examples=500, deadline=None)
 @given(steps)
-def test_every_reemission_is_counted_and_the_ledger_balances(ops: list[tuple]) -> None:
+def test_every_reemission_is_counted_and_the_ledger_balances(ops: list[tuple[Any, ...]]) -> None:
     """Over any sequence of emits, outcomes, flushes (ledger written), commits and kill -9s
     (a new life from the last written ledger and the committed offset):
 
