@@ -117,6 +117,18 @@ def restored_ledger(
     return dl
 
 
+def publish_ledger_stats(ledgers: dict[int, DurableLedger], stats: ExecutorStats) -> None:
+    """Put the acker tasks' state into ``stats`` (both runtimes): gauges ``pending`` (trees),
+    ``tasks``, ``table_bytes`` (bytes of the pending-tree tables); counters ``skipped`` (ops
+    already applied, replayed after a crash) and ``changelog_written`` (live changelog records)."""
+    stats.gauges["pending"] = sum(len(dl) for dl in ledgers.values())
+    stats.gauges["tasks"] = len(ledgers)
+    stats.gauges["table_bytes"] = sum(dl.ledger.nbytes for dl in ledgers.values())
+    stats.tasks = sorted(ledgers)
+    stats.counters["skipped"] = sum(dl.skipped for dl in ledgers.values())
+    stats.counters["changelog_written"] = sum(dl.written for dl in ledgers.values())
+
+
 def record_outcomes(outs: list[Outcome], stats: ExecutorStats, results: dict[int, list[list[Any]]]) -> None:
     """Count ``outs`` and queue each one's ack result for its spout task in ``results``
     (``task -> [[code, root, latency_s], ...]``; latency in seconds, to the microsecond).

@@ -159,6 +159,7 @@ class DurableLedger:
         ledger = self.ledger
         done = self.done
         dirty = self._dirty
+        young = self._young_roots
         outs: list[Outcome] = []
         if self._window_first is None:
             self._window_first = offset
@@ -183,7 +184,10 @@ class DurableLedger:
             else:
                 raise ValueError(f"unknown acker op {code!r} at offset {offset}")
             if out is None:
-                dirty.add(root)  # live and changed: a changelog candidate at the next flush
+                # Live and changed: a changelog candidate at the next flush, unless it is a young
+                # tree already in a window (that window writes it whole if it lives long enough).
+                if root not in young:
+                    dirty.add(root)
             elif out is SKIP:
                 self.skipped += 1
             else:
@@ -224,14 +228,18 @@ class DurableLedger:
         recs: list[tuple[int, bytes | None]] = []
         found: list[int] = []
         keep_young = self.persist_after_s > 0 and not final
+        ledger = self.ledger
+        young_roots = self._young_roots
         for root in self._dirty:
-            entry = self.ledger.get(root)
-            if entry is not None:
-                if keep_young and not entry.persisted and entry.start > young_before:
-                    if root not in self._young_roots:
-                        self._young_roots.add(root)
+            seen = ledger.peek(root)
+            if seen is not None:
+                if keep_young and not seen[1] and seen[0] > young_before:
+                    if root not in young_roots:
+                        young_roots.add(root)
                         found.append(root)
                     continue
+                entry = ledger.get(root)
+                assert entry is not None
                 self._write_live(root, entry, recs)
             elif root in self._done_unwritten:
                 recs.append((root, encode_json([self.done[root]])))
@@ -266,9 +274,10 @@ class DurableLedger:
     def _all_settled(self, window: YoungTrees) -> bool:
         """Every tree of ``window`` finished (or was persisted); resumes where it stopped."""
         roots = window.roots
+        peek = self.ledger.peek
         while window.checked < len(roots):
-            entry = self.ledger.get(roots[window.checked])
-            if entry is not None and not entry.persisted:
+            seen = peek(roots[window.checked])
+            if seen is not None and not seen[1]:
                 return False
             window.checked += 1
         return True

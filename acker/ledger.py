@@ -152,11 +152,27 @@ class Ledger:
         return sum(b.nbytes for b in self._buckets)
 
     def _find(self, root: int) -> tuple[CompactTable | None, int]:
+        # CompactTable.find inlined (linear probing): this runs once or more per op.
         for table in self._buckets:
-            slot = table.find(root)
-            if slot >= 0:
-                return table, slot
+            keys = table.keys
+            mask = table.mask
+            i = root & mask
+            while True:
+                k = keys[i]
+                if k == root:
+                    return table, i
+                if k == 0:
+                    break
+                i = (i + 1) & mask
         return None, -1
+
+    def peek(self, root: int) -> tuple[float, bool] | None:
+        """``(start, persisted)`` of the pending tree ``root`` (start: seconds on the
+        ledger's clock), else ``None``; cheaper than :meth:`get`."""
+        table, slot = self._find(root)
+        if table is None:
+            return None
+        return CompactTable.start_of(table.meta[slot]), CompactTable.persisted_of(table.aux[slot])
 
     def get(self, root: int) -> PendingTree | None:
         """The pending tree ``root``, else ``None``."""
@@ -186,12 +202,13 @@ class Ledger:
         """Apply ``init(root, val, spout_task)``; returns an Outcome if the tree finished."""
         table, slot = self._find(root)
         if table is None:
-            late = self._late(root, spout_task)
-            if late is not None:
-                return late
+            if self._grave_new or self._grave_old:
+                late = self._late(root, spout_task)
+                if late is not None:
+                    return late
             table = self._buckets[0]
             slot = self._new(root, val, spout_task, tag)
-            return self._check(table, slot, tag)
+            return self._check(table, slot, tag) if val == 0 else None
         aux = table.aux[slot]
         if self._applied(aux, tag):
             return SKIP
@@ -210,18 +227,20 @@ class Ledger:
         """Apply ``ack(root, val)``; returns an Outcome if the tree finished."""
         table, slot = self._find(root)
         if table is None:
-            late = self._late(root)
-            if late is not None:
-                return late
+            if self._grave_new or self._grave_old:
+                late = self._late(root)
+                if late is not None:
+                    return late
             self._new(root, val, None, tag)
             return None
         aux = table.aux[slot]
         if self._applied(aux, tag):
             return SKIP
-        table.vals[slot] ^= val
+        vals = table.vals
+        vals[slot] ^= val
         if tag >= 0:
             table.aux[slot] = CompactTable.with_tag(aux, tag)
-        return self._check(table, slot, tag)
+        return self._check(table, slot, tag) if vals[slot] == 0 else None
 
     def fail(self, root: int, tag: int = -1) -> Outcome | None:
         """Apply ``fail(root)``: the tree fails now. Before its init there is nobody to

@@ -21,7 +21,7 @@ from typing import Any
 from confluent_kafka import Message
 
 from acker import faust_compat
-from acker.common import ACKER_COMPONENT, record_outcomes, restored_ledger
+from acker.common import ACKER_COMPONENT, publish_ledger_stats, record_outcomes, restored_ledger
 from acker.durable import DurableLedger
 from streams.acker_wire import chunks, decode_ops, encode_results, root_key
 from streams.codec import encode_json
@@ -135,8 +135,7 @@ class FaustAckerExecutor(Executor):
         @app.timer(interval=self.conf.stats_interval_secs)  # type: ignore[untyped-decorator]
         async def publish_stats() -> None:
             collect_done()  # also without new input, e.g. right after a restore
-            self.stats.gauges["pending"] = sum(len(dl) for dl in self.ledgers.values())
-            self.stats.tasks = sorted(self.ledgers)
+            publish_ledger_stats(self.ledgers, self.stats)
             self.produce(metrics_topic(name), encode_json(self.stats.snapshot()), key=self.stats.instance.encode())
             self.producer.poll(0)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
-from acker.common import ACKER_COMPONENT, record_outcomes, restored_ledger
+from acker.common import ACKER_COMPONENT, publish_ledger_stats, record_outcomes, restored_ledger
 from acker.durable import DurableLedger
 from streams.acker_wire import chunks, decode_ops, encode_results, root_key
 from streams.exceptions import DecodeError, FatalError
@@ -144,12 +144,7 @@ class AckerExecutor(Executor):
         self.producer.poll(0)
 
     def _update_gauges(self) -> None:
-        self.stats.gauges["pending"] = sum(len(dl) for dl in self.ledgers.values())
-        self.stats.gauges["tasks"] = len(self.ledgers)
-        self.stats.tasks = sorted(self.ledgers)
-        self.stats.counters["skipped"] = sum(dl.skipped for dl in self.ledgers.values())
-        self.stats.counters["changelog_written"] = sum(dl.written for dl in self.ledgers.values())
-        self.stats.gauges["table_bytes"] = sum(dl.ledger.nbytes for dl in self.ledgers.values())
+        publish_ledger_stats(self.ledgers, self.stats)
 
     def _run(self) -> None:
         conf = self.conf

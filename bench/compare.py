@@ -173,19 +173,45 @@ def verdict(state: dict[str, list[int]], exp: dict[str, list[int]], at_least_onc
 
 
 def run_until(
-    watcher: Watcher | StateWatcher, exp: dict[str, list[int]], pids: Callable[[], Iterable[int]], quiet_s: float, limit_s: float
-) -> tuple[float, int]:
-    """Poll until the output equals ``exp`` (or is quiet for ``quiet_s``); returns (end time, peak RSS)."""
+    watcher: Watcher | StateWatcher,
+    exp: dict[str, list[int]],
+    pids: Callable[[], Iterable[int]],
+    quiet_s: float,
+    limit_s: float,
+    cpu_from: dict[int, float] | None = None,
+) -> tuple[float, int, float]:
+    """Poll until the output equals ``exp`` (or is quiet for ``quiet_s``); returns (end time,
+    peak RSS in bytes, CPU seconds the processes spent since ``cpu_from``, their
+    :func:`cpu_seconds` before the input was produced)."""
     peak: dict[int, int] = {}
+    cpu: dict[int, float] = dict(cpu_from or {})
+    last: dict[int, float] = {}
     deadline = time.monotonic() + limit_s
     while True:
         watcher.poll(0.1)
         for pid in pids():
             peak[pid] = max(peak.get(pid, 0), rss_hwm(pid))
+            used = cpu_seconds(pid)
+            if used is not None:
+                cpu.setdefault(pid, 0.0)  # a process started during the run: from zero
+                last[pid] = used
+        spent = sum(last[pid] - cpu[pid] for pid in last)
         if watcher.state == exp:
-            return watcher.last_change, sum(peak.values())
+            return watcher.last_change, sum(peak.values()), spent
         if time.monotonic() - watcher.last_change > quiet_s or time.monotonic() > deadline:
-            return watcher.last_change, sum(peak.values())
+            return watcher.last_change, sum(peak.values()), spent
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds ``pid`` has used (``/proc/<pid>/stat``), None if it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
 def rss_hwm(pid: int) -> int:
@@ -286,12 +312,17 @@ def run_squall(
         job.produce(w["spout"], lines[:warm])
         while not watcher.state:
             watcher.poll(0.1)
+        assert job.supervisor is not None
+        procs = job.supervisor.procs
+
+        def pids() -> list[int]:
+            return [q for p in procs.values() for q in (p.pid, *descendants(p.pid))]
+
+        cpu_from = {pid: used for pid in pids() if (used := cpu_seconds(pid)) is not None}
         start = time.monotonic()
         tasks = job.topology.components[w["spout"]].input_partitions
         produce(bootstrap, f"squall.{job.name}.{w['spout']}", lines[warm:], wrap=False, rate=rate, partitions=tasks)
-        assert job.supervisor is not None
-        procs = job.supervisor.procs
-        end, peak = run_until(watcher, exp, lambda: [q for p in procs.values() for q in (p.pid, *descendants(p.pid))], quiet_s, limit_s)
+        end, peak, cpu_s = run_until(watcher, exp, pids, quiet_s, limit_s, cpu_from)
         assert job.board is not None
         job.board.poll(1.5)
         hist = job.board.hist("spout", "complete_latency")  # empty when unacked
@@ -302,6 +333,7 @@ def run_squall(
         return {
             "seconds": end - start,
             "peak_rss_bytes": peak,
+            "cpu_s": cpu_s,
             "correct": correct,
             "duplicates": dups,
             "p50_s": p50,
@@ -358,15 +390,21 @@ def run_peer(
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"{peer} produced no output (exit {proc.poll()}); see {log.name}")
         watcher.latency = LogHistogram()  # do not count the warm-up
+
+        def pids() -> list[int]:
+            return [proc.pid, *children(proc.pid)]
+
+        cpu_from = {pid: used for pid in pids() if (used := cpu_seconds(pid)) is not None}
         start = time.monotonic()
         produce(bootstrap, inp, lines[warm:], wrap=True, rate=rate)
-        end, peak = run_until(watcher, exp, lambda: [proc.pid, *children(proc.pid)], quiet_s, limit_s)
+        end, peak, cpu_s = run_until(watcher, exp, pids, quiet_s, limit_s, cpu_from)
         correct, dups = verdict(watcher.state, exp, at_least_once=True)
         lat = watcher.latency
         short = sum(1 for k, e in exp.items() if k not in watcher.state or watcher.state[k][0] < e[0])
         return {
             "seconds": end - start,
             "peak_rss_bytes": peak,
+            "cpu_s": cpu_s,
             "correct": correct,
             "duplicates": dups,
             "keys_short": short,
@@ -419,6 +457,8 @@ def run(args: Any) -> dict[str, Any]:
                     row = {"error": f"{type(exc).__name__}: {exc}", "correct": False}
                 if "seconds" in row:
                     row["records_per_s"] = records / row["seconds"] if row["seconds"] > 0 else None
+                if row.get("cpu_s"):
+                    row["cpu_us_per_record"] = row["cpu_s"] / records * 1e6
                 rows[name] = row
             if not args.smoke and "squall-acked" in rows and rows["squall-acked"].get("records_per_s"):
                 rate = rows["squall-acked"]["records_per_s"] / 2
@@ -465,7 +505,7 @@ def finish(rows: dict[str, Any]) -> None:
         rps = row.get("records_per_s")
         row["ratio_to_limit"] = rps / limit if rps and limit else None
         row["ratio_to_quix_alo"] = rps / quix if rps and quix else None
-        for k in ("records_per_s", "p50_s", "p99_s", "peak_rss_bytes", "correct", "duplicates"):
+        for k in ("records_per_s", "p50_s", "p99_s", "peak_rss_bytes", "cpu_us_per_record", "correct", "duplicates"):
             row.setdefault(k, None)
         for k in ("p50_s", "p99_s"):
             if isinstance(row[k], float) and math.isnan(row[k]):
@@ -483,7 +523,7 @@ def print_results(result: dict[str, Any]) -> None:
     for workload, rows in result["workloads"].items():
         print_table(
             f"{workload}{' (smoke)' if result['smoke'] else ''}",
-            ["contender", "records/s", "x limit", "x quix alo", "p50 s", "p99 s", "at rec/s", "peak RSS MB", "correct", "dups", "note"],
+            ["contender", "records/s", "x limit", "x quix alo", "p50 s", "p99 s", "at rec/s", "peak RSS MB", "CPU us/rec", "correct", "dups", "note"],
             [
                 [
                     name,
@@ -494,6 +534,7 @@ def print_results(result: dict[str, Any]) -> None:
                     r.get("p99_s"),
                     r.get("latency_rate"),
                     (r["peak_rss_bytes"] or 0) / 2**20 if r.get("peak_rss_bytes") else None,
+                    r.get("cpu_us_per_record"),
                     r.get("correct"),
                     r.get("duplicates"),
                     (r.get("error") or r.get("note") or r.get("latency_error") or "")[:60],

@@ -69,7 +69,13 @@ def decode_tuple(raw: bytes | None, *, component: str, topic: str, partition: in
         for x in flat:
             if type(x) is not int or not 0 <= x < _U64:
                 raise ValueError("anchors must be unsigned 64-bit integers")
-        anchors = {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
+        n = len(flat)
+        if n == 2:  # the common case: one root (a tuple anchored to one tree)
+            anchors = {flat[0]: flat[1]}
+        elif n == 0:
+            anchors = {}
+        else:
+            anchors = dict(zip(flat[::2], flat[1::2], strict=True))
         batch: tuple[int, int, int] | None = None
         if len(msg) == 7:
             raw_batch = msg[6]

@@ -30,6 +30,8 @@ def test_bench_smoke_every_contender_runs_and_is_correct(bootstrap: str) -> None
             assert row["correct"] is True, (workload, name, row)
             assert row["records_per_s"] and row["records_per_s"] > 0
             assert row["peak_rss_bytes"] and row["peak_rss_bytes"] > 0
+            if name != "limit":  # the contender's own processes used CPU over the run, and it is reported per record
+                assert row["cpu_s"] > 0 and row["cpu_us_per_record"] > 0, (workload, name, row)
         assert rows["squall-acked"]["p99_s"] is not None  # complete latency was measured
         if workload == "wordcount":
             assert rows["squall-spark"]["p99_s"] is not None and rows["squall-spark"]["acker_ops"] > 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from acker.ledger import Ledger, Reason
 
@@ -150,3 +152,29 @@ def test_a_restored_tree_times_out_at_its_start_plus_the_timeout_not_later(clock
         assert deadline - 1e-6 <= expired_at <= deadline + period + 0.1
     else:  # overdue at the restore: the first rotation takes it
         assert expired_at <= restored_at + period + 0.1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["init", "ack", "fail", "reset", "tick", "persist"]), st.integers(1, 6), st.integers(0, 7)), max_size=60))
+def test_peek_agrees_with_get_after_any_ops(ops: list[tuple[str, int, int]]) -> None:
+    """``peek`` (the changelog's cheap look) says what ``get`` says: present or not, the
+    start time and the persisted flag, whatever ops, rotations and persists came before."""
+    clock = Clock()
+    ledger = Ledger(timeout_s=4.0, clock=clock)
+    for kind, root, val in ops:
+        clock.t += 0.5
+        if kind == "init":
+            ledger.init(root, val, spout_task=1)
+        elif kind == "ack":
+            ledger.ack(root, val)
+        elif kind == "fail":
+            ledger.fail(root)
+        elif kind == "reset":
+            ledger.reset_timeout(root)
+        elif kind == "tick":
+            ledger.tick()
+        else:
+            ledger.mark_persisted(root)
+        for r in range(1, 7):
+            entry = ledger.get(r)
+            assert ledger.peek(r) == (None if entry is None else (entry.start, entry.persisted))
