@@ -25,6 +25,9 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("--seconds", type=float, default=10.0)
     a.add_argument("--pending", type=int, default=1_000_000)
     a.add_argument("--runtimes", nargs="+", default=["native", "faust"])
+    u = sub.add_parser("acker-cpu", help="the acker's CPU per tree, no broker (ledger, changelog discipline, outcomes)")
+    u.add_argument("--trees", type=int, default=200_000)
+    u.add_argument("--repeats", type=int, default=3)
     c = sub.add_parser("all", help="every contender on both workloads, side by side")
     c.add_argument("--smoke", action="store_true", help="tiny input, every contender, correctness only")
     c.add_argument("--workloads", nargs="+", default=["wordcount", "flights"])
@@ -34,6 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     s = sub.add_parser("spark", help="word count: split as a SparkBolt vs the same as a Python bolt")
     s.add_argument("--smoke", action="store_true", help="tiny input, correctness only")
     s.add_argument("--latency-seconds", type=float, default=10.0)
+    u.add_argument("--json", default=None, help="write results as JSON here")
     for p in (a, c, s):
         p.add_argument("--json", default=None, help="write results as JSON here")
         p.add_argument("--bootstrap", default=None, help="use this Kafka instead of an embedded broker")
@@ -45,6 +49,10 @@ def main(argv: list[str] | None = None) -> None:
         from bench import acker
 
         acker.run(args)
+    elif args.command == "acker-cpu":
+        from bench import acker_cpu
+
+        acker_cpu.run(args)
     elif args.command == "all":
         from bench import compare
 
