@@ -202,6 +202,11 @@ def run_until(
             return watcher.last_change, sum(peak.values()), spent
 
 
+def measured(seconds: float, peak_rss_bytes: int, cpu_s: float, correct: bool, duplicates: int) -> dict[str, Any]:
+    """The fields every contender's throughput run reports (see bench/README.md, JSON)."""
+    return {"seconds": seconds, "peak_rss_bytes": peak_rss_bytes, "cpu_s": cpu_s, "correct": correct, "duplicates": duplicates}
+
+
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -331,11 +336,7 @@ def run_squall(
         watcher.close()
         acker_ops = int(job.board.total("spout", "acker_ops") + job.board.total("bolt", "acker_ops"))
         return {
-            "seconds": end - start,
-            "peak_rss_bytes": peak,
-            "cpu_s": cpu_s,
-            "correct": correct,
-            "duplicates": dups,
+            **measured(end - start, peak, cpu_s, correct, dups),
             "p50_s": p50,
             "p99_s": p99,
             "acker_ops": acker_ops,
@@ -402,11 +403,7 @@ def run_peer(
         lat = watcher.latency
         short = sum(1 for k, e in exp.items() if k not in watcher.state or watcher.state[k][0] < e[0])
         return {
-            "seconds": end - start,
-            "peak_rss_bytes": peak,
-            "cpu_s": cpu_s,
-            "correct": correct,
-            "duplicates": dups,
+            **measured(end - start, peak, cpu_s, correct, dups),
             "keys_short": short,
             "p50_s": lat.quantile(0.5),
             "p99_s": lat.quantile(0.99),
