@@ -194,8 +194,7 @@ class DurableLedger:
                 # Finished: only a tree the changelog holds needs a record (its done record);
                 # one that never reached it needs nothing.
                 if out.persisted:
-                    done[root] = tag
-                    self._done_unwritten.add(root)
+                    self._finished(out, tag)
                     dirty.add(root)
                 outs.append(out)
         if ops:

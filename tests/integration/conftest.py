@@ -163,22 +163,24 @@ def assert_at_least(counts: dict[str, int], expected: Counter[str]) -> None:
     )
 
 
-def assert_exact(counts: dict[str, int], expected: Counter[str], context: str = "") -> None:
+def assert_exact(counts: dict[str, int], expected: Counter[str], context: Callable[[], str] = str) -> None:
     """Exactly-once output: every word's count equals the true count.
 
     On a mismatch the message says how the counts differ (words missing, extra, above or
     below the truth, with the excess in word occurrences) instead of a diff of two large
-    Counters, plus ``context`` (e.g. the spouts' replay counters)."""
+    Counters, plus what ``context()`` says (called only then; e.g. the spouts' replay counters)."""
     missing = {w: n for w, n in expected.items() if w not in counts}
     extra = {w: n for w, n in counts.items() if w not in expected}
     high = {w: (counts[w], n) for w, n in expected.items() if w in counts and counts[w] > n}
     low = {w: (counts[w], n) for w, n in expected.items() if w in counts and counts[w] < n}
     excess = sum(counts.values()) - sum(expected.values())
-    assert not (missing or extra or high or low), (
-        f"counts differ: total {sum(counts.values())} vs true {sum(expected.values())} (excess {excess}); "
-        f"{len(missing)} words missing, e.g. {dict(list(missing.items())[:8])}; {len(extra)} extra, e.g. {dict(list(extra.items())[:8])}; "
-        f"{len(high)} above the truth (got, true), e.g. {dict(list(high.items())[:8])}; {len(low)} below, e.g. {dict(list(low.items())[:8])}; {context}"
-    )
+    if missing or extra or high or low:
+        raise AssertionError(
+            f"counts differ: total {sum(counts.values())} vs true {sum(expected.values())} (excess {excess}); "
+            f"{len(missing)} words missing, e.g. {dict(list(missing.items())[:8])}; {len(extra)} extra, e.g. {dict(list(extra.items())[:8])}; "
+            f"{len(high)} above the truth (got, true), e.g. {dict(list(high.items())[:8])}; {len(low)} below, e.g. {dict(list(low.items())[:8])}; "
+            f"{context()}"
+        )
 
 
 @pytest.fixture(scope="session")

@@ -53,7 +53,7 @@ def test_two_supervisors_count_a_live_stream_exactly(cluster: Cluster, corpus: P
     feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=30)
     assert feeder.wait(120) == 0
     cluster.wait_committed(wc, 50_000)
-    assert_exact(cluster.counts(wc), direct_count(src), cluster.spout_totals(wc))
+    assert_exact(cluster.counts(wc), direct_count(src), lambda: cluster.spout_totals(wc))
     time.sleep(2)  # one more stats interval
     acked = 0.0
     for sid in ("s1", "s2"):  # each supervisor's /metrics covers the workers it runs
@@ -93,7 +93,7 @@ def test_rebalance_executors_mid_stream_without_replays(cluster: Cluster, corpus
     assert st["components"]["count"]["executors"] == 4 and st["status"] == "ACTIVE"
     assert feeder.wait(120) == 0
     cluster.wait_committed(wc, 30_000, timeout_s=90)
-    assert_exact(cluster.counts(wc), direct_count(src), cluster.spout_totals(wc))
+    assert_exact(cluster.counts(wc), direct_count(src), lambda: cluster.spout_totals(wc))
     st = cluster.status(wc)
     assert st["trees_failed"] == 0 and st["components"]["lines"]["replayed"] == 0
 
@@ -115,7 +115,7 @@ def test_deactivate_pauses_the_spouts_and_activate_resumes(cluster: Cluster, cor
     cluster.squall("activate", wc)
     assert feeder.wait(120) == 0
     cluster.wait_committed(wc, 20_000)
-    assert_exact(cluster.counts(wc), direct_count(src), cluster.spout_totals(wc))
+    assert_exact(cluster.counts(wc), direct_count(src), lambda: cluster.spout_totals(wc))
 
 
 def test_kill_waits_for_trees_in_flight_then_removes_the_workers(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
@@ -151,7 +151,7 @@ def test_sigterm_drains_and_a_new_supervisor_replays_nothing(cluster: Cluster, c
     cluster.serve("s2")
     assert feeder.wait(120) == 0
     cluster.wait_committed(wc, 30_000, timeout_s=90)
-    assert_exact(cluster.counts(wc), direct_count(src), cluster.spout_totals(wc))
+    assert_exact(cluster.counts(wc), direct_count(src), lambda: cluster.spout_totals(wc))
     board = cluster.board(wc)
     spouts = [s for s in board.latest.values() if s["kind"] == "spout"]
     board.close()
@@ -231,6 +231,6 @@ def test_an_exactly_once_topology_under_the_service_survives_a_supervisor_kill9_
     assert feeder.wait(120) == 0
     cluster.wait_committed(wc, 20_000, timeout_s=180)
     state = TransactionalState(open_backend(postgres_url), f"{wc}.counts")
-    assert_exact(dict(state.items()), direct_count(src), cluster.spout_totals(wc))
+    assert_exact(dict(state.items()), direct_count(src), lambda: cluster.spout_totals(wc))
     emitted = cluster.status(wc)["components"]["lines"]["emitted"]
     print(f"exactly once under the service: {sum(state.items().values())} words exact after kill -9 of {victim}; lines emitted {emitted}")
