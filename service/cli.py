@@ -232,7 +232,7 @@ def status_cmd(
         return
     typer.echo(f"{st['name']}  {st['status']}  up {st['uptime_s']:.0f}s  workers {st['workers']}  pending {st['pending']}")
     p50, p99 = ms(st["complete_latency_p50_s"]), ms(st["complete_latency_p99_s"])
-    typer.echo(f"trees acked {st['trees_acked']}, failed {st['trees_failed']}; complete latency p50 {p50} ms, p99 {p99} ms")
+    typer.echo(f"acked {st['trees_acked']}, failed {st['trees_failed']} message ids; complete latency p50 {p50} ms, p99 {p99} ms")
     r = st["replays"]
     typer.echo(f"replayed {sum(r.values())} (fail {r['fail']}, timeout {r['timeout']}, restart {r['restart']})")
     if st.get("batches"):

@@ -34,10 +34,10 @@ LABELS = ["topology", "component", "kind", "worker"]
 COUNTERS = {
     "emitted": "Tuples emitted (emit calls; Storm UI's emitted)",
     "transferred": "Tuples sent to tasks: an emit to N tasks counts N (Storm UI's transferred)",
-    "acked": "Trees acked (spout) or input tuples acked (bolt)",
-    "failed": "Trees failed (spout) or input tuples failed (bolt)",
+    "acked": "Message ids whose trees were acked (spout; a tree of several records counts each) or input tuples acked (bolt)",
+    "failed": "Message ids whose trees failed (spout) or input tuples failed (bolt)",
     "replayed": "Tuples a spout emitted again for a message id already emitted (all causes; by cause: squall_replays_total)",
-    "timeouts": "Trees failed by the spout's own timeout",
+    "timeouts": "Message ids whose trees the spout's own timeout failed",
     "dead_lettered": "Records written to the dead-letter topic",
     "poison": "Records that could not be decoded",
     "executed": "Tuples executed",

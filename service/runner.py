@@ -46,7 +46,9 @@ class Summary:
     topology: str
     records: int
     trees_acked: int
+    """Spout message ids (records) whose trees were acked: a tree of several records counts each."""
     trees_failed: int
+    """Spout message ids whose trees failed (a fail or a timeout), counted as ``trees_acked``."""
     replayed: int
     dead_lettered: int
     seconds: float
@@ -70,8 +72,8 @@ class Summary:
         return [
             f"topology            {self.topology}",
             f"records             {self.records}",
-            f"trees acked         {self.trees_acked}",
-            f"trees failed        {self.trees_failed}",
+            f"acked               {self.trees_acked} message ids",
+            f"failed              {self.trees_failed} message ids",
             f"spout emitted       {self.emitted}",
             f"replayed            {self.replayed} ({', '.join(f'{c} {n}' for c, n in self.replays.items()) or 'none'})",
             f"dead-lettered       {self.dead_lettered}",

@@ -289,8 +289,9 @@ class OutputCollector(_Emitter):
 class SpoutOutputCollector(_Emitter):
     """A spout task's collector (Storm's SpoutOutputCollector).
 
-    ``on_tracked(root, msg_id)`` registers a tracked tree with the executor;
-    ``on_untracked_ack(msg_id)`` schedules ``spout.ack(msg_id)`` when nothing will
+    ``on_tracked(root, msg_id, weight)`` registers a tracked tree that carries ``weight``
+    message ids with the executor;
+    ``on_untracked_ack(msg_id, weight)`` schedules ``spout.ack(msg_id)`` when nothing will
     track the tree (0 ackers, or no target task), as Storm does.
     """
 
@@ -300,8 +301,8 @@ class SpoutOutputCollector(_Emitter):
         task_id: int,
         produce: ProduceFn,
         acks: AckBuffer | None,
-        on_tracked: Callable[[int, Any], None],
-        on_untracked_ack: Callable[[Any], None],
+        on_tracked: Callable[[int, Any, int], None],
+        on_untracked_ack: Callable[[Any, int], None],
     ) -> None:
         super().__init__(router, task_id, produce)
         self.acks = acks
@@ -352,9 +353,56 @@ class SpoutOutputCollector(_Emitter):
         if tracked and sent:
             assert self.acks is not None
             self.acks.init(root, xor, self.task_id)
-            self.on_tracked(root, msg_id)
+            self.on_tracked(root, msg_id, 1)
         elif msg_id is not None:
-            self.on_untracked_ack(msg_id)
+            self.on_untracked_ack(msg_id, 1)
+
+    def emit_tree(self, tuples: Sequence[tuple[str, list[Any]]], msg_id: Any) -> list[int]:
+        """Emit several spout tuples, ``[(stream, values), ...]``, as **one** tree under
+        ``msg_id`` (with ackers): one root id, one edge per tuple and target task, one
+        ``init``; the tree is acked when every tuple is fully processed, and failed (the
+        spout's ``fail(msg_id)``) if any of them fails or it times out. Its weight towards
+        ``topology.max.spout.pending`` is ``len(tuples)``. Without ackers each tuple is sent
+        untracked and ``msg_id`` is acked at once, as :meth:`emit` does.
+
+        Why: a tree costs the same acker ops, acker state and ack result whether it carries
+        one record or a hundred; :class:`streams.kafka_spout.KafkaSpout` sends a run of
+        records of one partition per tree (``squall.spout.tree.records``).
+
+        Returns the global task ids sent to, one entry per tuple and target. Raises
+        FatalError on an undeclared or direct stream (before anything is sent).
+        """
+        direct = self.router.direct
+        for stream, _ in tuples:
+            if direct.get(stream) is not False:
+                self._check_direct(stream, False)
+        tracked = self.acks is not None
+        root = new_id() if tracked else 0
+        xor = 0
+        tasks: list[int] = []
+        component, task_id, produce, outputs = self.component, self.task_id, self.produce, self.router.outputs
+        for stream, values in tuples:
+            for route in self.router.stream(stream):
+                for local in route.grouping.choose(values):
+                    if tracked:
+                        e = new_id()
+                        xor ^= e
+                        payload = encode_tuple(stream, component, task_id, values, {root: e})
+                    else:
+                        payload = encode_tuple(stream, component, task_id, values, {})
+                    produce(route.topic, payload, partition=local)
+                    tasks.append(route.base + local)
+            if outputs[stream]:
+                self._outputs(stream, values)
+        self.emitted += len(tuples)
+        self.transferred += len(tasks)
+        if tracked and tasks:
+            assert self.acks is not None
+            self.acks.init(root, xor, task_id)
+            self.on_tracked(root, msg_id, len(tuples))
+        else:
+            self.on_untracked_ack(msg_id, len(tuples))
+        return tasks
 
     def open_tree(self, msg_id: Any, batch: tuple[int, int]) -> BatchTree:
         """Start one tuple tree for a whole batch (``(txid, attempt)``): every tuple emitted
@@ -414,7 +462,7 @@ class BatchTree:
         if self.emitted:
             assert c.acks is not None
             c.acks.init(self.root, self.xor, c.task_id)
-            c.on_tracked(self.root, self.msg_id)
+            c.on_tracked(self.root, self.msg_id, 1)
         else:
-            c.on_untracked_ack(self.msg_id)
+            c.on_untracked_ack(self.msg_id, 1)
         return self.root

@@ -33,7 +33,8 @@ class TopologyConfig(BaseModel):
         None,
         alias="topology.max.spout.pending",
         ge=1,
-        description="in flight per spout task, at most: trees (count; default: adaptive, see squall.spout.pending.*) or, "
+        description="in flight per spout task, at most: message ids (count; a tree of several records counts each; "
+        "default: adaptive, see squall.spout.pending.*) or, "
         "for a transactional spout, batches (count; default 5). Set, it is a fixed bound as in Storm",
     )
     pending_target_latency_secs: float = Field(
@@ -43,12 +44,22 @@ class TopologyConfig(BaseModel):
         description="complete latency the adaptive bound on trees in flight aims at (seconds; default 1; "
         "streams.pending_bound); used when topology.max.spout.pending is not set",
     )
-    pending_initial: int = Field(100, alias="squall.spout.pending.initial", ge=1, description="the adaptive bound's start (trees per task; default 100)")
+    pending_initial: int = Field(
+        100, alias="squall.spout.pending.initial", ge=1, description="the adaptive bound's start (message ids in flight per task; default 100)"
+    )
     pending_max: int = Field(
         20_000,
         alias="squall.spout.pending.max",
         ge=1,
-        description="the adaptive bound's ceiling (trees per task; default 20000): memory is at most this many records per task",
+        description="the adaptive bound's ceiling (message ids in flight per task; default 20000): "
+        "memory is at most this many records per task, plus one tree of records",
+    )
+    tree_records: int = Field(
+        100,
+        alias="squall.spout.tree.records",
+        ge=1,
+        description="records of one source partition a KafkaSpout sends per tree, at least once (count; default 100; "
+        "1: a tree per record, as in Storm). A failed tree replays each of its records as a tree of its own",
     )
     tick_tuple_freq_secs: float | None = Field(None, alias="topology.tick.tuple.freq.secs", gt=0, description="tick tuple period (seconds; default off)")
     flush_interval_secs: float = Field(

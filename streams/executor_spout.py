@@ -52,7 +52,8 @@ class SpoutTask:
     """One task of this executor: its spout copy and collector.
 
     ``source`` is the same object as ``spout`` when it reads Kafka (else ``None``);
-    ``immediate`` holds message ids to ack at once (untracked emits, as Storm does).
+    ``immediate`` holds ``(message id, weight)`` to ack at once (untracked emits, as Storm
+    does; the weight is the message ids a :meth:`~streams.collector.SpoutOutputCollector.emit_tree` carried).
     """
 
     task_id: int
@@ -60,7 +61,7 @@ class SpoutTask:
     collector: SpoutOutputCollector
     ledger: TaskLedger
     source: KafkaSource | None = None
-    immediate: list[Any] = field(default_factory=list)
+    immediate: list[tuple[Any, int]] = field(default_factory=list)
 
 
 class SpoutExecutor(Executor):
@@ -123,9 +124,14 @@ class SpoutExecutor(Executor):
             task_id, ctx, spout = self._task_copy(index, Spout)
             before = previous.get(task_id)
             ledger = before.next_life() if before is not None else TaskLedger(self.component, task_id)
-            immediate: list[Any] = []
+            immediate: list[tuple[Any, int]] = []
             collector = SpoutOutputCollector(
-                Router(self.topology, self.component, ctx), task_id, self.produce, self.acks, self._tracker(task_id, ledger), immediate.append
+                Router(self.topology, self.component, ctx),
+                task_id,
+                self.produce,
+                self.acks,
+                self._tracker(task_id, ledger),
+                self._untracked(immediate),
             )
             spout.open(self.conf_dict, ctx, collector)
             task = SpoutTask(task_id, spout, collector, ledger, kafka_source(spout), immediate)
@@ -157,11 +163,18 @@ class SpoutExecutor(Executor):
         track = self.inflight.track
         emitted = ledger.emitted_tracked
 
-        def on_tracked(root: int, msg_id: Any) -> None:
-            track(root, task_id, msg_id)
+        def on_tracked(root: int, msg_id: Any, weight: int) -> None:
+            track(root, task_id, msg_id, weight)
             emitted(msg_id)
 
         return on_tracked
+
+    @staticmethod
+    def _untracked(immediate: list[tuple[Any, int]]) -> Any:
+        def on_untracked_ack(msg_id: Any, weight: int) -> None:
+            immediate.append((msg_id, weight))
+
+        return on_untracked_ack
 
     # -- loop pieces -------------------------------------------------------------------
     def _results(self, msgs: list[Message]) -> int:
@@ -194,10 +207,10 @@ class SpoutExecutor(Executor):
                     continue
                 n += 1
                 if op == RESULT_ACK:
-                    task.ledger.acked_tree()
+                    task.ledger.acked_tree(tree.weight)
                     latency = now - tree.emitted_at
                     hist.record(latency)
-                    self.bound.completed(latency)
+                    self.bound.completed(latency, tree.weight)
                     task.spout.ack(tree.msg_id)
                 else:
                     task.ledger.failed_tree(tree.msg_id, "fail")
@@ -235,9 +248,9 @@ class SpoutExecutor(Executor):
                 before = collector.emitted
                 spout.next_tuple()
                 if task.immediate:
-                    for msg_id in task.immediate:
+                    for msg_id, weight in task.immediate:
                         spout.ack(msg_id)
-                    task.ledger.acked_tree(len(task.immediate))
+                        task.ledger.acked_tree(weight)
                     task.immediate.clear()
                 if collector.emitted == before:
                     if task.source is not None and task.source.commit_needed:

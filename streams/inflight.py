@@ -27,12 +27,14 @@ from typing import Any
 @dataclass(slots=True)
 class InFlight:
     """One tracked tree: its root id, the spout task that emitted it, the spout's message
-    id, and the emit time (seconds on the map's clock)."""
+    id, the emit time (seconds on the map's clock), and its weight: the message ids it
+    carries (1, or the records of a :class:`streams.source.KafkaRecordsId`)."""
 
     root: int
     task_id: int
     msg_id: Any
     emitted_at: float
+    weight: int = 1
 
 
 class InFlightTrees:
@@ -55,13 +57,14 @@ class InFlightTrees:
         return len(self._trees)
 
     def pending(self, task_id: int) -> int:
-        """Trees in flight emitted by ``task_id``."""
+        """Message ids in flight emitted by ``task_id`` (the sum of its trees' weights: what
+        ``topology.max.spout.pending`` bounds, as Storm's pending tuples)."""
         return self._per_task.get(task_id, 0)
 
-    def track(self, root: int, task_id: int, msg_id: Any) -> None:
-        """Start tracking a tree emitted now."""
-        self._trees[root] = InFlight(root, task_id, msg_id, self.clock())
-        self._per_task[task_id] = self._per_task.get(task_id, 0) + 1
+    def track(self, root: int, task_id: int, msg_id: Any, weight: int = 1) -> None:
+        """Start tracking a tree emitted now that carries ``weight`` message ids."""
+        self._trees[root] = InFlight(root, task_id, msg_id, self.clock(), weight)
+        self._per_task[task_id] = self._per_task.get(task_id, 0) + weight
 
     def settle(self, root: int) -> InFlight | None:
         """Stop tracking ``root`` (its outcome arrived). ``None`` (and counted in
@@ -70,7 +73,7 @@ class InFlightTrees:
         if tree is None:
             self.ignored += 1
             return None
-        self._per_task[tree.task_id] -= 1
+        self._per_task[tree.task_id] -= tree.weight
         return tree
 
     def oldest_age(self) -> float:
@@ -90,6 +93,6 @@ class InFlightTrees:
             if tree.emitted_at > deadline:
                 break
             del trees[tree.root]
-            self._per_task[tree.task_id] -= 1
+            self._per_task[tree.task_id] -= tree.weight
             out.append(tree)
         return out

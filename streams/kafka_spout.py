@@ -6,6 +6,15 @@
   partition always lands on the same task. With no ``topics``, the spout reads its own
   topic, and each task owns exactly one partition.
 * **Message id** = ``(topic, partition, offset)``.
+* **Trees of several records** (``squall.spout.tree.records``, default 100). At least once,
+  each ``next_tuple`` sends the run of buffered records of one source partition, up to that
+  many, as **one** tree (:meth:`~streams.collector.SpoutOutputCollector.emit_tree`, message id
+  :class:`~streams.source.KafkaRecordsId`): one acker ``init``, ack ops coalesced per root,
+  one result, one tree in flight, instead of one of each per record. Each record is still its
+  own tuple, counted, committed and dead-lettered on its own. If the tree fails (a bolt failed
+  one of its tuples, or it timed out), **each** of its records is replayed as a tree of its own
+  (a :class:`~streams.source.KafkaMessageId`), so a bad record costs its tree-mates one replay
+  and is then retried and dead-lettered alone. ``1`` gives Storm's tree per record.
 * **Processing guarantees** (``processing_guarantee``):
   ``at_least_once`` (default) -- tracked; only the contiguous run of acked (or
   dead-lettered) offsets is committed (:mod:`streams.offsets`); failed records are
@@ -46,7 +55,7 @@ from streams.exceptions import DecodeError, FatalError, TopologyError
 from streams.naming import component_topic
 from streams.offsets import OffsetTracker
 from streams.retry import RetryPolicy, RetryQueue
-from streams.source import FIRST_POLL, TP, KafkaMessageId, SourceCounters, SourceIO
+from streams.source import FIRST_POLL, TP, KafkaMessageId, KafkaRecordsId, SourceCounters, SourceIO
 
 if TYPE_CHECKING:
     from confluent_kafka import Message
@@ -143,6 +152,8 @@ class KafkaSpout(Spout):
         self._trackers: dict[TP, OffsetTracker] = {}
         self._unreleased: list[tuple[str, list[Any]]] = []  # at-most-once: waiting for a commit
         self._released: deque[tuple[str, list[Any]]] = deque()
+        self.tree_records = 1
+        """Records per tree at least once (``squall.spout.tree.records``; set by :meth:`open`)."""
 
     def validate(self, component_id: str) -> None:
         """Raise :class:`TopologyError` naming ``component_id`` for a bad option."""
@@ -179,6 +190,7 @@ class KafkaSpout(Spout):
             max_retries=int(conf.get("squall.spout.max.retries", 5)),
         )
         self._retry = RetryQueue(policy)
+        self.tree_records = int(conf.get("squall.spout.tree.records", 100))
         self._buffer = deque()
         self._pending = {}
         self._trackers = {}
@@ -225,6 +237,9 @@ class KafkaSpout(Spout):
                 collector.emit(entry.values, msg_id=mid, stream=entry.stream)
                 return
         tracked = self.processing_guarantee == "at_least_once"
+        if tracked and self.tree_records > 1:
+            self._emit_run(collector)
+            return
         while self._buffer:
             got = self._take()
             if got is None:
@@ -237,6 +252,34 @@ class KafkaSpout(Spout):
                 self._trackers[mid.tp].finished(mid.offset)
                 collector.emit(values, stream=stream)
             return
+
+    def _emit_run(self, collector: SpoutOutputCollector) -> None:
+        """Emit the buffered records of one source partition, up to :attr:`tree_records`, as
+        one tree (a single record keeps its plain :class:`KafkaMessageId`)."""
+        buffer = self._buffer
+        items: list[tuple[str, list[Any]]] = []
+        offsets: list[int] = []
+        tp: TP | None = None
+        mid: KafkaMessageId | None = None
+        while buffer and len(items) < self.tree_records:
+            if tp is not None:
+                head = buffer[0]
+                if head.partition() != tp[1] or head.topic() != tp[0]:
+                    break
+            got = self._take()
+            if got is None:
+                continue
+            mid, msg, stream, values = got
+            tp = mid.tp
+            self._pending[mid] = PendingRecord(msg, stream, values)
+            items.append((stream, values))
+            offsets.append(mid.offset)
+        if mid is None:
+            return
+        if len(items) == 1:
+            collector.emit(items[0][1], msg_id=mid, stream=items[0][0])
+        else:
+            collector.emit_tree(items, KafkaRecordsId(mid.topic, mid.partition, tuple(offsets)))
 
     def _next_at_most_once(self) -> None:
         if self._released:
@@ -272,13 +315,29 @@ class KafkaSpout(Spout):
             return None
         return mid, msg, out[0], out[1]
 
-    def ack(self, msg_id: KafkaMessageId) -> None:
+    def ack(self, msg_id: KafkaMessageId | KafkaRecordsId) -> None:
+        if isinstance(msg_id, KafkaRecordsId):
+            topic, partition = msg_id.tp
+            pending, tracker = self._pending, self._trackers.get(msg_id.tp)
+            for off in msg_id.offsets:
+                if pending.pop(KafkaMessageId(topic, partition, off), None) is not None and tracker is not None:
+                    tracker.finished(off)
+            return
         if self._pending.pop(msg_id, None) is not None:
             tracker = self._trackers.get(msg_id.tp)
             if tracker is not None:
                 tracker.finished(msg_id.offset)
 
-    def fail(self, msg_id: KafkaMessageId) -> None:
+    def fail(self, msg_id: KafkaMessageId | KafkaRecordsId) -> None:
+        """A tree failed: replay its record (each record of a :class:`KafkaRecordsId`, on its
+        own) after the backoff, or dead-letter it once out of retries."""
+        if isinstance(msg_id, KafkaRecordsId):
+            for mid in msg_id.members():
+                self._fail_one(mid)
+        else:
+            self._fail_one(msg_id)
+
+    def _fail_one(self, msg_id: KafkaMessageId) -> None:
         entry = self._pending.get(msg_id)
         if entry is None:
             return

@@ -80,6 +80,38 @@ class KafkaMessageId(NamedTuple):
         return (self.topic, self.partition)
 
 
+class KafkaRecordsId(NamedTuple):
+    """The message id of one tree that carries several records of one source partition
+    (``squall.spout.tree.records``, :meth:`streams.collector.SpoutOutputCollector.emit_tree`).
+
+    ``offsets`` are the records' offsets, ascending. The tree is acked only when every
+    record's tuples are fully processed; if it fails, each record is replayed as a tree of
+    its own (a :class:`KafkaMessageId`), so one bad record is isolated and dead-lettered alone.
+
+    >>> rid = KafkaRecordsId("events", 3, (10, 11, 13))
+    >>> rid.size, rid.tp, rid.members()[2]
+    (3, ('events', 3), KafkaMessageId(topic='events', partition=3, offset=13))
+    """
+
+    topic: str
+    partition: int
+    offsets: tuple[int, ...]
+
+    @property
+    def tp(self) -> TP:
+        """The source partition ``(topic, partition)``."""
+        return (self.topic, self.partition)
+
+    @property
+    def size(self) -> int:
+        """Records (message ids) in the tree."""
+        return len(self.offsets)
+
+    def members(self) -> list[KafkaMessageId]:
+        """The message id of each record, in offset order."""
+        return [KafkaMessageId(self.topic, self.partition, off) for off in self.offsets]
+
+
 @dataclass(slots=True)
 class SourceCounters:
     """What a source task counted, for the executor's metrics (replays are counted by the

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streams.exceptions import DecodeError
-from streams.source import KafkaMessageId
+from streams.source import KafkaMessageId, KafkaRecordsId
 
 REPLAY_CAUSES = ("fail", "timeout", "restart")
 """Why a message id was emitted again (see the module docstring)."""
@@ -70,8 +70,9 @@ class TaskLedger:
       life: 1 for the task's first open, +1 for every later one (a restart or a takeover).
       seq: +1 per change; with ``life`` it orders the records of one task.
       emitted: tuples emitted (Storm UI's emitted), first emits and replays.
-      acked, failed: tree outcomes applied to trees in flight; ``timeouts``: trees the spout
-        executor failed itself (also in ``failed``).
+      acked, failed: message ids whose trees in flight were acked or failed (a tree of
+        several records, :class:`~streams.source.KafkaRecordsId`, counts each record);
+        ``timeouts``: those the spout executor failed itself (also in ``failed``).
       replayed: re-emissions by cause, ``{cause: count}``.
       high: ``"topic[p]" -> 1 + the highest offset emitted`` with a :class:`KafkaMessageId`.
     """
@@ -123,6 +124,9 @@ class TaskLedger:
         """A tracked emit of ``msg_id``: a replay (counted by cause) if it is one, and the
         partition's high-water mark. (Emits are counted by :meth:`set_emitted`.)"""
         self.seq += 1
+        if isinstance(msg_id, KafkaRecordsId):
+            self._emitted_records(msg_id)
+            return
         cause = self.causes.pop(msg_id, None) if self.causes else None
         if isinstance(msg_id, KafkaMessageId):
             key = partition_key(msg_id.topic, msg_id.partition)
@@ -132,6 +136,22 @@ class TaskLedger:
                 self.high[key] = msg_id.offset + 1
         if cause is not None:
             self.replayed[cause] += 1
+
+    def _emitted_records(self, rid: KafkaRecordsId) -> None:
+        """:meth:`emitted_tracked` for a tree of several records: each is a message id."""
+        key = partition_key(rid.topic, rid.partition)
+        offsets = rid.offsets
+        below = self.restart_below.get(key, -1)
+        if self.causes or offsets[0] < below:
+            replayed = self.replayed
+            for mid in rid.members():
+                cause = self.causes.pop(mid, None) if self.causes else None
+                if cause is None and mid.offset < below:
+                    cause = "restart"
+                if cause is not None:
+                    replayed[cause] += 1
+        if offsets[-1] >= self.high.get(key, 0):
+            self.high[key] = offsets[-1] + 1
 
     def set_emitted(self, this_life: int) -> None:
         """The task's collector has emitted ``this_life`` tuples in this life (tracked or not)."""
@@ -150,11 +170,13 @@ class TaskLedger:
         spout may emit it again (a replay of that cause)."""
         if cause not in REPLAY_CAUSES:
             raise ValueError(f"[{self.component}] unknown replay cause {cause!r}")
+        members = msg_id.members() if isinstance(msg_id, KafkaRecordsId) else [msg_id]
         if cause == "timeout":
-            self.timeouts += 1
-        self.failed += 1
+            self.timeouts += len(members)
+        self.failed += len(members)
         self.seq += 1
-        self.causes[msg_id] = cause
+        for mid in members:  # each record of a failed tree is replayed on its own
+            self.causes[mid] = cause
 
     def forget(self, msg_id: Any) -> None:
         """``msg_id`` will not be emitted again (dead-lettered)."""

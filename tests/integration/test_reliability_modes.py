@@ -19,10 +19,12 @@ from tests.integration.conftest import TOPOLOGIES, corpus_slice, dead_letters, d
 pytestmark = pytest.mark.broker
 
 
-def run_mode(mode: str, settings: ServiceSettings, src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Job, Summary, dict[str, int]]:
+def run_mode(
+    mode: str, settings: ServiceSettings, src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **overrides: Any
+) -> tuple[Job, Summary, dict[str, int]]:
     monkeypatch.setenv("SQUALL_TEST_MODE", mode)
     out = tmp_path / "out.json"
-    job, summary = run_job(TOPOLOGIES / "modes.py", src, out, settings)
+    job, summary = run_job(TOPOLOGIES / "modes.py", src, out, settings, topology_overrides=overrides or None)
     return job, summary, json.loads(out.read_text())
 
 
@@ -72,12 +74,19 @@ def test_at_most_once_loses_and_never_replays(settings: ServiceSettings, src: Pa
     assert job.committed()[0] == 1500
 
 
-def test_dead_letter_after_max_retries_with_headers(settings: ServiceSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("tree_records", [1, None], ids=["tree-per-record", "default-trees-of-records"])
+def test_dead_letter_after_max_retries_with_headers(
+    settings: ServiceSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tree_records: int | None
+) -> None:
+    """Only the failing records are dead-lettered, after the first try and 2 retries each. With
+    a tree per record only they are replayed; with trees of records (the default) the first
+    failure of a tree replays each of its records once, alone, so the good ones then go through."""
     src = tmp_path / "in.txt"
     lines = [f"line {i} fine words" if i % 17 else f"line {i} poison-me" for i in range(1, 61)]
     lines = [line for line in lines if zlib.crc32(line.encode()) % 10 != 0 or "poison-me" in line]
     src.write_text("\n".join(lines) + "\n")
-    job, summary, counts = run_mode("dlq", settings, src, tmp_path, monkeypatch)
+    overrides = {} if tree_records is None else {"squall.spout.tree.records": tree_records}
+    job, summary, counts = run_mode("dlq", settings, src, tmp_path, monkeypatch, **overrides)
     poisoned = [line for line in lines if "poison-me" in line]
     letters = dead_letters(job)
     assert sorted(v.decode() for v, _ in letters) == sorted(poisoned)
@@ -88,8 +97,13 @@ def test_dead_letter_after_max_retries_with_headers(settings: ServiceSettings, t
         assert h["squall.attempts"] == "3"  # the first try and 2 retries
         assert "[lines] gave up after 3 failures" in h["squall.error"]
     assert summary.dead_lettered == len(poisoned)
-    assert summary.replayed == 2 * len(poisoned)
-    assert counts["fine"] == len(lines) - len(poisoned)  # everything else went through
+    assert summary.replayed == summary.trees_failed - summary.dead_lettered  # every failure but the last is replayed
+    if tree_records == 1:
+        assert summary.replayed == 2 * len(poisoned)
+    else:  # the poisoned records' first trees held good records too: those were replayed once
+        assert 2 * len(poisoned) < summary.replayed <= 2 * len(poisoned) + len(lines)
+    # everything else went through: once, plus once per replay of a good record (at least once)
+    assert counts["fine"] == len(lines) - len(poisoned) + summary.replayed - 2 * len(poisoned)
     assert job.committed()[0] == len(lines)  # dead-lettered records count as done
 
 

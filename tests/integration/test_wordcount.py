@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import signal
+import zlib
 from pathlib import Path
 
 import pytest
 
 from service.config import ServiceSettings
+from service.corpus import read_lines
 from service.runner import Job
 from tests.integration.conftest import EXAMPLES, TOPOLOGIES, assert_at_least, corpus_slice, crash_and_recover, direct_count, run_job
 
@@ -42,16 +44,26 @@ def test_non_utf8_input_is_decoded_with_replacement(settings: ServiceSettings, t
     assert json.loads(out.read_text()) == {"caf": 1, "au": 1, "lait": 1, "hello": 2, "world": 1, "don't": 1}
 
 
-def test_failed_tuples_are_replayed_until_every_record_is_acked(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("tree_records", [1, None], ids=["tree-per-record", "default-trees-of-records"])
+def test_failed_tuples_are_replayed_until_every_record_is_acked(settings: ServiceSettings, corpus: Path, tmp_path: Path, tree_records: int | None) -> None:
+    """A split that fails ~10% of lines once: every failed message id is replayed, once, and
+    acked. With a tree per record only the flaky lines fail; with trees of records (the
+    default) a flaky line fails its tree-mates too, and each is replayed alone."""
     src = corpus_slice(corpus, tmp_path / "slice.txt", 3000)
     out = tmp_path / "counts.json"
-    _, summary = run_job(TOPOLOGIES / "flaky_wordcount.py", src, out, settings)
+    overrides = None if tree_records is None else {"squall.spout.tree.records": tree_records}
+    _, summary = run_job(TOPOLOGIES / "flaky_wordcount.py", src, out, settings, topology_overrides=overrides)
     expected = direct_count(src)
     counts = json.loads(out.read_text())
     assert_at_least(counts, expected)  # no word missing, at least the true counts
     assert sum(counts.values()) > sum(expected.values())  # the half-emitted lines were duplicated
-    flaky_lines = summary.trees_failed
+    texts = [raw.decode("utf-8", "replace") for raw in read_lines(src)]
+    flaky_lines = len({t for t in texts if zlib.crc32(t.encode()) % 10 == 0})  # each fails on its first delivery
     assert 150 < flaky_lines < 450  # about 10% of 3000 distinct-ish lines
+    if tree_records == 1:
+        assert summary.trees_failed == flaky_lines
+    else:
+        assert flaky_lines < summary.trees_failed <= summary.records
     assert summary.replayed == summary.trees_failed
     assert summary.trees_acked == summary.records == 3000
     assert summary.dead_lettered == 0

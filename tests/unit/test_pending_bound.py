@@ -17,7 +17,7 @@ class Clock:
         return self.now
 
 
-def simulate(service_rate: float, base_latency_s: float, seconds: int, target_s: float = 1.0) -> tuple[AdaptiveBound, list[float]]:
+def simulate(service_rate: float, base_latency_s: float, seconds: float, target_s: float = 1.0) -> tuple[AdaptiveBound, list[float]]:
     """A spout with unlimited input in front of a topology that completes ``service_rate``
     trees/s after ``base_latency_s`` of transit, plus queueing (Little's law: a queue of
     ``pending - rate * base`` trees waits ``queue / rate``). Returns the bound and the
@@ -25,7 +25,7 @@ def simulate(service_rate: float, base_latency_s: float, seconds: int, target_s:
     clock = Clock()
     b = AdaptiveBound(target_s=target_s, clock=clock)  # starts at 100 per task
     latencies = []
-    for _ in range(seconds * 10):  # 0.1 s steps
+    for _ in range(int(seconds * 10)):  # 0.1 s steps
         clock.now += 0.1
         pending = b.limit  # unlimited input: the spout always fills the bound
         b.hit()
@@ -69,8 +69,10 @@ def test_timeouts_shrink_it_and_fixed_is_fixed() -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.floats(0.0, 30.0), st.booleans(), st.booleans(), st.floats(0.0, 3.0)), max_size=200))
 def test_it_stays_in_range_and_moves_at_most_once_per_window(events: list[tuple[float, bool, bool, float]]) -> None:
+    """After slow start, the bound moves at most once per window (slow start is below)."""
     clock = Clock()
     b = AdaptiveBound(initial=500, floor=50, ceiling=5000, window_s=1.0, clock=clock)
+    b.slow_start = False
     last_change = -10.0
     for latency, hit, timeout, step in events:
         clock.now += step
@@ -88,3 +90,29 @@ def test_it_stays_in_range_and_moves_at_most_once_per_window(events: list[tuple[
             assert (what == "grow") == (b.limit > before)
         if timeout and what != "wait":
             assert b.limit <= before  # a timeout never grows it
+
+
+def test_slow_start_grows_per_fast_completion_and_ends_at_half_the_target() -> None:
+    """TCP's slow start: the bound reaches a fast topology's Little's-law need (60k trees/s x
+    0.2 s = 12k) in about a second of simulated time, not the ~7 s that doubling once per 1 s
+    window took; a slow bolt ends slow start at once, so its first trees never near a timeout."""
+    fast, _ = simulate(60_000.0, 0.2, seconds=1.5)
+    assert fast.limit >= 12_000
+    slow, latencies = simulate(200.0, 0.3, seconds=10)
+    assert not slow.slow_start and max(latencies) <= 1.0 * 1.5
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.0, 2.0), st.integers(1, 100), st.booleans()), max_size=200))
+def test_in_slow_start_it_grows_by_at_most_the_message_ids_completed_fast(events: list[tuple[float, int, bool]]) -> None:
+    clock = Clock()
+    b = AdaptiveBound(initial=100, target_s=1.0, floor=50, ceiling=100_000, clock=clock)
+    for latency, weight, hit in events:
+        if hit:
+            b.hit()
+        before, was_slow_start = b.limit, b.slow_start
+        b.completed(latency, weight)
+        grew = b.limit - before
+        assert 0 <= grew <= (weight if was_slow_start and latency <= 0.5 else 0)
+        if latency > 0.5:
+            assert not b.slow_start  # a tree slower than half the target ends it for good
