@@ -23,9 +23,9 @@ from typing import Any
 
 DASHBOARD = Path(__file__).resolve().parents[1] / "grafana" / "squall.json"
 MAIN = (
-    "Trees acked / failed / replayed per second",
+    "Message ids acked / failed / replayed per second",
     "Complete latency (spout emit to ack)",
-    "Trees in flight",
+    "In flight",
     "Dead-lettered and poison records",
 )
 

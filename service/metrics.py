@@ -103,8 +103,12 @@ class StatsCollector(Collector):
     def collect(self) -> Iterable[Metric]:
         stats = list(self.source())
         counters = {k: CounterMetricFamily(f"squall_{k}", v, labels=LABELS) for k, v in COUNTERS.items()}
-        pending = GaugeMetricFamily("squall_pending", "Trees in flight (spout) or pending in the ledger (acker)", labels=LABELS)
-        limit = GaugeMetricFamily("squall_pending_limit", "Trees in flight allowed per spout task (adaptive unless topology.max.spout.pending)", labels=LABELS)
+        pending = GaugeMetricFamily(
+            "squall_pending", "Message ids in flight (spout; what topology.max.spout.pending bounds) or trees pending in the ledger (acker)", labels=LABELS
+        )
+        limit = GaugeMetricFamily(
+            "squall_pending_limit", "Message ids in flight allowed per spout task (adaptive unless topology.max.spout.pending)", labels=LABELS
+        )
         capacity = GaugeMetricFamily("squall_capacity", "Fraction of the last stats window spent executing (Storm UI's capacity)", labels=LABELS)
         tasks = GaugeMetricFamily("squall_tasks", "Tasks the executor runs", labels=LABELS)
         last_txid = GaugeMetricFamily("squall_batch_last_txid", "The last committed txid of a transactional spout", labels=LABELS)

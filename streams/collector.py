@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streams.acker_wire import OP_ACK, OP_FAIL, OP_INIT, OP_RESET, acker_partition, chunks, encode_ops
-from streams.codec import encode_json, encode_tuple
+from streams.codec import encode_json, encode_rooted, encode_tuple
 from streams.component import DEFAULT_STREAM
 from streams.context import TopologyContext
 from streams.exceptions import FatalError
@@ -212,6 +212,14 @@ class OutputCollector(_Emitter):
         return anchors
 
     def _send(self, route: Route, local: int, stream: str, values: list[Any], anchors: Sequence[Tuple]) -> None:
+        if len(anchors) == 1 and self.acks is not None:  # the hot path: one anchor in one tree
+            a = anchors[0]
+            if len(a.anchors) == 1 and a.batch is None:
+                e = new_id()
+                a.ack_val ^= e
+                (root,) = a.anchors
+                self.produce(route.topic, encode_rooted(stream, self.component, self.task_id, values, root, e), partition=local)
+                return
         ids: dict[int, int] = {}
         batch = None
         if anchors:
@@ -266,8 +274,9 @@ class OutputCollector(_Emitter):
         acks = self.acks
         if acks is not None:
             ack_val = tuple.ack_val
+            pending = acks.acks  # AckBuffer.ack, inlined (hot path)
             for root, edge in tuple.anchors.items():
-                acks.ack(root, edge ^ ack_val)
+                pending[root] = pending.get(root, 0) ^ edge ^ ack_val
 
     def fail(self, tuple: Tuple) -> None:  # noqa: A002
         """Fail ``tuple``: every tree it belongs to fails and its spout tuple is replayed."""
@@ -387,7 +396,7 @@ class SpoutOutputCollector(_Emitter):
                     if tracked:
                         e = new_id()
                         xor ^= e
-                        payload = encode_tuple(stream, component, task_id, values, {root: e})
+                        payload = encode_rooted(stream, component, task_id, values, root, e)
                     else:
                         payload = encode_tuple(stream, component, task_id, values, {})
                     produce(route.topic, payload, partition=local)

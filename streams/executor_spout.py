@@ -291,7 +291,7 @@ class SpoutExecutor(Executor):
 
     def _update_gauges(self) -> None:
         s = self.stats
-        s.gauges["pending"] = len(self.inflight)
+        s.gauges["pending"] = self.inflight.message_ids()
         s.gauges["pending_limit"] = self.bound.limit
         s.gauges["active"] = 1.0 if self.active.is_set() else 0.0
         s.gauges["draining"] = 1.0 if self.draining else 0.0

@@ -12,8 +12,8 @@ It also bounds trees in flight per task for ``topology.max.spout.pending``.
     (('t', 0, 5), None, 1)
     >>> [t.msg_id for t in trees.expired(timeout_s=30.0)]       # now 40.0
     [('t', 0, 6)]
-    >>> trees.pending(0), len(trees)
-    (0, 0)
+    >>> trees.pending(0), len(trees), trees.message_ids()
+    (0, 0, 0)
 """
 
 from __future__ import annotations
@@ -60,6 +60,10 @@ class InFlightTrees:
         """Message ids in flight emitted by ``task_id`` (the sum of its trees' weights: what
         ``topology.max.spout.pending`` bounds, as Storm's pending tuples)."""
         return self._per_task.get(task_id, 0)
+
+    def message_ids(self) -> int:
+        """Message ids in flight over every task (what the ``squall_pending`` gauge shows)."""
+        return sum(self._per_task.values())
 
     def track(self, root: int, task_id: int, msg_id: Any, weight: int = 1) -> None:
         """Start tracking a tree emitted now that carries ``weight`` message ids."""

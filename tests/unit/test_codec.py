@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streams.acker_wire import decode_list
-from streams.codec import decode_tuple, encode_tuple
+from streams.codec import decode_tuple, encode_rooted, encode_tuple
 from streams.exceptions import DecodeError, SquallError
 
 
@@ -27,3 +29,32 @@ def test_acker_record_must_be_a_list() -> None:
     with pytest.raises(DecodeError):
         decode_list(b'{"a": 1}', component="__acker", topic="x", partition=0, offset=1)
     assert decode_list(b"[[1,2,3]]", component="__acker", topic="x", partition=0, offset=1) == [[1, 2, 3]]
+
+
+ids = st.integers(0, 2**64 - 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    stream=st.text(max_size=8),
+    task=st.integers(0, 1000),
+    values=st.lists(st.one_of(st.integers(-(2**63), 2**63 - 1), st.text(max_size=5), st.none())),
+    root=ids,
+    edge=ids,
+)
+def test_the_one_root_fast_paths_agree_with_the_general_codec(stream: str, task: int, values: list[object], root: int, edge: int) -> None:
+    """encode_rooted is byte-identical to encode_tuple with ``{root: edge}``, and the decoder's
+    fast path returns what the general path returns (the general path is reached with a
+    batch, which the fast path never takes)."""
+    raw = encode_rooted(stream, "split", task, values, root, edge)
+    assert raw == encode_tuple(stream, "split", task, values, {root: edge})
+    got = decode_tuple(raw, component="c", topic="t", partition=0, offset=0)
+    assert got == (stream, "split", task, values, {root: edge}, None)
+    with_batch = decode_tuple(encode_tuple(stream, "split", task, values, {root: edge}, (7, 1, 9)), component="c", topic="t", partition=0, offset=0)
+    assert with_batch[:5] == got[:5] and with_batch[5] == (7, 1, 9)
+
+
+@pytest.mark.parametrize("raw", [b'[1,"s","c",0,[],[-1,2]]', b'[1,"s","c",0,[],[18446744073709551616,2]]', b'[1,"s","c",0,[],[1.5,2]]'])
+def test_the_fast_path_rejects_what_the_general_path_rejects(raw: bytes) -> None:
+    with pytest.raises(DecodeError):
+        decode_tuple(raw, component="c", topic="t", partition=0, offset=0)
