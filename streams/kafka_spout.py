@@ -6,7 +6,7 @@
   partition always lands on the same task. With no ``topics``, the spout reads its own
   topic, and each task owns exactly one partition.
 * **Message id** = ``(topic, partition, offset)``.
-* **Trees of several records** (``squall.spout.tree.records``, default 100). At least once,
+* **Trees of several records** (``squall.spout.tree.records``, default 50). At least once,
   each ``next_tuple`` sends the run of buffered records of one source partition, up to that
   many, as **one** tree (:meth:`~streams.collector.SpoutOutputCollector.emit_tree`, message id
   :class:`~streams.source.KafkaRecordsId`): one acker ``init``, ack ops coalesced per root,
@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from streams.component import DEFAULT_STREAM, OutputFieldsDeclarer, Spout
+from streams.config import TopologyConfig
 from streams.exceptions import DecodeError, FatalError, TopologyError
 from streams.naming import component_topic
 from streams.offsets import OffsetTracker
@@ -190,7 +191,7 @@ class KafkaSpout(Spout):
             max_retries=int(conf.get("squall.spout.max.retries", 5)),
         )
         self._retry = RetryQueue(policy)
-        self.tree_records = int(conf.get("squall.spout.tree.records", 100))
+        self.tree_records = int(conf.get("squall.spout.tree.records", TopologyConfig.model_fields["tree_records"].default))
         self._buffer = deque()
         self._pending = {}
         self._trackers = {}
