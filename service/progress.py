@@ -33,7 +33,7 @@ class Progress:
         rate = (acked - self.last_acked) / max(now - self.last_t, 1e-6)
         self.last_acked, self.last_t = acked, now
         t = Table(title=f"squall run {job.name}", show_header=True)
-        for col in ("records", "acked", "failed", "replayed", "pending", "rate (trees/s)", "p99 latency"):
+        for col in ("records", "acked", "failed", "replayed", "pending", "rate (acked/s)", "p99 latency"):
             t.add_column(col, justify="right")
         t.add_row(
             f"{job.records:,}",

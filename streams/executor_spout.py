@@ -242,9 +242,11 @@ class SpoutExecutor(Executor):
             spout = task.spout
             collector = task.collector
             for _ in range(MAX_CALLS_PER_ROUND):
-                if inflight.pending(task.task_id) >= limit:
+                room = limit - inflight.pending(task.task_id)
+                if room <= 0:
                     bound.hit()
                     break
+                collector.room = room
                 before = collector.emitted
                 spout.next_tuple()
                 if task.immediate:

@@ -14,7 +14,10 @@
   own tuple, counted, committed and dead-lettered on its own. If the tree fails (a bolt failed
   one of its tuples, or it timed out), **each** of its records is replayed as a tree of its own
   (a :class:`~streams.source.KafkaMessageId`), so a bad record costs its tree-mates one replay
-  and is then retried and dead-lettered alone. ``1`` gives Storm's tree per record.
+  and is then retried and dead-lettered alone. The size adapts per source partition, as TCP's
+  window does (AIMD): a failed tree halves it, an acked one adds 1, up to the setting, so a
+  bolt that fails often soon gets small trees and few tree-mates are replayed. ``1`` gives
+  Storm's tree per record.
 * **Processing guarantees** (``processing_guarantee``):
   ``at_least_once`` (default) -- tracked; only the contiguous run of acked (or
   dead-lettered) offsets is committed (:mod:`streams.offsets`); failed records are
@@ -154,7 +157,10 @@ class KafkaSpout(Spout):
         self._unreleased: list[tuple[str, list[Any]]] = []  # at-most-once: waiting for a commit
         self._released: deque[tuple[str, list[Any]]] = deque()
         self.tree_records = 1
-        """Records per tree at least once (``squall.spout.tree.records``; set by :meth:`open`)."""
+        """Records per tree at least once, at most (``squall.spout.tree.records``; set by :meth:`open`)."""
+        self.tree_size: dict[TP, int] = {}
+        """Records per tree now, per source partition: AIMD, as TCP's window (halved by a
+        failed tree, +1 per acked one, up to :attr:`tree_records`)."""
 
     def validate(self, component_id: str) -> None:
         """Raise :class:`TopologyError` naming ``component_id`` for a bad option."""
@@ -195,6 +201,7 @@ class KafkaSpout(Spout):
         self._buffer = deque()
         self._pending = {}
         self._trackers = {}
+        self.tree_size = {}
         self._unreleased = []
         self._released = deque()
         self.commit_needed = False
@@ -255,14 +262,19 @@ class KafkaSpout(Spout):
             return
 
     def _emit_run(self, collector: SpoutOutputCollector) -> None:
-        """Emit the buffered records of one source partition, up to :attr:`tree_records`, as
-        one tree (a single record keeps its plain :class:`KafkaMessageId`)."""
+        """Emit the buffered records of one source partition, up to :attr:`tree_records` and
+        the collector's ``room`` under the bound, as one tree (a single record keeps its plain
+        :class:`KafkaMessageId`)."""
         buffer = self._buffer
+        if not buffer:
+            return
         items: list[tuple[str, list[Any]]] = []
         offsets: list[int] = []
         tp: TP | None = None
         mid: KafkaMessageId | None = None
-        while buffer and len(items) < self.tree_records:
+        head = buffer[0]
+        most = min(self.tree_size.get((head.topic() or "", head.partition() or 0), self.tree_records), max(1, collector.room))
+        while buffer and len(items) < most:
             if tp is not None:
                 head = buffer[0]
                 if head.partition() != tp[1] or head.topic() != tp[0]:
@@ -317,9 +329,13 @@ class KafkaSpout(Spout):
         return mid, msg, out[0], out[1]
 
     def ack(self, msg_id: KafkaMessageId | KafkaRecordsId) -> None:
+        tp = msg_id.tp
+        size = self.tree_size.get(tp)
+        if size is not None and size < self.tree_records:  # additive increase after a failure
+            self.tree_size[tp] = size + 1
         if isinstance(msg_id, KafkaRecordsId):
-            topic, partition = msg_id.tp
-            pending, tracker = self._pending, self._trackers.get(msg_id.tp)
+            topic, partition = tp
+            pending, tracker = self._pending, self._trackers.get(tp)
             for off in msg_id.offsets:
                 if pending.pop(KafkaMessageId(topic, partition, off), None) is not None and tracker is not None:
                     tracker.finished(off)
@@ -332,6 +348,9 @@ class KafkaSpout(Spout):
     def fail(self, msg_id: KafkaMessageId | KafkaRecordsId) -> None:
         """A tree failed: replay its record (each record of a :class:`KafkaRecordsId`, on its
         own) after the backoff, or dead-letter it once out of retries."""
+        size = msg_id.size if isinstance(msg_id, KafkaRecordsId) else 1
+        if self.tree_records > 1:  # multiplicative decrease: half the failed tree's size
+            self.tree_size[msg_id.tp] = max(1, min(self.tree_size.get(msg_id.tp, self.tree_records), size) // 2)
         if isinstance(msg_id, KafkaRecordsId):
             for mid in msg_id.members():
                 self._fail_one(mid)

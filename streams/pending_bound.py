@@ -12,8 +12,11 @@ its congestion window, to a complete latency target:
   is older than ``target_s``: the bound shrinks to 70% (never below ``floor``);
 * else, if a task hit the bound during the window (the bound, not the input, limited it):
   the bound doubles while every tree took at most half the target (TCP's slow start, so a
-  fast topology is not starved for long by a small first bound), else grows by 30% (never
-  above ``ceiling``);
+  fast topology is not starved for long by a small first bound), else grows by
+  ``target / slowest`` (the window's slowest complete latency), between 30% and 2x (never
+  above ``ceiling``): by Little's law, trees in flight scale with complete latency, so a
+  topology at half its target may double its trees in flight (as Netflix's gradient
+  concurrency limit scales by the ratio of the target to the measured latency);
 * else it stays.
 
 Until the first tree takes more than half the target (or the bound first shrinks), the bound is
@@ -42,14 +45,14 @@ tree times out, so it shrinks::
     >>> now[0] = 1.0
     >>> b.adjust(oldest_age_s=0.3), b.limit      # all well under half the target: doubles
     ('grow', 2000)
-    >>> b.completed(0.7); b.hit()
+    >>> b.completed(0.6); b.completed(0.625); b.hit()
     >>> now[0] = 2.0
-    >>> b.adjust(oldest_age_s=0.7), b.limit      # under the target: +30%
-    ('grow', 2600)
+    >>> b.adjust(oldest_age_s=0.3), b.limit      # under the target: x 1.0 / 0.625
+    ('grow', 3200)
     >>> b.timed_out()
     >>> now[0] = 3.0
     >>> b.adjust(oldest_age_s=0.3), b.limit
-    ('shrink', 1819)
+    ('shrink', 2240)
 """
 
 from __future__ import annotations
@@ -146,6 +149,7 @@ class AdaptiveBound:
         self._slow = 0
         self._fast = 0
         self._timeouts = 0
+        self._slowest = 0.0
         self._hit = False
         self.slow_start = True
         """True until a tree takes more than half the target or the bound shrinks."""
@@ -158,6 +162,8 @@ class AdaptiveBound:
 
     def completed(self, latency_s: float, weight: int = 1) -> None:
         self._done += 1
+        if latency_s > self._slowest:
+            self._slowest = latency_s
         if latency_s > self.target_s:
             self._slow += 1
         elif latency_s <= self.target_s / 2:
@@ -182,7 +188,9 @@ class AdaptiveBound:
         slow = self._timeouts > 0 or self._slow > self.SLOW_FRACTION * self._done or oldest_age_s > self.target_s
         hit = self._hit
         fast = self._fast == self._done and oldest_age_s <= self.target_s / 2
+        slowest = max(self._slowest, oldest_age_s)
         self._done = self._slow = self._fast = self._timeouts = 0
+        self._slowest = 0.0
         self._hit = False
         before = self._limit
         if slow:
@@ -190,7 +198,8 @@ class AdaptiveBound:
             self.slow_start = False
             what = "shrink"
         elif hit:
-            self._limit = min(self.ceiling, int(self._limit * (self.SLOW_START if fast else self.GROW)))
+            factor = self.SLOW_START if fast else min(self.SLOW_START, max(self.GROW, self.target_s / max(slowest, 1e-9)))
+            self._limit = min(self.ceiling, int(self._limit * factor))
             what = "grow"
         else:
             return "keep"

@@ -25,7 +25,6 @@ def test_acker_kill9_and_restart_loses_and_fails_nothing(runtime: str, persist_a
     changed tree is written at each flush, and the restart restores them (faust's way)."""
     src = corpus_slice(corpus, tmp_path / "slice.txt", 20000)
     out = tmp_path / "counts.json"
-    # max.spout.pending 500 on one spout task keeps the offered load near 1,000-1,500 trees/s.
     # The timeout is 60 s so that a slow group rejoin (the dead member is evicted only after the
     # 6 s session timeout) on a loaded CI machine cannot time trees out while the acker is down.
     job = Job(

@@ -89,8 +89,14 @@ def test_garbage_on_every_wire_is_dead_lettered_and_nothing_crashes(settings: Se
     each go to the dead-letter topic with headers naming where they were; no worker
     crashes but the one killed, and no word goes missing."""
     src = corpus_slice(corpus, tmp_path / "in.txt", 20_000)
-    job = Job(EXAMPLES / "wordcount.py", src, tmp_path / "counts.json", settings, conf_overrides={"topology.message.timeout.secs": 10})
-    name = job.name
+    job = Job(
+        EXAMPLES / "wordcount.py",
+        src,
+        tmp_path / "counts.json",
+        settings,
+        conf_overrides={"topology.message.timeout.secs": 10, "topology.max.spout.pending": 200},
+    )
+    name = job.name  # (a fixed bound of 200 message ids per spout task keeps the run going well past the kill)
     garbage = {
         component_topic(name, "split"): [b"not json", b'[1,"default","lines",0,[],["x",1]]'],
         acker_topic(name): [b"[[1, -5, 9]]", b'{"op": 1}'],

@@ -116,3 +116,20 @@ def test_in_slow_start_it_grows_by_at_most_the_message_ids_completed_fast(events
         assert 0 <= grew <= (weight if was_slow_start and latency <= 0.5 else 0)
         if latency > 0.5:
             assert not b.slow_start  # a tree slower than half the target ends it for good
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(0.51, 1.0), min_size=1, max_size=50), st.floats(0.0, 1.0))
+def test_after_slow_start_it_grows_by_the_target_over_the_slowest_latency(latencies: list[float], oldest: float) -> None:
+    """Little's law: trees in flight scale with complete latency, so a window whose slowest
+    tree took ``s`` (all within the target, none timed out) grows the bound by ``target / s``,
+    at least 30% and at most 2x."""
+    clock = Clock()
+    b = AdaptiveBound(initial=1000, target_s=1.0, ceiling=100_000, clock=clock)
+    for latency in latencies:
+        b.completed(latency)  # above half the target: slow start is over
+    b.hit()
+    clock.now = 1.0
+    assert b.adjust(oldest_age_s=oldest) == "grow"
+    factor = min(2.0, max(1.3, 1.0 / max(*latencies, oldest)))
+    assert b.limit == int(1000 * factor)
