@@ -314,11 +314,6 @@ class SpoutOutputCollector(_Emitter):
         on_untracked_ack: Callable[[Any, int], None],
     ) -> None:
         super().__init__(router, task_id, produce)
-        self.room = 1 << 62
-        """Message ids this task may still put in flight now (``topology.max.spout.pending``
-        or the adaptive bound, minus what is in flight), set by the executor before each
-        ``next_tuple``: a spout that emits several records per call (a tree of records) keeps
-        within it, so the bound is never exceeded."""
         self.acks = acks
         self.on_tracked = on_tracked
         self.on_untracked_ack = on_untracked_ack

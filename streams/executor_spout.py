@@ -242,11 +242,9 @@ class SpoutExecutor(Executor):
             spout = task.spout
             collector = task.collector
             for _ in range(MAX_CALLS_PER_ROUND):
-                room = limit - inflight.pending(task.task_id)
-                if room <= 0:
+                if inflight.pending(task.task_id) >= limit:  # one call may send a whole tree of records
                     bound.hit()
                     break
-                collector.room = room
                 before = collector.emitted
                 spout.next_tuple()
                 if task.immediate:

@@ -262,9 +262,10 @@ class KafkaSpout(Spout):
             return
 
     def _emit_run(self, collector: SpoutOutputCollector) -> None:
-        """Emit the buffered records of one source partition, up to :attr:`tree_records` and
-        the collector's ``room`` under the bound, as one tree (a single record keeps its plain
-        :class:`KafkaMessageId`)."""
+        """Emit the buffered records of one source partition, up to the partition's tree size
+        (:attr:`tree_size`, at most :attr:`tree_records`), as one tree (a single record keeps
+        its plain :class:`KafkaMessageId`). Like Storm's ``nextTuple``, one call may take the
+        task past ``topology.max.spout.pending`` by less than one tree."""
         buffer = self._buffer
         if not buffer:
             return
@@ -273,7 +274,7 @@ class KafkaSpout(Spout):
         tp: TP | None = None
         mid: KafkaMessageId | None = None
         head = buffer[0]
-        most = min(self.tree_size.get((head.topic() or "", head.partition() or 0), self.tree_records), max(1, collector.room))
+        most = self.tree_size.get((head.topic() or "", head.partition() or 0), self.tree_records)
         while buffer and len(items) < most:
             if tp is not None:
                 head = buffer[0]

@@ -107,7 +107,6 @@ class Recorder:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, Any, Any]] = []
-        self.room = 1 << 62
 
     def emit(self, values: list[Any], msg_id: Any = None, stream: str = "default") -> list[int]:
         self.calls.append(("one", msg_id, values))
@@ -213,18 +212,6 @@ def test_trees_in_flight_count_their_message_ids_towards_the_bound() -> None:
     assert settled is not None and settled.weight == 3 and trees.pending(0) == 1
     now[0] = 60.0
     assert [t.weight for t in trees.expired(30.0)] == [1] and trees.pending(0) == 0
-
-
-def test_a_tree_never_takes_more_than_the_room_left_under_the_bound() -> None:
-    """The executor sets ``collector.room`` (the bound minus what is in flight) before each
-    ``next_tuple``: a tree of records is cut to it, so the bound on message ids is exact."""
-    spout, rec, _ = open_spout(tree_records=50)
-    spout.on_records([Msg("t", 0, off, b"x") for off in range(10)])
-    rec.room = 3
-    spout.next_tuple()
-    rec.room = 0  # the executor does not call next_tuple without room; a spout still sends one
-    spout.next_tuple()
-    assert [mid for _, mid, _ in rec.calls] == [KafkaRecordsId("t", 0, (0, 1, 2)), KafkaMessageId("t", 0, 3)]
 
 
 def test_tree_size_adapts_to_failures_as_aimd() -> None:
