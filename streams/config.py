@@ -33,7 +33,8 @@ class TopologyConfig(BaseModel):
         None,
         alias="topology.max.spout.pending",
         ge=1,
-        description="in flight per spout task, at most: message ids (count; a tree of several records counts each; "
+        description="in flight per spout task, at most: message ids (count; a tree of several records counts each, "
+        "and one next_tuple may pass the bound by less than one tree; "
         "default: adaptive, see squall.spout.pending.*) or, "
         "for a transactional spout, batches (count; default 5). Set, it is a fixed bound as in Storm",
     )
