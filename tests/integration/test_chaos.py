@@ -55,7 +55,10 @@ def test_three_kill9s_of_random_workers_lose_nothing(settings: ServiceSettings, 
     """squall run restarts each killed worker; what was in flight is replayed, nothing is lost."""
     src = corpus_slice(corpus, tmp_path / "in.txt", 30_000)
     settings = settings.model_copy(update={"restart_initial_secs": 0.5})
-    job = Job(EXAMPLES / "wordcount.py", src, tmp_path / "counts.json", settings, conf_overrides={"topology.message.timeout.secs": 10})
+    # A fixed bound of 500 message ids per spout task keeps the run going for all three kills
+    # (unbounded, trees of records finish 30,000 lines before the third kill can land).
+    overrides = {"topology.message.timeout.secs": 10, "topology.max.spout.pending": 500}
+    job = Job(EXAMPLES / "wordcount.py", src, tmp_path / "counts.json", settings, conf_overrides=overrides)
     rng = random.Random()
     kills: list[str] = []
     try:
