@@ -121,7 +121,7 @@ def crash_and_recover(job: Job, component: str, after_acked: int, while_down: Ca
 
 
 def in_flight(job: Job) -> int:
-    """Trees in flight now, per the spouts' latest live snapshots (at most a stats interval old)."""
+    """Message ids in flight now, per the spouts' latest live snapshots (at most a stats interval old)."""
     assert job.board is not None
     return int(sum(s["gauges"].get("pending", 0) for s in job.board.live(time.time()) if s["kind"] == "spout"))
 
@@ -141,7 +141,7 @@ def kill_workers(job: Job, workers: list[int], rng: random.Random, log: list[str
             if proc.poll() is not None or job.finished is not None:
                 continue
             pending = in_flight(job) if job.board is not None else 0
-            log.append(f"kill -9 w{w} ({','.join(sup.components(w))}) pid {proc.pid}, {pending} trees in flight")
+            log.append(f"kill -9 w{w} ({','.join(sup.components(w))}) pid {proc.pid}, {pending} message ids in flight")
             os.kill(proc.pid, signal.SIGKILL)
             deadline = time.monotonic() + 60
             while sup.procs[w] is proc and time.monotonic() < deadline:
