@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,7 +171,9 @@ class SpoutExecutor(Executor):
         return on_tracked
 
     @staticmethod
-    def _untracked(immediate: list[tuple[Any, int]]) -> Any:
+    def _untracked(immediate: list[tuple[Any, int]]) -> Callable[[Any, int], None]:
+        """``on_untracked_ack`` for one task: queue ``(message id, weight)`` to ack at once."""
+
         def on_untracked_ack(msg_id: Any, weight: int) -> None:
             immediate.append((msg_id, weight))
 
