@@ -26,6 +26,7 @@ from acker.durable import DurableLedger
 from streams.acker_wire import chunks, decode_ops, encode_results, root_key
 from streams.exceptions import DecodeError, FatalError
 from streams.executor import Every, Executor
+from streams.fetch_gaps import FetchGaps, seek_all
 from streams.kafka_io import consumer_config, new_consumer, transit_s
 from streams.naming import ack_result_topic, acker_changelog_topic, acker_topic, component_group
 
@@ -152,12 +153,17 @@ class AckerExecutor(Executor):
         partitions = [TopicPartition(self.topic, p) for p in self.tasks]
         self._open_tasks(consumer, partitions)  # restore first, then read the ops
         consumer.assign(partitions)
+        gaps = FetchGaps(ACKER_COMPONENT, single=len(partitions) == 1)  # a fetch that skips ops is fetched again (streams.fetch_gaps)
         now = time.monotonic()
         flush = Every(conf.flush_interval_secs, now)
         expiry = Every(EXPIRY_CHECK_SECS, now, delay_s=0)
         try:
             while not self.stop_event.is_set():
-                for msg in consumer.consume(conf.batch_size, conf.flush_interval_secs):
+                msgs, seeks = gaps.check(consumer.consume(conf.batch_size, conf.flush_interval_secs))
+                if seeks:
+                    seek_all(consumer, seeks, gaps)
+                    self.stats.counters["refetched"] = gaps.refetched
+                for msg in msgs:
                     self._apply(msg)
                 now = time.monotonic()
                 if expiry.due(now):

@@ -50,6 +50,7 @@ COUNTERS = {
     "orphaned": "Trees that ended without an init (acker)",
     "ignored_results": "Ack results for roots the spout no longer tracks (duplicates)",
     "acker_ops": "Acker ops sent",
+    "refetched": "Fetches of an internal topic sent again because a fetch skipped offsets (the records are read, not lost; streams.fetch_gaps)",
     "batches_emitted": "Batches a transactional spout emitted (first attempts and replays)",
     "batches_replayed": "Batches a transactional spout emitted again (a failure, a timeout, a restart)",
     "batches_committed": "Batches committed, in txid order",
@@ -60,9 +61,9 @@ COUNTERS = {
     "state_keys_skipped": "Committer state keys skipped: their txid was already applied (SparkBolt)",
 }
 KIND_COUNTERS = {
-    "spout": ("emitted", "transferred", "acked", "failed", "replayed", "timeouts", "dead_lettered", "poison", "acker_ops", "ignored_results"),
-    "bolt": ("emitted", "transferred", "executed", "acked", "failed", "errors", "dead_lettered", "poison", "acker_ops"),
-    "acker": ("ops", "complete", "fail", "timeout", "late", "orphaned", "poison", "dead_lettered"),
+    "spout": ("emitted", "transferred", "acked", "failed", "replayed", "timeouts", "dead_lettered", "poison", "acker_ops", "ignored_results", "refetched"),
+    "bolt": ("emitted", "transferred", "executed", "acked", "failed", "errors", "dead_lettered", "poison", "acker_ops", "refetched"),
+    "acker": ("ops", "complete", "fail", "timeout", "late", "orphaned", "poison", "dead_lettered", "refetched"),
     "spark": ("spark_batches", "spark_input_rows"),
 }
 """Counters every executor of a kind exports from its start (0 until they move), so rates

@@ -22,6 +22,7 @@ from streams.collector import OutputCollector, Router
 from streams.component import Bolt
 from streams.exceptions import DecodeError, FailedException
 from streams.executor import Every, Executor
+from streams.fetch_gaps import FetchGaps, seek_all
 from streams.kafka_io import consumer_config, new_consumer, transit_s
 from streams.naming import component_group, component_topic
 from streams.tuple import Tuple, tick_tuple
@@ -185,13 +186,18 @@ class BoltExecutor(Executor):
         conf = self.conf
         consumer = new_consumer(consumer_config(self.bootstrap, component_group(self.topology.name, self.component), conf, self.kafka.get("consumer")))
         self._open_tasks(self._assign(consumer, self.topic))
+        gaps = FetchGaps(self.component, single=len(self.by_partition) == 1)  # a fetch that skips offsets is fetched again (streams.fetch_gaps)
         now = time.monotonic()
         ticks = Every(conf.tick_tuple_freq_secs or float("inf"), now)
         flush = Every(conf.flush_interval_secs, now)
         commit = Every(conf.commit_period_secs, now)
         try:
             while not self.stop_event.is_set():
-                for msg in consumer.consume(conf.batch_size, conf.flush_interval_secs):
+                msgs, seeks = gaps.check(consumer.consume(conf.batch_size, conf.flush_interval_secs))
+                if seeks:
+                    seek_all(consumer, seeks, gaps)
+                    self.stats.counters["refetched"] = gaps.refetched
+                for msg in msgs:
                     self._process(msg)
                 now = time.monotonic()
                 if ticks.due(now):

@@ -30,6 +30,7 @@ from streams.collector import Router, SpoutOutputCollector
 from streams.component import Spout
 from streams.exceptions import DecodeError
 from streams.executor import Every, Executor
+from streams.fetch_gaps import FetchGaps, seek_all
 from streams.inflight import InFlightTrees
 from streams.kafka_io import consumer_config, new_consumer, transit_s, true_end_offsets
 from streams.ledger_store import ledger_key, read_ledgers
@@ -86,6 +87,8 @@ class SpoutExecutor(Executor):
         group = component_group(self.topology.name, self.component)
         overrides = self.kafka.get("consumer")
         self.results = new_consumer(consumer_config(self.bootstrap, group + ".__results", self.conf, overrides))
+        self.result_gaps = FetchGaps(self.component)
+        """Ack results a fetch skipped are fetched again (:mod:`streams.fetch_gaps`)."""
         proto = kafka_source(self.cdef.obj)
         self.feed = (
             SourceFeed(
@@ -148,6 +151,9 @@ class SpoutExecutor(Executor):
             # window of trees timed out).
             ends = true_end_offsets(self.bootstrap, [(self.result_topic, t.task_id) for t in added], component=self.component)
             self.results.incremental_assign([TopicPartition(self.result_topic, p, off) for (_, p), off in ends.items()])
+            for (topic, p), off in ends.items():
+                self.result_gaps.expect(topic, p, off)
+            self.result_gaps.single = len(self.by_task) == 1
         if self.feed is not None:
             self.feed.assign_new()
         self.local.add(self.component, [t.task_id for t in added])
@@ -219,6 +225,13 @@ class SpoutExecutor(Executor):
                     task.ledger.failed_tree(tree.msg_id, "fail")
                     task.spout.fail(tree.msg_id)
         return n
+
+    def _consume_results(self, batch: int, timeout_s: float) -> list[Message]:
+        msgs, seeks = self.result_gaps.check(self.results.consume(batch, timeout_s))
+        if seeks:
+            seek_all(self.results, seeks, self.result_gaps)
+            self.stats.counters["refetched"] = self.result_gaps.refetched
+        return msgs
 
     def _timeouts(self) -> None:
         for tree in self.inflight.expired(self.conf.message_timeout_secs):
@@ -327,7 +340,7 @@ class SpoutExecutor(Executor):
                 fed = self.feed.poll(0.02 if idle and not len(self.inflight) else 0) if self.feed is not None else 0
                 done = 0
                 if self.acks is not None and self.by_task:
-                    done = self._results(self.results.consume(batch, 0.01 if idle and len(self.inflight) else 0))
+                    done = self._results(self._consume_results(batch, 0.01 if idle and len(self.inflight) else 0))
                 emitted = self._emit()
                 idle = not (fed or done or emitted)
                 if idle and not self.by_task:

@@ -24,7 +24,23 @@ from streams.source import TP, KafkaSource, SourceCounters, task_of
 log = logging.getLogger("squall.executor.spout")
 
 PAUSE_ABOVE_BATCHES = 20
-"""Pause fetching when the sources hold more than this many batches (``squall.batch.size``)."""
+"""Pause fetching when the sources hold more than this many batches (``squall.consume.batch``)."""
+RESUME_BELOW_BATCHES = 10
+"""Resume once they hold at most this many: the gap keeps a spout held back by
+``max.spout.pending`` from pausing and resuming on every poll (each resume drops the
+consumer's prefetched records and fetches them again)."""
+
+
+def should_pause(paused: bool, buffered: int, batch: int) -> bool:
+    """Whether fetching is paused after this poll (hysteresis between
+    :data:`RESUME_BELOW_BATCHES` and :data:`PAUSE_ABOVE_BATCHES` batches of ``batch`` records).
+
+    >>> should_pause(False, 10_001, 500), should_pause(True, 9_000, 500), should_pause(True, 5_000, 500)
+    (True, True, False)
+    """
+    if paused:
+        return buffered > RESUME_BELOW_BATCHES * batch
+    return buffered > PAUSE_ABOVE_BATCHES * batch
 
 
 @dataclass(slots=True)
@@ -128,7 +144,7 @@ class SourceFeed:
         if not self.owner:
             return 0
         buffered = sum(t.source.buffered for t in self.tasks.values())
-        self._pause(buffered > PAUSE_ABOVE_BATCHES * self.batch)
+        self._pause(should_pause(self._paused, buffered, self.batch))
         n = 0
         owner = self.owner
         for msg in self.data.consume(self.batch, timeout_s):

@@ -11,6 +11,7 @@ import random
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -57,6 +58,33 @@ def bootstrap() -> Iterator[str]:
 @pytest.fixture
 def settings(bootstrap: str, tmp_path: Path) -> ServiceSettings:
     return ServiceSettings(bootstrap_servers=bootstrap, data_dir=tmp_path, log_level="INFO")
+
+
+def free_port_block(n: int) -> int:
+    """The first of ``n`` consecutive ports on 127.0.0.1 that are free now, below the
+    kernel's ephemeral range (``ip_local_port_range``), so that no client's outgoing
+    connection takes one of them before the server binds it (``free_port() + k`` lies inside
+    that range, and once lost that race: "Address already in use")."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(10_000, max(10_001, low - n))
+        socks: list[socket.socket] = []
+        try:
+            for port in range(base, base + n):
+                sock = socket.socket()
+                socks.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in socks:
+                sock.close()
+    raise RuntimeError(f"no {n} consecutive free ports below {low}")
 
 
 @pytest.fixture(scope="session")

@@ -25,11 +25,10 @@ from typing import Any
 
 import pytest
 
-from service.broker import free_port
 from service.config import ServiceSettings
 from service.metrics import BUCKETS
 from service.runner import Job
-from tests.integration.conftest import CACHE, EXAMPLES, corpus_slice
+from tests.integration.conftest import CACHE, EXAMPLES, corpus_slice, free_port_block
 from tests.integration.service_harness import EXACTLY_ONCE, Cluster
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs"))
@@ -83,7 +82,7 @@ class Prometheus:
     """A throw-away Prometheus on 127.0.0.1 scraping ``targets`` every second."""
 
     def __init__(self, binary: Path, home: Path, targets: list[str]) -> None:
-        self.port = free_port()
+        self.port = free_port_block(1)
         config = home / "prometheus.yml"
         scrape = [{"job_name": "squall", "static_configs": [{"targets": targets}]}]
         config.write_text(json.dumps({"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "scrape_configs": scrape}))
@@ -187,7 +186,7 @@ def test_every_dashboard_query_returns_data_and_quantiles_match_squall_run(binar
         cluster.wait_ready(["s1"], 3)
         cluster.feed(f"squall.{eo}.lines", corpus_slice(corpus, tmp_path / "eo.txt", 5_000), seconds=5)
         # a `squall run` job whose workers serve /metrics themselves (split is a SparkBolt)
-        metrics_port = free_port() + 10
+        metrics_port = free_port_block(16)
         settings = ServiceSettings(bootstrap_servers=bootstrap, data_dir=tmp_path / "run", metrics_port=metrics_port)
         job = Job(EXAMPLES / "wordcount_spark.py", corpus_slice(corpus, tmp_path / "in.txt", 3_000), tmp_path / "counts.json", settings)
         job.start(produce_input=False)

@@ -1,0 +1,141 @@
+"""A fetch that skips offsets of an internal topic is fetched again (streams.fetch_gaps).
+
+The simulated consumer below answers fetches as the embedded broker did under concurrent
+producers: sometimes with a later batch while an earlier one is not yet readable. Whatever
+the answers, every offset is processed once, in order, as long as each hole fills within the
+patience.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streams.fetch_gaps import FakeRecord, FetchGaps
+
+
+def offsets(records: list[FakeRecord]) -> list[int]:
+    return [r.offset() for r in records]
+
+
+def test_a_hole_is_fetched_again_and_the_later_records_of_the_call_wait_for_it() -> None:
+    gaps = FetchGaps("parse", clock=lambda: 0.0)
+    keep, seek = gaps.check([FakeRecord("t", 0, 7), FakeRecord("t", 1, 3), FakeRecord("t", 0, 9), FakeRecord("t", 1, 4), FakeRecord("t", 0, 8)])
+    assert offsets(keep) == [7, 3, 4] and seek == [("t", 0, 8)]  # partition 1 goes on
+    gaps.expect("t", 0, 8)  # the caller seeked
+    keep, seek = gaps.check([FakeRecord("t", 0, 8), FakeRecord("t", 0, 9)])
+    assert offsets(keep) == [8, 9] and seek == [] and gaps.refetched == 1 and gaps.passed_over == 0
+
+
+def test_records_fetched_again_after_a_seek_are_not_processed_twice() -> None:
+    gaps = FetchGaps("acker", clock=lambda: 0.0)
+    gaps.expect("t", 0, 5)
+    keep, seek = gaps.check([FakeRecord("t", 0, 3), FakeRecord("t", 0, 4), FakeRecord("t", 0, 5)])
+    assert offsets(keep) == [5] and seek == [] and gaps.dropped == 2
+
+
+def test_a_hole_still_there_after_the_patience_is_passed_over_once() -> None:
+    now = [0.0]
+    gaps = FetchGaps("parse", patience_s=2.0, clock=lambda: now[0])
+    gaps.expect("t", 0, 0)
+    for t in (0.0, 1.0, 1.9):  # fetched again while within the patience
+        now[0] = t
+        keep, seek = gaps.check([FakeRecord("t", 0, 10)])
+        assert keep == [] and seek == [("t", 0, 0)]
+    now[0] = 2.5
+    keep, seek = gaps.check([FakeRecord("t", 0, 10), FakeRecord("t", 0, 11)])
+    assert offsets(keep) == [10, 11] and seek == [] and gaps.passed_over == 1
+    now[0] = 3.0  # a new hole later starts its own patience
+    keep, seek = gaps.check([FakeRecord("t", 0, 20)])
+    assert keep == [] and seek == [("t", 0, 12)]
+
+
+def test_error_records_pass_through() -> None:
+    class Err(FakeRecord):
+        def error(self) -> str:  # type: ignore[override]
+            return "broker down"
+
+    gaps = FetchGaps("parse", clock=lambda: 0.0)
+    keep, seek = gaps.check([Err("t", 0, -1)])
+    assert len(keep) == 1 and seek == []
+
+
+class RacyLog:
+    """One partition of ``n`` records, fetched by position; ``hidden`` offsets are not yet
+    readable for their first ``k`` fetches (a batch still being written), and a fetch from a
+    hidden offset answers with the next readable one, as the embedded broker did."""
+
+    def __init__(self, n: int, hidden: dict[int, int], batch: int) -> None:
+        self.n, self.hidden, self.batch = n, dict(hidden), batch
+        self.position = 0
+
+    def fetch(self) -> list[FakeRecord]:
+        out: list[FakeRecord] = []
+        off = self.position
+        while off < self.n and len(out) < self.batch:
+            if self.hidden.get(off, 0) > 0:
+                self.hidden[off] -= 1
+                off += 1  # the broker answers with what it has after the hole
+                continue
+            out.append(FakeRecord("t", 0, off))
+            off += 1
+        if out:
+            self.position = out[-1].offset() + 1  # librdkafka moves past what it was given
+        return out
+
+    def seek(self, offset: int) -> None:
+        self.position = offset
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(1, 300),
+    hidden=st.dictionaries(st.integers(0, 299), st.integers(1, 4), max_size=30),
+    batch=st.integers(1, 50),
+)
+def test_every_offset_is_processed_once_in_order_whatever_the_fetches_skip(n: int, hidden: dict[int, int], batch: int) -> None:
+    log = RacyLog(n, hidden, batch)
+    gaps = FetchGaps("parse", clock=lambda: 0.0)  # no time passes: every hole is fetched again
+    gaps.expect("t", 0, 0)
+    done: list[int] = []
+    for _ in range(10 * n + 100):
+        keep, seeks = gaps.check(log.fetch())
+        done += offsets(keep)
+        for _t, _p, off in seeks:
+            log.seek(off)
+            gaps.expect("t", 0, off)
+        if len(done) == n:
+            break
+    assert done == list(range(n))
+    assert gaps.passed_over == 0
+
+
+def test_one_partition_whole_calls_take_the_fast_path_and_holes_do_not() -> None:
+    gaps = FetchGaps("parse", clock=lambda: 0.0, single=True)
+    gaps.expect("t", 0, 100)
+    whole = [FakeRecord("t", 0, o) for o in range(100, 150)]
+    assert gaps.check(whole) == (whole, [])
+    holed = [FakeRecord("t", 0, o) for o in (150, 151, 160)]
+    keep, seek = gaps.check(holed)
+    assert offsets(keep) == [150, 151] and seek == [("t", 0, 152)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(hidden=st.dictionaries(st.integers(0, 199), st.integers(1, 3), max_size=20), batch=st.integers(1, 40))
+def test_the_fast_path_changes_nothing(hidden: dict[int, int], batch: int) -> None:
+    results = []
+    for single in (False, True):
+        log = RacyLog(200, hidden, batch)
+        gaps = FetchGaps("parse", clock=lambda: 0.0, single=single)
+        gaps.expect("t", 0, 0)
+        done: list[int] = []
+        for _ in range(3000):
+            keep, seeks = gaps.check(log.fetch())
+            done += offsets(keep)
+            for _t, _p, off in seeks:
+                log.seek(off)
+                gaps.expect("t", 0, off)
+            if len(done) == 200:
+                break
+        results.append((done, gaps.refetched))
+    assert results[0] == results[1] and results[0][0] == list(range(200))
