@@ -230,7 +230,6 @@ class SpoutExecutor(Executor):
         msgs, seeks = self.result_gaps.check(self.results.consume(batch, timeout_s))
         if seeks:
             seek_all(self.results, seeks, self.result_gaps)
-            self.stats.counters["refetched"] = self.result_gaps.refetched
         return msgs
 
     def _timeouts(self) -> None:
@@ -315,6 +314,7 @@ class SpoutExecutor(Executor):
         s.tasks = sorted(self.by_task)
         s.counters["transferred"] = sum(t.collector.transferred for t in self.by_task.values())
         s.counters["ignored_results"] = self.inflight.ignored
+        s.counters["refetched"] = self.result_gaps.refetched + (self.feed.gaps.refetched if self.feed is not None else 0)
         lives: dict[str, int] = {}
         for task in self.by_task.values():
             task.ledger.set_emitted(task.collector.emitted)

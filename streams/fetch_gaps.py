@@ -15,7 +15,9 @@ written, so this never fires there.
 caller to seek the partition back to the first missing offset and drops the partition's
 later records of the same consume call (they are fetched again, in order). A hole still there
 after ``patience_s`` seconds of fetching again is taken as real (say, a topic a user
-compacted) and passed over, with a warning. Records before the expected offset (a fetch
+compacted) and passed over, with a warning; so is a hole met again more than
+``max_refetches`` times, if set (a user's source topic, where compaction and transaction
+markers leave real holes: one fetch more per hole, never a stall). Records before the expected offset (a fetch
 answered again after a seek) are dropped: they were processed already.
 
 Pure, with an injected clock; the caller seeks. Not thread-safe: one per consumer, used from
@@ -85,6 +87,8 @@ class FetchGaps:
       component: the component id, for log lines.
       patience_s: how long one hole is fetched again before it is passed over (seconds).
       clock: seconds (monotonic); injectable for tests.
+      max_refetches: pass over a hole met again after this many seeks (None: only the
+        patience counts).
       single: the consumer reads one partition only (then a consume call that starts at the
         offset due and spans as many offsets as records is taken whole, without a look at
         each record).
@@ -95,13 +99,21 @@ class FetchGaps:
       dropped: records dropped (after a hole in the same call, or already processed).
     """
 
-    def __init__(self, component: str, patience_s: float = DEFAULT_PATIENCE_S, clock: Callable[[], float] = time.monotonic, single: bool = False) -> None:
+    def __init__(
+        self,
+        component: str,
+        patience_s: float = DEFAULT_PATIENCE_S,
+        clock: Callable[[], float] = time.monotonic,
+        single: bool = False,
+        max_refetches: int | None = None,
+    ) -> None:
         self.component = component
+        self.max_refetches = max_refetches
         self.single = single
         self.patience_s = patience_s
         self.clock = clock
         self._next: dict[tuple[str, int], int] = {}
-        self._hole_since: dict[tuple[str, int], tuple[int, float]] = {}
+        self._hole_since: dict[tuple[str, int], tuple[int, float, int]] = {}
         self.refetched = 0
         self.passed_over = 0
         self.dropped = 0
@@ -170,20 +182,22 @@ class FetchGaps:
         now = self.clock()
         since = self._hole_since.get(key)
         if since is None or since[0] != due:
-            self._hole_since[key] = (due, now)
+            self._hole_since[key] = (due, now, 1)
             log.info("[%s] a fetch of %s[%d] skipped offsets %d..%d: fetching them again", self.component, key[0], key[1], due, off - 1)
             return True
-        if now - since[1] < self.patience_s:
+        if now - since[1] < self.patience_s and (self.max_refetches is None or since[2] < self.max_refetches):
+            self._hole_since[key] = (due, since[1], since[2] + 1)
             return True
         self.passed_over += 1
         log.warning(
-            "[%s] offsets %d..%d of %s[%d] are still missing after %.1f s of fetching again: passing over them",
+            "[%s] offsets %d..%d of %s[%d] are still missing after %d fetches again in %.1f s: passing over them",
             self.component,
             due,
             off - 1,
             key[0],
             key[1],
-            self.patience_s,
+            since[2],
+            now - since[1],
         )
         return False
 

@@ -18,10 +18,16 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
+from streams.fetch_gaps import FetchGaps, seek_all
 from streams.kafka_io import true_end_offsets
 from streams.source import TP, KafkaSource, SourceCounters, task_of
 
 log = logging.getLogger("squall.executor.spout")
+
+SOURCE_REFETCHES = 1
+"""A hole in a source partition is fetched again once, then passed over: the embedded broker's
+skipped batch is there by then, and on Kafka a transaction marker or a compacted record costs
+one fetch more, never a stall (see :mod:`streams.fetch_gaps`)."""
 
 PAUSE_ABOVE_BATCHES = 20
 """Pause fetching when the sources hold more than this many batches (``squall.consume.batch``)."""
@@ -82,6 +88,8 @@ class SourceFeed:
         self.owner: dict[TP, FedTask] = {}
         self._paused = False
         self._next_refresh = 0.0
+        self.gaps = FetchGaps(component, max_refetches=SOURCE_REFETCHES)
+        """Source records a fetch skipped are fetched again, once per hole (:mod:`streams.fetch_gaps`)."""
 
     # -- tasks -----------------------------------------------------------------------
     def add(self, index: int, source: KafkaSource) -> None:
@@ -116,6 +124,9 @@ class SourceFeed:
                 task.committed[tp] = committed[tp]  # lag is measured from here until the next commit
             self.owner[tp] = task
         self.data.incremental_assign([TopicPartition(t, p, starts[(t, p)]) for t, p in new])
+        for t, p in new:
+            if starts[(t, p)] >= 0:
+                self.gaps.expect(t, p, starts[(t, p)])
         log.info("[%s] reading %s", self.component, ", ".join(f"{t}[{p}]" for t, p in new))
 
     def _committed(self, tps: list[TP]) -> dict[TP, int]:
@@ -147,7 +158,10 @@ class SourceFeed:
         self._pause(should_pause(self._paused, buffered, self.batch))
         n = 0
         owner = self.owner
-        for msg in self.data.consume(self.batch, timeout_s):
+        msgs, seeks = self.gaps.check(self.data.consume(self.batch, timeout_s))
+        if seeks:
+            seek_all(self.data, seeks, self.gaps)
+        for msg in msgs:
             if msg.error():
                 log.warning("[%s] consumer error: %s", self.component, msg.error())
                 continue

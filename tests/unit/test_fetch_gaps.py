@@ -139,3 +139,12 @@ def test_the_fast_path_changes_nothing(hidden: dict[int, int], batch: int) -> No
                 break
         results.append((done, gaps.refetched))
     assert results[0] == results[1] and results[0][0] == list(range(200))
+
+
+def test_a_source_hole_is_fetched_again_once_then_passed_over() -> None:
+    gaps = FetchGaps("lines", clock=lambda: 0.0, max_refetches=1)  # a transaction marker at offset 5
+    gaps.expect("in", 0, 5)
+    keep, seek = gaps.check([FakeRecord("in", 0, 6)])
+    assert keep == [] and seek == [("in", 0, 5)]
+    keep, seek = gaps.check([FakeRecord("in", 0, 6), FakeRecord("in", 0, 7)])
+    assert offsets(keep) == [6, 7] and seek == [] and gaps.passed_over == 1 and gaps.refetched == 1
