@@ -104,6 +104,14 @@ class TopologyConfig(BaseModel):
         description="acker runtime: native (confluent-kafka, default) or faust (faust-streaming agent + Table)",
     )
     fetch_wait_max_ms: int = Field(50, alias="squall.kafka.fetch.wait.max.ms", ge=1, description="ms; default 50")
+    max_partition_fetch_bytes: int = Field(
+        8 << 20,
+        alias="squall.kafka.max.partition.fetch.bytes",
+        ge=1024,
+        description="the most one fetch returns per partition (bytes; default 8 MiB, librdkafka's is 1 MiB): "
+        "the embedded broker answers a fetch only after fetch.wait.max.ms, so this caps a bolt's input at about "
+        "this many bytes per fetch wait (see docs/design.md, 'Fetch size')",
+    )
     session_timeout_ms: int = Field(6000, alias="squall.kafka.session.timeout.ms", ge=1000, description="ms; default 6000")
     linger_ms: int = Field(20, alias="squall.kafka.linger.ms", ge=0, description="producer linger (ms; default 20)")
     batch_size: int = Field(500, alias="squall.consume.batch", ge=1, description="records per consume call (count; default 500)")

@@ -100,13 +100,15 @@ def new_admin(cfg: Mapping[str, Any]) -> AdminClient:
 
 def consumer_config(bootstrap: str, group: str, conf: TopologyConfig, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Consumer settings tuned for both real Kafka and the embedded broker (fetch wait
-    ``squall.kafka.fetch.wait.max.ms``, session ``squall.kafka.session.timeout.ms``)."""
+    ``squall.kafka.fetch.wait.max.ms``, most bytes per partition per fetch
+    ``squall.kafka.max.partition.fetch.bytes``, session ``squall.kafka.session.timeout.ms``)."""
     cfg: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "group.id": group,
         "session.timeout.ms": conf.session_timeout_ms,
         "heartbeat.interval.ms": max(500, conf.session_timeout_ms // 6),
         "fetch.wait.max.ms": conf.fetch_wait_max_ms,
+        "max.partition.fetch.bytes": conf.max_partition_fetch_bytes,
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
         "enable.partition.eof": False,
