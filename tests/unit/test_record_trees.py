@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from acker.ledger import Ledger
 from streams import KafkaSpout
 from streams.collector import AckBuffer, SpoutOutputCollector
+from streams.fetch_gaps import FakeRecord as Msg  # a stand-in for a consumed confluent_kafka.Message
 from streams.inflight import InFlightTrees
 from streams.kafka_spout import RecordTranslator
 from streams.source import KafkaMessageId, KafkaRecordsId, SourceIO
@@ -81,25 +82,6 @@ def test_without_ackers_a_tree_of_records_is_acked_at_once_with_its_weight() -> 
     spout.emit_tree([("default", ["a"]), ("default", ["b"]), ("default", ["c"])], rid)
     assert len(cap.records) == 3 and tracked == [] and untracked == [(rid, 3)]
     assert all(as_tuple(raw).anchors == {} for _, raw in cap.records)
-
-
-class Msg:
-    """A stand-in for a consumed ``confluent_kafka.Message``."""
-
-    def __init__(self, topic: str, partition: int, offset: int, value: bytes) -> None:
-        self._t, self._p, self._o, self._v = topic, partition, offset, value
-
-    def topic(self) -> str:
-        return self._t
-
-    def partition(self) -> int:
-        return self._p
-
-    def offset(self) -> int:
-        return self._o
-
-    def value(self) -> bytes:
-        return self._v
 
 
 class Recorder:
