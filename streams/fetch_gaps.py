@@ -41,7 +41,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 log = logging.getLogger("squall.fetch")
 
@@ -56,6 +56,9 @@ class Record(Protocol):
     def partition(self) -> int | None: ...
     def offset(self) -> int | None: ...
     def error(self) -> Any: ...
+
+
+R = TypeVar("R", bound=Record)
 
 
 class FakeRecord:
@@ -128,7 +131,7 @@ class FetchGaps:
         self._next.pop((topic, partition), None)
         self._hole_since.pop((topic, partition), None)
 
-    def check(self, msgs: Sequence[Any]) -> tuple[list[Any], list[tuple[str, int, int]]]:
+    def check(self, msgs: Sequence[R]) -> tuple[list[R], list[tuple[str, int, int]]]:
         """Split one consume call's records into those to process, in order, and the
         ``(topic, partition, offset)`` seeks the caller must make (one per partition with a
         hole). Error records pass through untouched. A partition seen for the first time is
@@ -143,7 +146,7 @@ class FetchGaps:
             if due is not None and first.offset() == due and (last.offset() or 0) - due == len(msgs) - 1 and not first.error() and not last.error():
                 nxt[key] = due + len(msgs)
                 return list(msgs), []
-        keep: list[Any] = []
+        keep: list[R] = []
         seeks: list[tuple[str, int, int]] = []
         blocked: set[tuple[str, int]] | None = None
         for msg in msgs:
