@@ -26,7 +26,7 @@ from acker.durable import DurableLedger
 from streams.acker_wire import chunks, decode_ops, encode_results, root_key
 from streams.exceptions import DecodeError, FatalError
 from streams.executor import Every, Executor
-from streams.fetch_gaps import FetchGaps, seek_all
+from streams.fetch_gaps import FetchGaps
 from streams.kafka_io import consumer_config, new_consumer, transit_s
 from streams.naming import ack_result_topic, acker_changelog_topic, acker_topic, component_group
 
@@ -159,12 +159,9 @@ class AckerExecutor(Executor):
         expiry = Every(EXPIRY_CHECK_SECS, now, delay_s=0)
         try:
             while not self.stop_event.is_set():
-                msgs, seeks = gaps.check(consumer.consume(conf.batch_size, conf.flush_interval_secs))
-                if seeks:
-                    seek_all(consumer, seeks, gaps)
-                    self.stats.counters["refetched"] = gaps.refetched
-                for msg in msgs:
+                for msg in gaps.consume(consumer, conf.batch_size, conf.flush_interval_secs):
                     self._apply(msg)
+                self.stats.counters["refetched"] = gaps.refetched
                 now = time.monotonic()
                 if expiry.due(now):
                     self._tick()

@@ -22,7 +22,7 @@ from streams.collector import OutputCollector, Router
 from streams.component import Bolt
 from streams.exceptions import DecodeError, FailedException
 from streams.executor import Every, Executor
-from streams.fetch_gaps import FetchGaps, seek_all
+from streams.fetch_gaps import FetchGaps
 from streams.kafka_io import consumer_config, new_consumer, transit_s
 from streams.naming import component_group, component_topic
 from streams.tuple import Tuple, tick_tuple
@@ -193,12 +193,9 @@ class BoltExecutor(Executor):
         commit = Every(conf.commit_period_secs, now)
         try:
             while not self.stop_event.is_set():
-                msgs, seeks = gaps.check(consumer.consume(conf.batch_size, conf.flush_interval_secs))
-                if seeks:
-                    seek_all(consumer, seeks, gaps)
-                    self.stats.counters["refetched"] = gaps.refetched
-                for msg in msgs:
+                for msg in gaps.consume(consumer, conf.batch_size, conf.flush_interval_secs):
                     self._process(msg)
+                self.stats.counters["refetched"] = gaps.refetched
                 now = time.monotonic()
                 if ticks.due(now):
                     for task in list(self.by_partition.values()):

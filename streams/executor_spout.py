@@ -30,7 +30,7 @@ from streams.collector import Router, SpoutOutputCollector
 from streams.component import Spout
 from streams.exceptions import DecodeError
 from streams.executor import Every, Executor
-from streams.fetch_gaps import FetchGaps, seek_all
+from streams.fetch_gaps import FetchGaps
 from streams.inflight import InFlightTrees
 from streams.kafka_io import consumer_config, new_consumer, transit_s, true_end_offsets
 from streams.ledger_store import ledger_key, read_ledgers
@@ -226,12 +226,6 @@ class SpoutExecutor(Executor):
                     task.spout.fail(tree.msg_id)
         return n
 
-    def _consume_results(self, batch: int, timeout_s: float) -> list[Message]:
-        msgs, seeks = self.result_gaps.check(self.results.consume(batch, timeout_s))
-        if seeks:
-            seek_all(self.results, seeks, self.result_gaps)
-        return msgs
-
     def _timeouts(self) -> None:
         for tree in self.inflight.expired(self.conf.message_timeout_secs):
             task = self.by_task.get(tree.task_id)
@@ -340,7 +334,7 @@ class SpoutExecutor(Executor):
                 fed = self.feed.poll(0.02 if idle and not len(self.inflight) else 0) if self.feed is not None else 0
                 done = 0
                 if self.acks is not None and self.by_task:
-                    done = self._results(self._consume_results(batch, 0.01 if idle and len(self.inflight) else 0))
+                    done = self._results(self.result_gaps.consume(self.results, batch, 0.01 if idle and len(self.inflight) else 0))
                 emitted = self._emit()
                 idle = not (fed or done or emitted)
                 if idle and not self.by_task:

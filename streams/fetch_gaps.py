@@ -181,6 +181,19 @@ class FetchGaps:
                 del self._hole_since[key]  # the hole was filled (or passed over)
         return keep, seeks
 
+    def consume(self, consumer: Any, n: int, timeout_s: float) -> list[Any]:
+        """``consumer.consume(n, timeout_s)`` (a ``confluent_kafka.Consumer``) through
+        :meth:`check`: seeks back where a fetch skipped offsets (librdkafka then drops what it
+        had prefetched for the partition) and returns the records to process, in order."""
+        msgs, seeks = self.check(consumer.consume(n, timeout_s))
+        if seeks:
+            from confluent_kafka import TopicPartition
+
+            for topic, partition, offset in seeks:
+                consumer.seek(TopicPartition(topic, partition, offset))
+                self.expect(topic, partition, offset)
+        return msgs
+
     def _patient(self, key: tuple[str, int], due: int, off: int) -> bool:
         now = self.clock()
         since = self._hole_since.get(key)
@@ -203,13 +216,3 @@ class FetchGaps:
             now - since[1],
         )
         return False
-
-
-def seek_all(consumer: Any, seeks: list[tuple[str, int, int]], gaps: FetchGaps) -> None:
-    """Seek ``consumer`` (a ``confluent_kafka.Consumer``) to each ``(topic, partition, offset)``
-    of :meth:`FetchGaps.check`; librdkafka drops what it had prefetched for the partition."""
-    from confluent_kafka import TopicPartition
-
-    for topic, partition, offset in seeks:
-        consumer.seek(TopicPartition(topic, partition, offset))
-        gaps.expect(topic, partition, offset)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from streams.fetch_gaps import FetchGaps, seek_all
+from streams.fetch_gaps import FetchGaps
 from streams.kafka_io import true_end_offsets
 from streams.source import TP, KafkaSource, SourceCounters, task_of
 
@@ -158,10 +158,7 @@ class SourceFeed:
         self._pause(should_pause(self._paused, buffered, self.batch))
         n = 0
         owner = self.owner
-        msgs, seeks = self.gaps.check(self.data.consume(self.batch, timeout_s))
-        if seeks:
-            seek_all(self.data, seeks, self.gaps)
-        for msg in msgs:
+        for msg in self.gaps.consume(self.data, self.batch, timeout_s):
             if msg.error():
                 log.warning("[%s] consumer error: %s", self.component, msg.error())
                 continue

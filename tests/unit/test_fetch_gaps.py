@@ -8,6 +8,8 @@ patience.
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -148,3 +150,22 @@ def test_a_source_hole_is_fetched_again_once_then_passed_over() -> None:
     assert keep == [] and seek == [("in", 0, 5)]
     keep, seek = gaps.check([FakeRecord("in", 0, 6), FakeRecord("in", 0, 7)])
     assert offsets(keep) == [6, 7] and seek == [] and gaps.passed_over == 1 and gaps.refetched == 1
+
+
+def test_consume_seeks_the_consumer_back_and_expects_the_offset() -> None:
+    class Consumer:
+        def __init__(self) -> None:
+            self.answers = [[FakeRecord("t", 0, 0), FakeRecord("t", 0, 3)], [FakeRecord("t", 0, 1), FakeRecord("t", 0, 2), FakeRecord("t", 0, 3)]]
+            self.seeks: list[tuple[str, int, int]] = []
+
+        def consume(self, n: int, timeout_s: float) -> list[FakeRecord]:
+            return self.answers.pop(0)
+
+        def seek(self, tp: Any) -> None:
+            self.seeks.append((tp.topic, tp.partition, tp.offset))
+
+    consumer = Consumer()
+    gaps = FetchGaps("parse", clock=lambda: 0.0)
+    assert offsets(gaps.consume(consumer, 500, 0.0)) == [0]
+    assert consumer.seeks == [("t", 0, 1)]
+    assert offsets(gaps.consume(consumer, 500, 0.0)) == [1, 2, 3]
