@@ -173,7 +173,7 @@ class KafkaSource(Protocol):
 
     @property
     def buffered(self) -> int:
-        """Records received but not emitted yet (the executor pauses fetching above a bound)."""
+        """Records received but not emitted yet (the feed stops taking records above a bound)."""
         ...
 
     def committable(self) -> dict[TP, int]:
