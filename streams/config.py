@@ -113,7 +113,14 @@ class TopologyConfig(BaseModel):
         "this many bytes per fetch wait (see docs/design.md, 'Fetch size')",
     )
     session_timeout_ms: int = Field(6000, alias="squall.kafka.session.timeout.ms", ge=1000, description="ms; default 6000")
-    linger_ms: int = Field(20, alias="squall.kafka.linger.ms", ge=0, description="producer linger (ms; default 20)")
+    linger_ms: int = Field(
+        5,
+        alias="squall.kafka.linger.ms",
+        ge=0,
+        description="producer linger (ms; default 5, was 20): the spout's tuples and every acker op wait this long "
+        "before they are sent (bolts' outputs also leave at each flush), so each costs a tree up to this much per hop "
+        "(see docs/design.md, 'Linger')",
+    )
     batch_size: int = Field(500, alias="squall.consume.batch", ge=1, description="records per consume call (count; default 500)")
     spark_master: str = Field(
         "local[*]",
