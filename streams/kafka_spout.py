@@ -152,7 +152,8 @@ class KafkaSpout(Spout):
         self.commit_needed = False
         self._retry = RetryQueue(retry or RetryPolicy())
         self._buffer: deque[Message] = deque()
-        self._pending: dict[KafkaMessageId, PendingRecord] = {}
+        self._pending: dict[tuple[str, int, int], PendingRecord] = {}
+        """Tracked records by message id (:class:`KafkaMessageId`, or the equal plain tuple)."""
         self._trackers: dict[TP, OffsetTracker] = {}
         self._unreleased: list[tuple[str, list[Any]]] = []  # at-most-once: waiting for a commit
         self._released: deque[tuple[str, list[Any]]] = deque()
@@ -265,35 +266,50 @@ class KafkaSpout(Spout):
         """Emit the buffered records of one source partition, up to the partition's tree size
         (:attr:`tree_size`, at most :attr:`tree_records`), as one tree (a single record keeps
         its plain :class:`KafkaMessageId`). Like Storm's ``nextTuple``, one call may take the
-        task past ``topology.max.spout.pending`` by less than one tree."""
+        task past ``topology.max.spout.pending`` by less than one tree.
+
+        The spout's hot path (every record of a reliable spout passes here): the partition,
+        its tracker and the pending map are looked up once per tree, not once per record,
+        and pending records are keyed by plain ``(topic, partition, offset)`` tuples (equal
+        to, and hashed as, their :class:`KafkaMessageId`)."""
         buffer = self._buffer
         if not buffer:
             return
+        head = buffer[0]
+        raw_topic, raw_partition = head.topic(), head.partition()
+        topic, partition = raw_topic or "", raw_partition or 0
+        tracker = self._trackers.get((topic, partition))
+        if tracker is None:
+            tracker = self._trackers[(topic, partition)] = OffsetTracker(head.offset() or 0)
+        most = self.tree_size.get((topic, partition), self.tree_records)
+        translate, pending, popleft = self.translator.translate, self._pending, buffer.popleft
         items: list[tuple[str, list[Any]]] = []
         offsets: list[int] = []
-        tp: TP | None = None
-        mid: KafkaMessageId | None = None
-        head = buffer[0]
-        most = self.tree_size.get((head.topic() or "", head.partition() or 0), self.tree_records)
-        while buffer and len(items) < most:
-            if tp is not None:
-                head = buffer[0]
-                if head.partition() != tp[1] or head.topic() != tp[0]:
-                    break
-            got = self._take()
-            if got is None:
+        while buffer and len(offsets) < most:
+            msg = buffer[0]
+            if msg.partition() != raw_partition or msg.topic() != raw_topic:
+                break
+            popleft()
+            off = msg.offset() or 0
+            tracker.emitted(off)
+            try:
+                out = translate(msg)
+            except Exception as exc:  # a poison record: dead-letter it and go on
+                self._poison(msg, KafkaMessageId(topic, partition, off), exc)
                 continue
-            mid, msg, stream, values = got
-            tp = mid.tp
-            self._pending[mid] = PendingRecord(msg, stream, values)
+            if out is None:
+                tracker.finished(off)
+                continue
+            stream, values = out[0], out[1]
+            pending[(topic, partition, off)] = PendingRecord(msg, stream, values)
             items.append((stream, values))
-            offsets.append(mid.offset)
-        if mid is None:
+            offsets.append(off)
+        if not offsets:
             return
-        if len(items) == 1:
-            collector.emit(items[0][1], msg_id=mid, stream=items[0][0])
+        if len(offsets) == 1:
+            collector.emit(items[0][1], msg_id=KafkaMessageId(topic, partition, offsets[0]), stream=items[0][0])
         else:
-            collector.emit_tree(items, KafkaRecordsId(mid.topic, mid.partition, tuple(offsets)))
+            collector.emit_tree(items, KafkaRecordsId(topic, partition, tuple(offsets)))
 
     def _next_at_most_once(self) -> None:
         if self._released:
@@ -320,14 +336,18 @@ class KafkaSpout(Spout):
         try:
             out = self.translator.translate(msg)
         except Exception as exc:  # a poison record: dead-letter it and go on
-            err = DecodeError(f"{type(exc).__name__}: {exc}", component=self.component, topic=mid.topic, partition=mid.partition, offset=mid.offset)
-            self.counters.poison += 1
-            self._dead_letter(msg, str(err), 0, mid)
+            self._poison(msg, mid, exc)
             return None
         if out is None:
             tracker.finished(mid.offset)
             return None
         return mid, msg, out[0], out[1]
+
+    def _poison(self, msg: Message, mid: KafkaMessageId, exc: Exception) -> None:
+        """The translator raised on ``msg``: count it and dead-letter it (never replayed)."""
+        err = DecodeError(f"{type(exc).__name__}: {exc}", component=self.component, topic=mid.topic, partition=mid.partition, offset=mid.offset)
+        self.counters.poison += 1
+        self._dead_letter(msg, str(err), 0, mid)
 
     def ack(self, msg_id: KafkaMessageId | KafkaRecordsId) -> None:
         tp = msg_id.tp
@@ -338,7 +358,7 @@ class KafkaSpout(Spout):
             topic, partition = tp
             pending, tracker = self._pending, self._trackers.get(tp)
             for off in msg_id.offsets:
-                if pending.pop(KafkaMessageId(topic, partition, off), None) is not None and tracker is not None:
+                if pending.pop((topic, partition, off), None) is not None and tracker is not None:
                     tracker.finished(off)
             return
         if self._pending.pop(msg_id, None) is not None:
