@@ -101,7 +101,13 @@ def new_admin(cfg: Mapping[str, Any]) -> AdminClient:
 def consumer_config(bootstrap: str, group: str, conf: TopologyConfig, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Consumer settings tuned for both real Kafka and the embedded broker (fetch wait
     ``squall.kafka.fetch.wait.max.ms``, most bytes per partition per fetch
-    ``squall.kafka.max.partition.fetch.bytes``, session ``squall.kafka.session.timeout.ms``)."""
+    ``squall.kafka.max.partition.fetch.bytes``, session ``squall.kafka.session.timeout.ms``).
+
+    ``fetch.queue.backoff.ms`` is the fetch wait too (librdkafka's default is 1 s): when a
+    consumer's prefetch queue is full (``queued.max.messages.kbytes``) because its reader holds
+    back (a spout at its bound, :mod:`streams.source_feed`), librdkafka fetches again only after
+    this long. Measured on the embedded broker, 20,000 records of 10 KB, a 2 MiB queue and a reader
+    taking 100 records every 10 ms: 65.9 s with 1 s (a gap of ~1 s every queue-full), 4.2 s with 50 ms."""
     cfg: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "group.id": group,
@@ -109,6 +115,7 @@ def consumer_config(bootstrap: str, group: str, conf: TopologyConfig, overrides:
         "heartbeat.interval.ms": max(500, conf.session_timeout_ms // 6),
         "fetch.wait.max.ms": conf.fetch_wait_max_ms,
         "max.partition.fetch.bytes": conf.max_partition_fetch_bytes,
+        "fetch.queue.backoff.ms": conf.fetch_wait_max_ms,
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
         "enable.partition.eof": False,
