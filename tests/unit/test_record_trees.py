@@ -216,3 +216,49 @@ def test_tree_size_adapts_to_failures_as_aimd() -> None:
             sizes.append(mid.size)
             spout.ack(mid)
     assert sizes == [4, 5, 6, 7, 8, 2]  # +1 per acked tree, up to 8; then the 2 records left
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    runs=st.lists(st.tuples(st.integers(0, 2), st.integers(1, 12)), min_size=1, max_size=12),
+    kinds=st.lists(st.sampled_from(["ok", "ok", "ok", "poison", "header"]), min_size=1, max_size=50),
+    tree_records=st.integers(1, 8),
+)
+def test_runs_of_any_shape_emit_every_good_record_once_and_commit_to_the_end(runs: list[tuple[int, int]], kinds: list[str], tree_records: int) -> None:
+    """Records of three partitions arrive in interleaved runs; some are poison (dead-lettered),
+    some translate to nothing (skipped). Every good record is in exactly one tree (or a plain
+    message id), a tree holds one partition's records in offset order and at most
+    ``tree_records`` of them, and once every tree is acked each partition commits to its end."""
+
+    class Headers(Poison):
+        def translate(self, msg: Any) -> tuple[str, list[Any]] | None:
+            return None if msg.value() == b"header" else super().translate(msg)
+
+    spout, rec, letters = open_spout(tree_records)
+    spout.translator = Headers()
+    next_off = [0, 0, 0]
+    good: set[tuple[int, int]] = set()
+    i = 0
+    for partition, n in runs:
+        batch = []
+        for _ in range(n):
+            kind = kinds[i % len(kinds)]
+            i += 1
+            off = next_off[partition]
+            next_off[partition] += 1
+            batch.append(Msg("t", partition, off, kind.encode() if kind != "ok" else f"p{partition}o{off}".encode()))
+            if kind == "ok":
+                good.add((partition, off))
+        spout.on_records(batch)
+    while spout.buffered:
+        spout.next_tuple()
+    emitted: list[tuple[int, int]] = []
+    for kind, mid, values in rec.calls:
+        offsets = mid.offsets if kind == "tree" else (mid.offset,)
+        assert len(offsets) <= tree_records and list(offsets) == sorted(offsets)
+        assert [v[0] for v in (values if kind == "tree" else [values])] == [f"p{mid.partition}o{o}" for o in offsets]
+        emitted += [(mid.partition, o) for o in offsets]
+        spout.ack(mid)
+    assert sorted(emitted) == sorted(good) and len(emitted) == len(good)  # each good record once
+    assert len(letters) == i - len(good) - sum(1 for k in (kinds[j % len(kinds)] for j in range(i)) if k == "header")
+    assert spout.committable() == {("t", p): n for p, n in enumerate(next_off) if n}
