@@ -16,7 +16,10 @@
 ``flushTimeoutSecs``         sink: wait this long for deliveries per task (seconds; 60)
 ``kafka.<setting>``          passed to the consumer (source) or producer (sink), e.g.
                              ``kafka.linger.ms`` (sink default 20), ``kafka.fetch.wait.max.ms``
-                             (source default 50: the embedded broker always waits it out)
+                             (source default 50: the embedded broker always waits it out),
+                             ``kafka.fetch.queue.backoff.ms`` (source default 50, not
+                             librdkafka's 1 s: the watermark consumer's queue fills between
+                             triggers, and each full queue would stall its fetches 1 s)
 ===========================  ==============================================================
 """
 
@@ -28,7 +31,7 @@ from typing import Any
 
 from streams.exceptions import ConfigError
 
-SOURCE_DEFAULTS = {"fetch.wait.max.ms": 50, "queued.max.messages.kbytes": 16384}
+SOURCE_DEFAULTS = {"fetch.wait.max.ms": 50, "queued.max.messages.kbytes": 16384, "fetch.queue.backoff.ms": 50}
 SINK_DEFAULTS = {"linger.ms": 20}
 
 
