@@ -22,6 +22,14 @@ class TopologyConfig(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True)
 
     workers: int = Field(1, alias="topology.workers", ge=1, description="worker processes (count; default 1)")
+    worker_gc_threshold: int = Field(
+        50_000,
+        alias="squall.worker.gc.threshold",
+        ge=0,
+        description="allocations between young collections of Python's cyclic GC in a worker (count; default "
+        "50,000; 0 keeps Python's 700): a reliable topology keeps its pending records and tuples alive, and with "
+        "Python's threshold the collector scanned them over and over (see docs/design.md, 'Garbage collection')",
+    )
     ackers: int = Field(
         1,
         alias="topology.acker.executors",
