@@ -17,17 +17,14 @@ from confluent_kafka import OFFSET_BEGINNING, Message, TopicPartition
 from acker.durable import DurableLedger, decode_changelog
 from acker.exceptions import RestoreError
 from acker.ledger import Ledger, Outcome
-from streams.acker_wire import RESULT_ACK, RESULT_FAIL
 from streams.config import TopologyConfig
 from streams.exceptions import DecodeError
-from streams.kafka_io import consumer_config, new_consumer
-from streams.naming import acker_changelog_topic, component_group
-from streams.stats import ExecutorStats
+from streams.kafka.clients import consumer_config, new_consumer
+from streams.monitoring.stats import ExecutorStats
+from streams.wire.acker import RESULT_ACK, RESULT_FAIL
+from streams.wire.naming import ACKER_COMPONENT, acker_changelog_topic, component_group
 
 log = logging.getLogger("squall.acker")
-
-ACKER_COMPONENT = "__acker"
-"""The acker's component id (Storm's ``Acker.ACKER_COMPONENT_ID``)."""
 
 
 PoisonHandler = Callable[[Message, DecodeError], None]

@@ -42,9 +42,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acker.ledger import SKIP, Ledger, Outcome, PendingTree
-from streams.acker_wire import OP_ACK, OP_FAIL, OP_INIT, OP_RESET, U64, decode_list
-from streams.codec import encode_json
 from streams.exceptions import DecodeError
+from streams.wire.acker import OP_ACK, OP_FAIL, OP_INIT, OP_RESET, U64, decode_list
+from streams.wire.codec import encode_json
 
 TAG_BITS = 20
 MAX_OPS_PER_RECORD = 1 << TAG_BITS

@@ -21,13 +21,13 @@ from typing import Any
 from confluent_kafka import Message
 
 from acker import faust_compat
-from acker.common import ACKER_COMPONENT, publish_ledger_stats, record_outcomes, restored_ledger
+from acker.common import publish_ledger_stats, record_outcomes, restored_ledger
 from acker.durable import DurableLedger
-from streams.acker_wire import chunks, decode_ops, encode_results, root_key
-from streams.codec import encode_json
 from streams.exceptions import DecodeError
-from streams.executor import Executor
-from streams.naming import ack_result_topic, acker_changelog_topic, acker_topic, component_group, metrics_topic
+from streams.runtime.executor import Executor
+from streams.wire.acker import chunks, decode_ops, encode_results, root_key
+from streams.wire.codec import encode_json
+from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_changelog_topic, acker_topic, component_group, metrics_topic
 
 log = logging.getLogger("squall.acker.faust")
 

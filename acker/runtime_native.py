@@ -1,7 +1,7 @@
 """The native acker runtime (the default): a confluent-kafka batch loop.
 
 One :class:`acker.durable.DurableLedger` per acker task it owns (a fixed partition of
-``__acker``, :mod:`streams.assignment`).
+``__acker``, :mod:`service.scheduling`).
 Per batch: apply ops. Per flush (``squall.flush.interval.secs``), in this order:
 ack results -> wait for the broker -> changelog records -> wait -> commit input offsets
 below the first op of every tree not yet in the changelog -> done-record tombstones (see
@@ -21,14 +21,14 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
-from acker.common import ACKER_COMPONENT, publish_ledger_stats, record_outcomes, restored_ledger
+from acker.common import publish_ledger_stats, record_outcomes, restored_ledger
 from acker.durable import DurableLedger
-from streams.acker_wire import chunks, decode_ops, encode_results, root_key
 from streams.exceptions import DecodeError, FatalError
-from streams.executor import Every, Executor
-from streams.fetch_gaps import FetchGaps
-from streams.kafka_io import consumer_config, new_consumer, transit_s
-from streams.naming import ack_result_topic, acker_changelog_topic, acker_topic, component_group
+from streams.kafka.clients import consumer_config, new_consumer, transit_s
+from streams.kafka.fetch_gaps import FetchGaps
+from streams.runtime.executor import Every, Executor
+from streams.wire.acker import chunks, decode_ops, encode_results, root_key
+from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_changelog_topic, acker_topic, component_group
 
 log = logging.getLogger("squall.acker")
 
@@ -153,7 +153,7 @@ class AckerExecutor(Executor):
         partitions = [TopicPartition(self.topic, p) for p in self.tasks]
         self._open_tasks(consumer, partitions)  # restore first, then read the ops
         consumer.assign(partitions)
-        gaps = FetchGaps(ACKER_COMPONENT, single=len(partitions) == 1)  # a fetch that skips ops is fetched again (streams.fetch_gaps)
+        gaps = FetchGaps(ACKER_COMPONENT, single=len(partitions) == 1)  # a fetch that skips ops is fetched again (streams.kafka.fetch_gaps)
         now = time.monotonic()
         flush = Every(conf.flush_interval_secs, now)
         expiry = Every(EXPIRY_CHECK_SECS, now, delay_s=0)

@@ -25,11 +25,11 @@ from acker.ledger import Ledger
 from bench.common import ROOT, broker, print_table, spawn_worker, wait_until, write_json
 from service.admin import ensure_topology_topics
 from service.supervisor import worker_plan
-from streams.acker_wire import OP_ACK, OP_INIT, decode_list, encode_ops
 from streams.config import resolve
-from streams.loader import load_topology
-from streams.naming import ack_result_topic, acker_topic
-from streams.stats import LogHistogram
+from streams.model.loader import load_topology
+from streams.monitoring.stats import LogHistogram
+from streams.wire.acker import OP_ACK, OP_INIT, decode_list, encode_ops
+from streams.wire.naming import ack_result_topic, acker_topic
 
 TOPOLOGY = ROOT / "bench" / "topologies" / "acker_only.py"
 RUNTIMES = ("native", "faust")

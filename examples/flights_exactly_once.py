@@ -16,9 +16,9 @@ import csv
 from typing import Any
 
 from streams import BasicBolt, BasicOutputCollector, Topology, TopologyBuilder, Tuple
-from streams.batch import BatchBolt, Committer
-from streams.kafka_spout import RecordTranslator
-from streams.transactional_spout import TransactionalKafkaSpout
+from streams.kafka.spout import RecordTranslator
+from streams.model.batch import BatchBolt, Committer
+from streams.transactional.spout import TransactionalKafkaSpout
 
 CARRIER, DEP_DELAY = 9, 5
 

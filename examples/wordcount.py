@@ -16,7 +16,7 @@ from collections import Counter
 from typing import Any
 
 from streams import BasicBolt, BasicOutputCollector, Bolt, KafkaSpout, Topology, TopologyBuilder, Tuple
-from streams.kafka_spout import RecordTranslator
+from streams.kafka.spout import RecordTranslator
 
 WORD = re.compile(r"[a-z']+")
 

@@ -23,9 +23,9 @@ from collections import Counter
 from typing import Any
 
 from streams import BasicBolt, BasicOutputCollector, Topology, TopologyBuilder, Tuple
-from streams.batch import BatchBolt, Committer
-from streams.kafka_spout import RecordTranslator
-from streams.transactional_spout import TransactionalKafkaSpout
+from streams.kafka.spout import RecordTranslator
+from streams.model.batch import BatchBolt, Committer
+from streams.transactional.spout import TransactionalKafkaSpout
 
 WORD = re.compile(r"[a-z']+")
 

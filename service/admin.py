@@ -12,8 +12,9 @@ from confluent_kafka.admin import NewTopic
 
 from service.exceptions import BrokerError
 from streams.config import TopologyConfig
-from streams.kafka_io import at_high_watermarks, new_admin, new_consumer
-from streams.naming import (
+from streams.kafka.clients import at_high_watermarks, new_admin, new_consumer
+from streams.model.spec import Topology
+from streams.wire.naming import (
     ack_result_topic,
     acker_changelog_topic,
     acker_topic,
@@ -23,7 +24,6 @@ from streams.naming import (
     ledger_topic,
     metrics_topic,
 )
-from streams.topology import Topology
 
 # Explicit retention: the embedded broker returns empty DescribeConfigs otherwise.
 TOPIC_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1"}

@@ -1,6 +1,6 @@
 """Which worker processes may be running which tasks, cluster-wide (pure).
 
-Executors own fixed tasks (:mod:`streams.assignment`), so two running executors must never
+Executors own fixed tasks (:mod:`service.scheduling`), so two running executors must never
 own the same task: both would process the same records. When a task changes hands (a
 ``rebalance``, a slot that moves to another supervisor), its new owner waits until the old
 one is gone. Supervisors tell each other through ``squall.__events``: ``started`` (with the
@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
-from streams.assignment import ExecutorAssignment
+from service.scheduling import ExecutorAssignment
 
 TaskRef = tuple[str, int]
 """``(component id, task index)``: one task of one component (``__acker`` included)."""

@@ -29,7 +29,7 @@ The service file may hold ``bootstrap.servers``, a ``topology:`` mapping of Stor
 (the "service file" layer of the config precedence), ``kafka: {consumer: {}, producer: {}}``
 client overrides, and ``kafka: {security: {security.protocol: SASL_SSL, ...}}``, TLS and
 SASL settings for every Kafka client (or env ``SQUALL_KAFKA_*``:
-:class:`streams.kafka_io.KafkaSecurity`). Storm keys can also come from env, e.g.
+:class:`streams.kafka.clients.KafkaSecurity`). Storm keys can also come from env, e.g.
 ``SQUALL_TOPOLOGY_WORKERS``.
 """
 
@@ -47,7 +47,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from service.restarts import RestartPolicy
 from streams.config import env_layer
 from streams.exceptions import ConfigError
-from streams.kafka_io import SECURITY_ENV
+from streams.kafka.clients import SECURITY_ENV
 
 
 class ServiceSettings(BaseSettings):
@@ -103,7 +103,7 @@ class ServiceSettings(BaseSettings):
 
     def export_kafka_security(self, environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
         """Put the service file's ``kafka: {security: {librdkafka key: value}}`` into the env as
-        ``SQUALL_KAFKA_*`` (:class:`streams.kafka_io.KafkaSecurity`), unless the env sets it
+        ``SQUALL_KAFKA_*`` (:class:`streams.kafka.clients.KafkaSecurity`), unless the env sets it
         already. Returns what it set. Raises ConfigError naming an unknown key."""
         env = os.environ if environ is None else environ
         section = (self.service_file().get("kafka") or {}).get("security") or {}

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from service.admin import ensure_topics
 from service.control import TopologyRecord
 from service.exceptions import BrokerError
-from streams.kafka_io import new_admin, new_consumer, new_producer
+from streams.kafka.clients import new_admin, new_consumer, new_producer
 
 log = logging.getLogger("squall.control")
 

@@ -47,7 +47,7 @@ from service.reconcile import Running, WorkerKey, WorkerSpec, decide, desired_wo
 from service.restarts import CrashHistory, RestartPolicy
 from service.slots import SlotMembership, slot_of
 from service.supervisor import log_tail, spawn_worker
-from streams.board import StatsBoard
+from streams.monitoring.board import StatsBoard
 
 log = logging.getLogger("squall.serve")
 

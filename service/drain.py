@@ -1,6 +1,6 @@
 """A worker's SIGTERM drain (Storm's graceful shutdown, done so nothing is replayed).
 
-1. Spouts stop emitting (:meth:`streams.executor_spout.SpoutExecutor.drain`).
+1. Spouts stop emitting (:meth:`streams.runtime.spout.SpoutExecutor.drain`).
 2. Every executor keeps running while trees are in flight: the local spouts' own trees,
    and, for a worker without spouts, the trees of spouts that are winding down elsewhere
    (draining, or deactivated as ``kill`` does before its wait), read from the topology's

@@ -1,6 +1,6 @@
 """Prometheus exposition of executor stats, on a registry that is passed in.
 
-Stats are plain counters on the hot path (:class:`streams.stats.ExecutorStats`); this
+Stats are plain counters on the hot path (:class:`streams.monitoring.stats.ExecutorStats`); this
 collector turns them into metric families at scrape time, so per-tuple cost is nil.
 Every family is labelled ``topology``, ``component``, ``kind`` (spout/bolt/acker/spark), ``worker``.
 """
@@ -14,8 +14,8 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from streams.spout_ledger import REPLAY_CAUSES
-from streams.stats import ExecutorStats, LogHistogram, process_usage
+from streams.monitoring.spout_ledger import REPLAY_CAUSES
+from streams.monitoring.stats import ExecutorStats, LogHistogram, process_usage
 
 
 def _bounds() -> tuple[float, ...]:
@@ -50,7 +50,7 @@ COUNTERS = {
     "orphaned": "Trees that ended without an init (acker)",
     "ignored_results": "Ack results for roots the spout no longer tracks (duplicates)",
     "acker_ops": "Acker ops sent",
-    "refetched": "Fetches of an internal topic sent again because a fetch skipped offsets (the records are read, not lost; streams.fetch_gaps)",
+    "refetched": "Fetches of an internal topic sent again because a fetch skipped offsets (the records are read, not lost; streams.kafka.fetch_gaps)",
     "batches_emitted": "Batches a transactional spout emitted (first attempts and replays)",
     "batches_replayed": "Batches a transactional spout emitted again (a failure, a timeout, a restart)",
     "batches_committed": "Batches committed, in txid order",

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from service.control import TopologyRecord
+from service.scheduling import ExecutorAssignment
 from service.supervisor import is_spark_bolt, parse_plan_workers, worker_plan
-from streams.assignment import ExecutorAssignment
 from streams.config import TopologyConfig, resolve
-from streams.loader import load_topology
-from streams.topology import Topology
+from streams.model.loader import load_topology
+from streams.model.spec import Topology
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from service.control import TopologyRecord
+from service.scheduling import ExecutorAssignment, worker_components
 from service.slots import slot_of
-from streams.assignment import ExecutorAssignment, worker_components
 
 
 class WorkerKey(NamedTuple):

@@ -26,17 +26,17 @@ from service.config import ServiceSettings
 from service.corpus import read_lines, shakespeare_texts
 from service.exceptions import InputError
 from service.supervisor import Supervisor, is_spark_bolt, worker_plan
-from streams.board import StatsBoard
 from streams.config import TopologyConfig, resolve
-from streams.kafka_io import new_consumer, new_producer
-from streams.kafka_spout import KafkaSpout
-from streams.loader import load_topology
-from streams.naming import component_group, component_topic
-from streams.spout_ledger import REPLAY_CAUSES
+from streams.kafka.clients import new_consumer, new_producer
+from streams.kafka.spout import KafkaSpout
+from streams.model.loader import load_topology
+from streams.model.spec import OutputDef, Topology
+from streams.monitoring.board import StatsBoard
+from streams.monitoring.spout_ledger import REPLAY_CAUSES
 from streams.state import State, open_backend
 from streams.state.semantics import STATE_KINDS
-from streams.topology import OutputDef, Topology
-from streams.transactional_spout import TransactionalKafkaSpout
+from streams.transactional.spout import TransactionalKafkaSpout
+from streams.wire.naming import component_group, component_topic
 
 log = logging.getLogger("squall.run")
 
@@ -61,7 +61,7 @@ class Summary:
     emitted: int = 0
     """Spout tuples emitted (first emits and replays), from the durable ledgers."""
     replays: dict[str, int] = field(default_factory=dict)
-    """``replayed`` by cause (``fail``, ``timeout``, ``restart``: :mod:`streams.spout_ledger`)."""
+    """``replayed`` by cause (``fail``, ``timeout``, ``restart``: :mod:`streams.monitoring.spout_ledger`)."""
     batches_committed: int | None = None
     """Transactional topologies only (else None): batches committed, replayed, and the last txid."""
     batches_replayed: int | None = None

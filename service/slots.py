@@ -21,7 +21,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from service.control_log import SLOTS, ControlTopics
-from streams.kafka_io import new_consumer
+from streams.kafka.clients import new_consumer
 
 log = logging.getLogger("squall.slots")
 

@@ -2,7 +2,7 @@
 
 Executors are dealt round-robin onto ``topology.workers`` processes (spouts, then bolts,
 then ackers), as Storm's even scheduler does, each with fixed tasks
-(:mod:`streams.assignment`). A worker that dies comes back with the same tasks, and no
+(:mod:`service.scheduling`). A worker that dies comes back with the same tasks, and no
 other worker notices.
 """
 
@@ -20,12 +20,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from acker.common import ACKER_COMPONENT
 from service.exceptions import WorkerDied
 from service.restarts import CrashHistory, RestartPolicy
-from streams.assignment import ExecutorAssignment, executor_tasks, worker_components
+from service.scheduling import ExecutorAssignment, executor_tasks, worker_components
 from streams.config import TopologyConfig
-from streams.topology import Topology
+from streams.model.spec import Topology
+from streams.wire.naming import ACKER_COMPONENT
 
 log = logging.getLogger("squall.supervisor")
 
@@ -35,7 +35,7 @@ def plan_workers(topology: Topology, conf: TopologyConfig) -> list[list[Executor
 
     Executors are dealt round-robin (spouts, then bolts, then ackers), as Storm's even
     scheduler does; a component's executors own contiguous task ranges
-    (:func:`streams.assignment.executor_tasks`). A SparkBolt gets a worker of its own (its
+    (:func:`service.scheduling.executor_tasks`). A SparkBolt gets a worker of its own (its
     Spark driver), which runs all its tasks. The faust acker runtime assigns its tasks
     through its own Kafka group, so its one executor lists every acker task.
     """

@@ -23,11 +23,11 @@ from service.control import TopologyRecord, activate, deactivate, kill, rebalanc
 from service.control_log import ControlLog, ControlTopics, ControlWriter, ensure_control_topics, probe
 from service.exceptions import ControlError, UsageError
 from service.plan import load_record
-from streams.board import StatsBoard
 from streams.config import KEYS, resolve
-from streams.loader import load_topology
-from streams.spout_ledger import REPLAY_CAUSES
-from streams.stats import LogHistogram
+from streams.model.loader import load_topology
+from streams.monitoring.board import StatsBoard
+from streams.monitoring.spout_ledger import REPLAY_CAUSES
+from streams.monitoring.stats import LogHistogram
 
 
 @dataclass

@@ -19,21 +19,21 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from acker.common import ACKER_COMPONENT
 from acker.runtime_native import AckerExecutor
 from service.control_log import ControlTopics
 from service.drain import draining_elsewhere
 from service.metrics import StatsCollector, serve
 from service.status_watch import StatusWatcher
 from service.supervisor import is_spark_bolt, parse_plan_workers
-from streams.board import StatsBoard
 from streams.config import resolve
-from streams.context import LocalTasks
-from streams.executor import Executor
-from streams.executor_bolt import BoltExecutor
-from streams.executor_spout import SpoutExecutor
-from streams.kafka_io import at_high_watermarks
-from streams.loader import load_topology
+from streams.kafka.clients import at_high_watermarks
+from streams.model.context import LocalTasks
+from streams.model.loader import load_topology
+from streams.monitoring.board import StatsBoard
+from streams.runtime.bolt import BoltExecutor
+from streams.runtime.executor import Executor
+from streams.runtime.spout import SpoutExecutor
+from streams.wire.naming import ACKER_COMPONENT
 
 log = logging.getLogger("squall.worker")
 

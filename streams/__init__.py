@@ -1,28 +1,92 @@
-"""Squall's programming model and data plane: Storm's spouts, bolts and collectors on Kafka.
+"""Squall's programming model: Storm's spouts, bolts and collectors on Kafka.
 
-Public API (Storm names, Pythonic form)::
+Every name a topology file needs comes from here::
 
     from streams import TopologyBuilder, Spout, Bolt, BasicBolt, KafkaSpout, FailedException
+
+The package is layered (docs/design.md, "Layers"): :mod:`streams.wire` (bytes on Kafka),
+:mod:`streams.state`, :mod:`streams.model` (what a topology is made of),
+:mod:`streams.kafka` (reading Kafka), :mod:`streams.monitoring`, :mod:`streams.runtime`
+(the executors) and :mod:`streams.transactional` (exactly once).
+
+``import streams`` loads no Kafka client: the Kafka-backed names (:class:`KafkaSpout`,
+:class:`RecordTranslator`, :class:`RetryPolicy`, :class:`TransactionalKafkaSpout`,
+:class:`OpaqueKafkaSpout`) are imported on first use, as faust's ``__init__`` does
+(``tests/unit/test_layers.py`` checks it in a fresh interpreter).
 """
 
-from streams.component import BasicBolt, BasicOutputCollector, Bolt, OutputFieldsDeclarer, Spout
-from streams.exceptions import FailedException, FatalError, SquallError, TopologyError
-from streams.kafka_spout import KafkaSpout
-from streams.topology import Topology, TopologyBuilder
-from streams.tuple import Tuple
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from streams.exceptions import ConfigError, FailedException, FatalError, SquallError, TopologyError
+from streams.model.batch import BatchAttempt, BatchBolt, BatchOutputCollector, Committer
+from streams.model.bolt import BasicBolt, BasicOutputCollector, Bolt
+from streams.model.collector import OutputCollector, SpoutOutputCollector
+from streams.model.component import OutputFieldsDeclarer
+from streams.model.context import TopologyContext
+from streams.model.grouping import CustomStreamGrouping
+from streams.model.spec import GroupingKind, Topology
+from streams.model.spout import Spout
+from streams.model.topology import TopologyBuilder
+from streams.model.tuple import DEFAULT_STREAM, Tuple
+
+if TYPE_CHECKING:
+    from streams.kafka.retry import RetryPolicy
+    from streams.kafka.spout import KafkaSpout, RecordTranslator
+    from streams.transactional.spout import OpaqueKafkaSpout, TransactionalKafkaSpout
+
+_LAZY = {
+    "KafkaSpout": "streams.kafka.spout",
+    "RecordTranslator": "streams.kafka.spout",
+    "RetryPolicy": "streams.kafka.retry",
+    "TransactionalKafkaSpout": "streams.transactional.spout",
+    "OpaqueKafkaSpout": "streams.transactional.spout",
+}
+"""Names loaded on first use: their modules bring the Kafka client."""
 
 __all__ = [
+    "DEFAULT_STREAM",
     "BasicBolt",
     "BasicOutputCollector",
+    "BatchAttempt",
+    "BatchBolt",
+    "BatchOutputCollector",
     "Bolt",
+    "Committer",
+    "ConfigError",
+    "CustomStreamGrouping",
     "FailedException",
     "FatalError",
+    "GroupingKind",
     "KafkaSpout",
+    "OpaqueKafkaSpout",
+    "OutputCollector",
     "OutputFieldsDeclarer",
+    "RecordTranslator",
+    "RetryPolicy",
     "Spout",
+    "SpoutOutputCollector",
     "SquallError",
     "Topology",
     "TopologyBuilder",
+    "TopologyContext",
     "TopologyError",
+    "TransactionalKafkaSpout",
     "Tuple",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a Kafka-backed name on first use (PEP 562). Raises AttributeError otherwise."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'streams' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

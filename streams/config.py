@@ -15,6 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from streams.exceptions import ConfigError
 
+TRANSACTIONAL_MAX_PENDING = 5
+"""Batches in flight per transactional spout when ``topology.max.spout.pending`` is not set."""
+
 
 class TopologyConfig(BaseModel):
     """Validated config for one component (or the topology). Field aliases are the keys."""
@@ -51,7 +54,7 @@ class TopologyConfig(BaseModel):
         alias="squall.spout.pending.target.latency.secs",
         gt=0,
         description="complete latency the adaptive bound on trees in flight aims at (seconds; default 1; "
-        "streams.pending_bound); used when topology.max.spout.pending is not set",
+        "streams.runtime.pending_bound); used when topology.max.spout.pending is not set",
     )
     pending_initial: int = Field(
         100, alias="squall.spout.pending.initial", ge=1, description="the adaptive bound's start (message ids in flight per task; default 100)"
@@ -143,6 +146,12 @@ class TopologyConfig(BaseModel):
     spark_checkpoint_dir: str | None = Field(
         None, alias="squall.spark.checkpoint.dir", description="SparkBolt checkpoints (path; default <service data dir>/<topology>/spark)"
     )
+
+    @property
+    def batches_in_flight(self) -> int:
+        """A transactional spout's batches in flight: ``topology.max.spout.pending``, else
+        :data:`TRANSACTIONAL_MAX_PENDING` (Trident users keep it small)."""
+        return self.max_spout_pending or TRANSACTIONAL_MAX_PENDING
 
     def get(self, key: str, default: Any = None) -> Any:
         """Look a value up by its key (alias) or attribute name."""

@@ -4,7 +4,7 @@ The query reads the bolt's input topic ``squall.T.<bolt>`` with the ``squall-kaf
 source (its partitions are the bolt's tasks), runs :class:`BoltProcessor` over each
 partition of a micro-batch with ``mapInArrow``, and writes with the ``squall-bolt`` sink
 (:mod:`streams.spark.bolt_sink`). The processor keeps Storm's envelope algebra by
-running the ordinary :class:`~streams.collector.OutputCollector`: every output is
+running the ordinary :class:`~streams.runtime.collectors.OutputCollector`: every output is
 anchored to its input with fresh 64-bit edge ids and routed by the subscribers'
 groupings; every input is acked (``edge ^ ack_val``) or, if the user function raised on
 it, failed. Acks travel to the driver, which sends one coalesced op per root per
@@ -33,18 +33,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams.codec import decode_tuple
-from streams.collector import AckBuffer, OutputCollector, Router
-from streams.component import DEFAULT_STREAM, Bolt, OutputFieldsDeclarer
 from streams.config import resolve
-from streams.context import TopologyContext
-from streams.dead_letter import dead_letter_headers
 from streams.exceptions import DecodeError, FailedException, FatalError
-from streams.loader import load_topology
-from streams.naming import acker_topic, component_topic, dead_letter_topic
+from streams.model.bolt import Bolt
+from streams.model.component import OutputFieldsDeclarer
+from streams.model.context import TopologyContext
+from streams.model.loader import load_topology
+from streams.model.tuple import DEFAULT_STREAM, Tuple
+from streams.monitoring.stats import LogHistogram
+from streams.runtime.acks import AckBuffer
+from streams.runtime.collectors import BoltOutputCollectorImpl
+from streams.runtime.routing import Router
 from streams.spark.exceptions import SparkBoltError
-from streams.stats import LogHistogram
-from streams.tuple import Tuple
+from streams.wire.codec import decode_tuple
+from streams.wire.dead_letter import dead_letter_headers
+from streams.wire.naming import acker_topic, component_topic, dead_letter_topic
 
 log = logging.getLogger("squall.spark.bolt")
 
@@ -294,7 +297,7 @@ class _ProcessorState:
             task_id = self.cdef.task_base + partition
             ctx = TopologyContext(self.topology, self.component, task_id, "spark")
             ctx.conf = self.conf.as_dict()
-            c = self.collectors[partition] = OutputCollector(Router(self.topology, self.component, ctx), task_id, rows.produce, acks)
+            c = self.collectors[partition] = BoltOutputCollectorImpl(Router(self.topology, self.component, ctx), task_id, rows.produce, acks)
         c.produce = rows.produce
         c.acks = acks
         return c

@@ -34,15 +34,15 @@ from confluent_kafka import TopicPartition
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, DataSourceStreamWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from streams.codec import encode_json
-from streams.collector import AckBuffer
-from streams.naming import acker_topic, component_group, component_topic, metrics_topic
+from streams.monitoring.stats import ExecutorStats, LogHistogram
+from streams.runtime.acks import AckBuffer
 from streams.spark import clients
 from streams.spark import options as opt
 from streams.spark.bolt import KIND_ACK, KIND_FAIL, KIND_RECORD, KIND_STATE, KIND_STATS, BoltProcessor, to_unsigned
 from streams.spark.exceptions import SparkSinkError
 from streams.spark.sink import Delivery
-from streams.stats import ExecutorStats, LogHistogram
+from streams.wire.codec import encode_json
+from streams.wire.naming import acker_topic, component_group, component_topic, metrics_topic
 
 log = logging.getLogger("squall.spark.bolt_sink")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer
 
-from streams.kafka_io import DeliveryTracker, new_consumer, new_producer
+from streams.kafka.clients import DeliveryTracker, new_consumer, new_producer
 
 _lock = threading.Lock()
 _consumers: dict[tuple[Any, ...], Consumer] = {}

@@ -25,13 +25,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streams.board import StatsBoard
-from streams.codec import encode_tuple
 from streams.exceptions import FatalError
-from streams.executor import Executor
-from streams.naming import component_topic
-from streams.stats import ExecutorStats, LogHistogram
-from streams.tuple import SYSTEM_COMPONENT
+from streams.model.tuple import SYSTEM_COMPONENT
+from streams.monitoring.board import StatsBoard
+from streams.monitoring.stats import ExecutorStats, LogHistogram
+from streams.runtime.executor import Executor
+from streams.wire.codec import encode_tuple
+from streams.wire.naming import component_topic
 
 log = logging.getLogger("squall.spark.runtime")
 

@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from streams.kafka_io import produce_fn
+from streams.kafka.clients import produce_fn
 from streams.spark import clients
 from streams.spark import options as opt
 from streams.spark.exceptions import SparkSinkError

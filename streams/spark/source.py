@@ -26,7 +26,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
-from streams.kafka_io import new_consumer
+from streams.kafka.clients import new_consumer
 from streams.spark import clients
 from streams.spark import options as opt
 from streams.spark.exceptions import SparkSourceError

@@ -28,7 +28,7 @@ from service.broker import EmbeddedBroker
 from service.config import ServiceSettings
 from service.corpus import read_lines, shakespeare_texts
 from service.runner import Job, Summary
-from streams.naming import dead_letter_topic
+from streams.wire.naming import dead_letter_topic
 
 CACHE = Path(os.environ.get("SQUALL_DATA_DIR", Path.home() / ".cache" / "squall"))
 TOPOLOGIES = Path(__file__).parent / "topologies"

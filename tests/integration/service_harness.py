@@ -21,7 +21,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from service.admin import read_topic
-from streams.board import LEDGER_TOTALS, StatsBoard
+from streams.monitoring.board import LEDGER_TOTALS, StatsBoard
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDCOUNT = ROOT / "examples" / "wordcount.py"

@@ -27,11 +27,11 @@ from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 from service.admin import ensure_topology_topics
 from service.config import ServiceSettings
 from service.supervisor import worker_plan
-from streams.acker_wire import OP_ACK, OP_FAIL, OP_INIT, RESULT_FAIL, decode_results, encode_ops
 from streams.config import resolve
-from streams.kafka_io import new_consumer, new_producer
-from streams.loader import load_topology
-from streams.naming import ack_result_topic, acker_changelog_topic, acker_topic
+from streams.kafka.clients import new_consumer, new_producer
+from streams.model.loader import load_topology
+from streams.wire.acker import OP_ACK, OP_FAIL, OP_INIT, RESULT_FAIL, decode_results, encode_ops
+from streams.wire.naming import ack_result_topic, acker_changelog_topic, acker_topic
 
 pytestmark = pytest.mark.broker
 

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from acker.common import ACKER_COMPONENT
 from service.broker import EmbeddedBroker
 from service.config import ServiceSettings
 from service.runner import Job
-from streams.kafka_io import new_producer
-from streams.naming import ack_result_topic, acker_changelog_topic, acker_topic, component_topic
+from streams.kafka.clients import new_producer
+from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_changelog_topic, acker_topic, component_topic
 from tests.integration.conftest import EXAMPLES, assert_at_least, corpus_slice, dead_letters, direct_count, kill_workers
 
 pytestmark = pytest.mark.broker

@@ -21,7 +21,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from service.config import ServiceSettings
 from service.runner import Job
-from streams.naming import coordinator_topic
+from streams.wire.naming import coordinator_topic
 from tests.integration.conftest import EXAMPLES, TOPOLOGIES, corpus_slice, direct_count, kill_workers
 
 pytestmark = pytest.mark.broker

@@ -12,7 +12,7 @@ from confluent_kafka import Producer
 from service.admin import ensure_topics
 from service.config import ServiceSettings
 from service.runner import Job
-from streams.source import task_of
+from streams.kafka.source import task_of
 from tests.integration.conftest import TOPOLOGIES
 
 pytestmark = pytest.mark.broker

@@ -13,7 +13,7 @@ import pytest
 from service.admin import read_topic
 from service.config import ServiceSettings
 from service.runner import Job, Summary
-from streams.naming import acker_topic
+from streams.wire.naming import acker_topic
 from tests.integration.conftest import TOPOLOGIES, corpus_slice, dead_letters, direct_count, run_job
 
 pytestmark = pytest.mark.broker

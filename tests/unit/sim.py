@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from acker.ledger import Ledger
-from streams.acker_wire import OP_ACK, OP_FAIL, OP_INIT, OP_RESET
-from streams.codec import decode_tuple
-from streams.collector import AckBuffer, OutputCollector, Route
-from streams.grouping import GlobalGrouping
-from streams.tuple import Tuple
+from streams.model.grouping import GlobalGrouping
+from streams.model.tuple import Tuple
+from streams.runtime.acks import AckBuffer
+from streams.runtime.collectors import BoltOutputCollectorImpl
+from streams.runtime.routing import Route
+from streams.wire.acker import OP_ACK, OP_FAIL, OP_INIT, OP_RESET
+from streams.wire.codec import decode_tuple
 
 
 class OneRoute:
@@ -59,5 +61,5 @@ def apply_ops(ledger: Ledger, ops: list[list[int]]) -> list[Any]:
     return outs
 
 
-def collector(capture: Capture, acks: AckBuffer) -> OutputCollector:
-    return OutputCollector(OneRoute(), 1, capture, acks)  # type: ignore[arg-type]
+def collector(capture: Capture, acks: AckBuffer) -> BoltOutputCollectorImpl:
+    return BoltOutputCollectorImpl(OneRoute(), 1, capture, acks)  # type: ignore[arg-type]

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acker.common import ACKER_COMPONENT
+from service.scheduling import ExecutorAssignment, executor_tasks
 from service.supervisor import parse_plan_workers, plan_json, plan_workers
-from streams.assignment import ExecutorAssignment, executor_tasks
 from streams.config import resolve
-from streams.loader import load_topology
+from streams.model.loader import load_topology
+from streams.wire.naming import ACKER_COMPONENT
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

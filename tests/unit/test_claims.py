@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from service.claims import Claim, ClaimBook, task_refs
+from service.scheduling import ExecutorAssignment
 from service.slots import SlotTable
-from streams.assignment import ExecutorAssignment
 
 
 def started(pid: int, worker: int, tasks: list[tuple[str, int]], at: float, sup: str = "s1") -> dict[str, Any]:

@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.acker_wire import decode_list
-from streams.codec import decode_tuple, encode_rooted, encode_tuple
 from streams.exceptions import DecodeError, SquallError
+from streams.wire.acker import decode_list
+from streams.wire.codec import decode_tuple, encode_rooted, encode_tuple
 
 
 def test_tuple_roundtrip_keeps_64_bit_ids_and_unicode() -> None:

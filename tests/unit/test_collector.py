@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acker.ledger import Ledger
-from streams.acker_wire import acker_partition
-from streams.collector import AckBuffer
-from streams.tuple import Tuple
+from streams.model.tuple import Tuple
+from streams.runtime.acks import AckBuffer
+from streams.wire.acker import acker_partition
 from tests.unit.sim import Capture, apply_ops, as_tuple, collector
 
 
@@ -81,7 +81,7 @@ def test_fail_drops_pending_acks_for_that_root() -> None:
 
 
 def test_a_large_flush_is_split_into_bounded_records() -> None:
-    from streams.acker_wire import MAX_ITEMS_PER_RECORD
+    from streams.wire.acker import MAX_ITEMS_PER_RECORD
 
     acks = AckBuffer("acker", 1)
     for root in range(1, 10_001):
@@ -112,7 +112,7 @@ def test_ids_do_not_depend_on_the_global_random_state() -> None:
 def test_acker_partition_is_kafkas_murmur2_of_the_8_byte_key(root: int, ackers: int) -> None:
     """The unrolled hash equals the Java client's murmur2 of the key (as Kafka's default
     partitioner would place a keyed record), and one acker needs no hash at all."""
-    from streams.acker_wire import murmur2, murmur2_root
+    from streams.wire.acker import murmur2, murmur2_root
 
     assert murmur2_root(root) == murmur2(root.to_bytes(8, "big"))
     assert acker_partition(root, ackers) == (murmur2(root.to_bytes(8, "big")) & 0x7FFFFFFF) % ackers

@@ -10,8 +10,9 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.batch_tracker import BatchTracker
-from streams.coordinator import TP, BatchCoordinator, CoordinatorState, Phase, Range
+from streams.transactional.batch_tracker import BatchTracker
+from streams.transactional.coordinator import BatchCoordinator, CoordinatorState, Phase, Range
+from streams.wire.naming import TP
 
 HIGHS = {("t", 0): 37, ("t", 1): 23, ("u", 0): 0}
 

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from acker.durable import DurableLedger, decode_changelog
 from acker.ledger import Ledger
-from streams.acker_wire import decode_ops, decode_results, encode_ops, root_key
-from streams.codec import decode_tuple, encode_tuple
 from streams.exceptions import DecodeError
-from streams.ledger_store import parse_ledger
+from streams.monitoring.ledger_store import parse_ledger
+from streams.wire.acker import decode_ops, decode_results, encode_ops, root_key
+from streams.wire.codec import decode_tuple, encode_tuple
 
 WHERE: dict[str, Any] = {"component": "split", "topic": "squall.t.x", "partition": 3, "offset": 41}
 NAMED = "[split] cannot decode record squall.t.x[3]@41: "
@@ -100,6 +100,6 @@ def test_spout_ledger_records_decode_or_name_the_record(raw: bytes | None) -> No
 @settings(max_examples=1000, deadline=None)
 @given(near_ops)
 def test_the_fast_op_check_agrees_with_the_named_one(ops: list[Any]) -> None:
-    from streams.acker_wire import _op_problem, _ops_ok
+    from streams.wire.acker import _op_problem, _ops_ok
 
     assert _ops_ok(ops) == all(_op_problem(op) is None for op in ops)

@@ -1,5 +1,5 @@
 """The spout's feed holds back while its sources are full, and never pauses its consumer
-(streams.source_feed.sources_full): pausing drops librdkafka's prefetched records."""
+(streams.kafka.feed.sources_full): pausing drops librdkafka's prefetched records."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.fetch_gaps import FakeRecord
-from streams.source_feed import FULL_BATCHES, FedTask, SourceFeed, sources_full
+from streams.kafka.feed import FULL_BATCHES, FedTask, SourceFeed, sources_full
+from streams.kafka.fetch_gaps import FakeRecord
 
 
 class PrefetchingConsumer:

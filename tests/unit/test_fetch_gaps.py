@@ -1,4 +1,4 @@
-"""A fetch that skips offsets of an internal topic is fetched again (streams.fetch_gaps).
+"""A fetch that skips offsets of an internal topic is fetched again (streams.kafka.fetch_gaps).
 
 The simulated consumer below answers fetches as the embedded broker did under concurrent
 producers: sometimes with a later batch while an earlier one is not yet readable. Whatever
@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.fetch_gaps import FakeRecord, FetchGaps
+from streams.kafka.fetch_gaps import FakeRecord, FetchGaps
 
 
 def offsets(records: list[FakeRecord]) -> list[int]:

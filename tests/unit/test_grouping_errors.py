@@ -7,9 +7,11 @@ from typing import Any
 import pytest
 
 from streams import BasicBolt, KafkaSpout, TopologyBuilder
-from streams.collector import AckBuffer, OutputCollector, Router
-from streams.context import TopologyContext
 from streams.exceptions import FatalError, TopologyError
+from streams.model.context import TopologyContext
+from streams.runtime.acks import AckBuffer
+from streams.runtime.collectors import BoltOutputCollectorImpl
+from streams.runtime.routing import Router
 from tests.unit.sim import Capture
 
 
@@ -35,7 +37,7 @@ class Bad:
         return [max(self.targets) + 1]
 
 
-def collector_for(component: str, custom: Any = None) -> tuple[OutputCollector, Any]:
+def collector_for(component: str, custom: Any = None) -> tuple[BoltOutputCollectorImpl, Any]:
     b = TopologyBuilder()
     b.set_spout("s", KafkaSpout(), 1)
     b.set_bolt("a", Two(), 1).shuffle_grouping("s")
@@ -48,7 +50,7 @@ def collector_for(component: str, custom: Any = None) -> tuple[OutputCollector, 
     t = b.create_topology("t")
     task = t.components[component].task_base
     ctx = TopologyContext(t, component, task)
-    return OutputCollector(Router(t, component, ctx), task, Capture(), AckBuffer("acker", 1)), t
+    return BoltOutputCollectorImpl(Router(t, component, ctx), task, Capture(), AckBuffer("acker", 1)), t
 
 
 def test_emit_direct_reaches_only_the_named_task_and_emit_returns_task_ids() -> None:

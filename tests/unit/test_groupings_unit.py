@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from streams.grouping import AllGrouping, FieldsGrouping, GlobalGrouping, ShuffleGrouping
+from streams.model.grouping import AllGrouping, FieldsGrouping, GlobalGrouping, ShuffleGrouping
 
 
 def test_shuffle_is_balanced() -> None:
@@ -29,7 +29,7 @@ def test_all_and_global() -> None:
 def test_fields_hash_is_documented_and_stable_across_instances() -> None:
     import zlib
 
-    from streams.codec import encode_json
+    from streams.wire.codec import encode_json
 
     a, b = FieldsGrouping(7, [0]), FieldsGrouping(7, [0])
     for word in ["the", "naïve", "", "x" * 100]:

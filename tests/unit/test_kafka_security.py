@@ -3,7 +3,7 @@
 The embedded broker cannot check them: tansu 0.6.0 serves plaintext on a ``tls://``
 listener given a certificate, and with ``--authentication`` no SCRAM user can be created
 in its memory storage. So these tests check the plumbing: every client is made by
-:mod:`streams.kafka_io`'s factories, the factories add the settings, librdkafka accepts
+:mod:`streams.kafka.clients`'s factories, the factories add the settings, librdkafka accepts
 them, workers inherit them, and a service file's ``kafka.security`` reaches the env.
 """
 
@@ -17,13 +17,13 @@ import pytest
 from confluent_kafka import Producer
 
 from service.config import ServiceSettings
-from streams import kafka_io
 from streams.exceptions import ConfigError
+from streams.kafka import clients as kafka_io
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = {"Consumer", "Producer", "AdminClient"}
 ALLOWED = {
-    "streams/kafka_io.py",  # the factories
+    "streams/kafka/clients.py",  # the factories
     "service/broker.py",  # the embedded broker's readiness probe: a local plaintext broker by construction
 }
 SCRAM = {
@@ -50,8 +50,8 @@ def test_every_client_is_made_by_the_factories() -> None:
     files = [p for pkg in ("streams", "service", "acker") for p in (ROOT / pkg).rglob("*.py")]
     assert len(files) > 50
     calls = [c for p in files if str(p.relative_to(ROOT)) not in ALLOWED for c in direct_client_calls(p)]
-    assert calls == [], "make Kafka clients with streams.kafka_io.new_consumer/new_producer/new_admin"
-    factories = {c.split()[-1] for c in direct_client_calls(ROOT / "streams" / "kafka_io.py")}
+    assert calls == [], "make Kafka clients with streams.kafka.clients.new_consumer/new_producer/new_admin"
+    factories = {c.split()[-1] for c in direct_client_calls(ROOT / "streams" / "kafka" / "clients.py")}
     assert factories == {"Consumer(...)", "Producer(...)", "AdminClient(...)"}
 
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acker.ledger import Ledger
-from streams.acker_wire import OP_ACK, OP_INIT
-from streams.collector import AckBuffer
+from streams.runtime.acks import AckBuffer
+from streams.wire.acker import OP_ACK, OP_INIT
 from tests.unit.sim import Capture, apply_ops, as_tuple, collector
 
 
@@ -36,7 +36,7 @@ def build_tree(seed: int, n_roots: int, steps: int, fanout_max: int) -> tuple[li
         edge = rnd.getrandbits(64) or 1
         roots.append(root)
         ops.append([OP_INIT, root, edge, 0])
-        from streams.tuple import Tuple
+        from streams.model.tuple import Tuple
 
         tuples.append(Tuple(["x"], "default", "s", 0, {root: edge}, {"v": 0}))
     open_tuples = list(tuples)

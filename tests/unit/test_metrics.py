@@ -6,7 +6,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from service.metrics import StatsCollector
-from streams.stats import ExecutorStats
+from streams.monitoring.stats import ExecutorStats
 
 
 def samples(registry: CollectorRegistry) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

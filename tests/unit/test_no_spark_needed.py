@@ -17,7 +17,7 @@ class Block:
             raise ImportError("blocked " + name)
         return None
 sys.meta_path.insert(0, Block())
-from streams.loader import load_topology
+from streams.model.loader import load_topology
 from service.supervisor import plan_workers
 from streams.config import resolve
 for f in ("wordcount.py", "wordcount_spark.py"):

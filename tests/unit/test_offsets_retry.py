@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from streams.offsets import OffsetTracker
-from streams.retry import RetryPolicy, RetryQueue
+from streams.kafka.offsets import OffsetTracker
+from streams.kafka.retry import RetryPolicy, RetryQueue
 
 
 def test_commits_only_the_contiguous_run_of_finished_offsets() -> None:

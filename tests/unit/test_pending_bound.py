@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.pending_bound import AdaptiveBound, FixedBound
+from streams.runtime.pending_bound import AdaptiveBound, FixedBound
 
 
 class Clock:

@@ -1,6 +1,6 @@
 """Trees of several records (``squall.spout.tree.records``): one root, one init, one result.
 
-The collector half drives the real :class:`SpoutOutputCollector` and bolt collectors into the
+The collector half drives the real :class:`SpoutOutputCollectorImpl` and bolt collectors into the
 real acker :class:`Ledger`; the spout half drives a real :class:`KafkaSpout` with stand-in
 records and a recording collector; the ledger and trees-in-flight halves are pure.
 """
@@ -15,17 +15,18 @@ from hypothesis import strategies as st
 
 from acker.ledger import Ledger
 from streams import KafkaSpout
-from streams.collector import AckBuffer, SpoutOutputCollector
-from streams.fetch_gaps import FakeRecord as Msg  # a stand-in for a consumed confluent_kafka.Message
-from streams.inflight import InFlightTrees
-from streams.kafka_spout import RecordTranslator
-from streams.source import KafkaMessageId, KafkaRecordsId, SourceIO
-from streams.spout_ledger import TaskLedger
+from streams.kafka.fetch_gaps import FakeRecord as Msg  # a stand-in for a consumed confluent_kafka.Message
+from streams.kafka.source import KafkaMessageId, KafkaRecordsId, SourceIO
+from streams.kafka.spout import RecordTranslator
+from streams.monitoring.spout_ledger import TaskLedger
+from streams.runtime.acks import AckBuffer
+from streams.runtime.collectors import SpoutOutputCollectorImpl
+from streams.runtime.inflight import InFlightTrees
 from tests.unit.sim import Capture, OneRoute, apply_ops, as_tuple, collector
 
 
-def spout_collector(cap: Capture, acks: AckBuffer | None, tracked: list[Any], untracked: list[Any]) -> SpoutOutputCollector:
-    return SpoutOutputCollector(
+def spout_collector(cap: Capture, acks: AckBuffer | None, tracked: list[Any], untracked: list[Any]) -> SpoutOutputCollectorImpl:
+    return SpoutOutputCollectorImpl(
         OneRoute(),  # type: ignore[arg-type]
         0,
         cap,

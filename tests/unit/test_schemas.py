@@ -11,9 +11,9 @@ import pytest
 
 from acker.durable import DurableLedger
 from acker.ledger import Ledger
-from streams.acker_wire import encode_ops, encode_results
-from streams.codec import encode_tuple
-from streams.stats import ExecutorStats
+from streams.monitoring.stats import ExecutorStats
+from streams.wire.acker import encode_ops, encode_results
+from streams.wire.codec import encode_tuple
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
@@ -92,7 +92,7 @@ def test_control_record_and_events() -> None:
 
 
 def test_coordinator_state_and_batch_system_tuples() -> None:
-    from streams.coordinator import BatchCoordinator, CoordinatorState
+    from streams.transactional.coordinator import BatchCoordinator, CoordinatorState
 
     c = BatchCoordinator(CoordinatorState(), opaque=True, max_pending=2, batch_records=10)
     a = c.next_action({("squall.t.lines", 0): 25, ("squall.t.lines", 1): 3}, starts={})
@@ -111,8 +111,8 @@ def test_coordinator_state_and_batch_system_tuples() -> None:
 
 
 def test_spout_ledger() -> None:
-    from streams.source import KafkaMessageId
-    from streams.spout_ledger import TaskLedger
+    from streams.kafka.source import KafkaMessageId
+    from streams.monitoring.spout_ledger import TaskLedger
 
     ledger = TaskLedger("lines", 1)
     ledger.emitted_tracked(KafkaMessageId("squall.t.lines", 1, 7))

@@ -14,9 +14,9 @@ from service.drain import draining_elsewhere
 from service.exceptions import ControlError, UsageError
 from service.reconcile import Running, WorkerKey, WorkerSpec, decide, desired_workers
 from service.restarts import CrashHistory, RestartPolicy
+from service.scheduling import ExecutorAssignment
 from service.slots import slot_of
 from service.verbs import parse_conf, parse_executors
-from streams.assignment import ExecutorAssignment
 
 TASKS = {"lines": 2, "split": 1, "count": 4}
 

@@ -13,13 +13,13 @@ import pytest
 
 from acker.ledger import Ledger
 from examples.wordcount import words as tokenise
-from streams.codec import decode_tuple, encode_tuple
-from streams.naming import component_topic
 from streams.spark.bolt import KIND_ACK, KIND_FAIL, KIND_RECORD, KIND_STATE, KIND_STATS, BoltProcessor, to_signed, to_unsigned
 from streams.spark.bolt_sink import BoltCommit, merge_commits
 from streams.spark.committer import SparkCommitter
 from streams.spark.source import ARROW_SCHEMA, cap_ranges, plan_ranges
 from streams.state import TransactionalState, open_backend
+from streams.wire.codec import decode_tuple, encode_tuple
+from streams.wire.naming import component_topic
 from tests.unit.sim import apply_ops
 
 TOPOLOGIES = Path(__file__).resolve().parents[1] / "integration" / "topologies"
@@ -233,9 +233,9 @@ def test_spark_bolt_rejects_bad_declarations() -> None:
 
 def test_driver_folds_each_batch_snapshot_once_and_forgets_it() -> None:
     from streams.config import resolve
-    from streams.loader import load_topology
+    from streams.model.loader import load_topology
+    from streams.monitoring.stats import ExecutorStats
     from streams.spark.runtime import SparkBoltExecutor
-    from streams.stats import ExecutorStats
 
     topology = load_topology(TOPOLOGIES / "spark_wordcount.py", NAME)
     ex = SparkBoltExecutor(topology, "split", resolve({}), "127.0.0.1:1", plan={"workdir": "/tmp"})

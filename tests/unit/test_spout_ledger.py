@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streams.exceptions import DecodeError
-from streams.ledger_store import parse_ledger
-from streams.source import KafkaMessageId
-from streams.spout_ledger import TaskLedger
+from streams.kafka.source import KafkaMessageId
+from streams.monitoring.ledger_store import parse_ledger
+from streams.monitoring.spout_ledger import TaskLedger
 
 M = KafkaMessageId
 

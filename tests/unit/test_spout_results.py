@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from streams import KafkaSpout, TopologyBuilder
-from streams.context import TopologyContext
-from streams.inflight import InFlightTrees
-from streams.source import KafkaMessageId, KafkaSource, kafka_source
+from streams.kafka.source import KafkaMessageId, KafkaSource, kafka_source
+from streams.model.context import TopologyContext
+from streams.runtime.inflight import InFlightTrees
 
 
 class Clock:

@@ -23,10 +23,11 @@ from collections import Counter
 from typing import Any
 
 from streams import Bolt, Topology, TopologyBuilder, Tuple
-from streams.batch import BatchBolt, Committer
-from streams.coordinator import TP, Range
-from streams.kafka_spout import RecordTranslator
-from streams.transactional_spout import OpaqueKafkaSpout, TransactionalKafkaSpout
+from streams.kafka.spout import RecordTranslator
+from streams.model.batch import BatchBolt, Committer
+from streams.transactional.coordinator import Range
+from streams.transactional.spout import OpaqueKafkaSpout, TransactionalKafkaSpout
+from streams.wire.naming import TP
 
 WORD = re.compile(r"[a-z']+")
 OPAQUE = os.environ.get("SQUALL_TEST_OPAQUE") == "1"

@@ -8,7 +8,7 @@ from typing import Any
 
 from examples.wordcount import Count, words
 from streams import BasicBolt, BasicOutputCollector, FailedException, KafkaSpout, Topology, TopologyBuilder, Tuple
-from streams.kafka_spout import RecordTranslator
+from streams.kafka.spout import RecordTranslator
 
 
 class FlakySplit(BasicBolt):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from streams import BasicBolt, BasicOutputCollector, KafkaSpout, Topology, TopologyBuilder, Tuple
-from streams.kafka_spout import RecordTranslator
+from streams.kafka.spout import RecordTranslator
 
 TASKS = 4
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from examples.wordcount import Count, Split, words
 from streams import BasicBolt, BasicOutputCollector, Bolt, FailedException, KafkaSpout, Topology, TopologyBuilder, Tuple
-from streams.kafka_spout import RecordTranslator
+from streams.kafka.spout import RecordTranslator
 
 MODE = os.environ.get("SQUALL_TEST_MODE", "")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from examples.wordcount import Count, Split
 from streams import KafkaSpout, Topology, TopologyBuilder
-from streams.kafka_spout import RecordTranslator
+from streams.kafka.spout import RecordTranslator
 
 
 def topology() -> Topology:

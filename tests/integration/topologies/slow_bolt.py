@@ -7,7 +7,7 @@ import time
 
 from examples.wordcount import Count, Split
 from streams import BasicOutputCollector, KafkaSpout, Topology, TopologyBuilder, Tuple
-from streams.kafka_spout import RecordTranslator
+from streams.kafka.spout import RecordTranslator
 
 
 class SlowSplit(Split):

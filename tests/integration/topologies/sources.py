@@ -7,7 +7,7 @@ import os
 
 from examples.wordcount import Count, Split
 from streams import KafkaSpout, Topology, TopologyBuilder
-from streams.kafka_spout import RecordTranslator
+from streams.kafka.spout import RecordTranslator
 
 how, _, arg = os.environ.get("SQUALL_TEST_SOURCES", "pattern:^$").partition(":")
 

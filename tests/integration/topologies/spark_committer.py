@@ -14,7 +14,7 @@ from typing import Any
 
 from examples.wordcount import words
 from streams import KafkaSpout, Topology, TopologyBuilder, Tuple
-from streams.kafka_spout import RecordTranslator
+from streams.kafka.spout import RecordTranslator
 from streams.spark import SparkBolt
 from streams.spark.committer import SparkCommitter
 from streams.state import ApplyResult, TransactionalState, open_backend

@@ -14,7 +14,7 @@ from typing import Any
 
 from examples.wordcount import Count, words
 from streams import KafkaSpout, Topology, TopologyBuilder, Tuple
-from streams.kafka_spout import RecordTranslator
+from streams.kafka.spout import RecordTranslator
 from streams.spark import SparkBolt
 
 

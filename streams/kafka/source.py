@@ -1,0 +1,202 @@
+"""The protocol between a spout that reads Kafka partitions and its executor.
+
+Storm's ``SpoutExecutor`` knows only ``ISpout``. A Squall spout executor also owns the
+Kafka consumers (one process, one poll loop), so a spout that reads Kafka offers it this
+small :class:`KafkaSource` protocol, and the executor's :class:`streams.kafka.feed.SourceFeed`
+drives it. The executor never names a spout class: :class:`streams.kafka.spout.KafkaSpout`
+implements the protocol today, and so can a transactional spout tomorrow.
+
+Per task the executor calls, in this order:
+
+1. ``open(conf, context, collector)`` (the :class:`~streams.model.component.Spout` lifecycle),
+   then ``bind(io)`` with a :class:`SourceIO` (how to dead-letter a record);
+2. repeatedly: ``on_records(msgs)`` with the records of the source partitions the task
+   owns, ``next_tuple()`` / ``ack()`` / ``fail()``, and ``committable()`` whenever it
+   commits;
+3. ``close()`` when the worker stops.
+
+Example: a minimal source that emits each record's value untracked and commits
+everything it has seen::
+
+    >>> from streams.kafka.source import KafkaSource, SourceCounters, SourceIO
+    >>> from streams import Spout
+    >>> class Echo(Spout):
+    ...     first_poll_offset = "earliest"
+    ...     def __init__(self):
+    ...         self.counters = SourceCounters()
+    ...         self.commit_needed = False
+    ...         self._buf, self._next = [], {}
+    ...     def source_topics(self, topology, component, available=None):
+    ...         return ["events"]
+    ...     def bind(self, io): self.io = io
+    ...     def on_records(self, msgs): self._buf.extend(msgs)
+    ...     @property
+    ...     def buffered(self): return len(self._buf)
+    ...     def committable(self): return dict(self._next)
+    ...     def released(self): pass
+    ...     def next_tuple(self):
+    ...         if self._buf:
+    ...             msg = self._buf.pop(0)
+    ...             self._next[(msg.topic(), msg.partition())] = msg.offset() + 1
+    ...             self.collector.emit([msg.value()])
+    >>> isinstance(Echo(), KafkaSource)
+    True
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
+
+from streams.wire.naming import TP
+
+if TYPE_CHECKING:
+    from confluent_kafka import Message
+
+
+"""A source partition: ``(topic, partition)``."""
+
+FIRST_POLL = ("committed", "earliest", "latest")
+
+
+class KafkaMessageId(NamedTuple):
+    """Where a spout tuple's record came from (storm-kafka-client's ``KafkaSpoutMessageId``).
+
+    It is the tuple's message id: the acker's outcome for the tree comes back with it.
+    A plain ``(topic, partition, offset)`` tuple compares equal.
+
+    >>> mid = KafkaMessageId("events", 3, 1200)
+    >>> mid.partition, mid.tp, mid == ("events", 3, 1200)
+    (3, ('events', 3), True)
+    """
+
+    topic: str
+    partition: int
+    offset: int
+
+    @property
+    def tp(self) -> TP:
+        """The source partition ``(topic, partition)``."""
+        return (self.topic, self.partition)
+
+
+class KafkaRecordsId(NamedTuple):
+    """The message id of one tree that carries several records of one source partition
+    (``squall.spout.tree.records``, :meth:`streams.runtime.collectors.SpoutOutputCollector.emit_tree`).
+
+    ``offsets`` are the records' offsets, ascending. The tree is acked only when every
+    record's tuples are fully processed; if it fails, each record is replayed as a tree of
+    its own (a :class:`KafkaMessageId`), so one bad record is isolated and dead-lettered alone.
+
+    >>> rid = KafkaRecordsId("events", 3, (10, 11, 13))
+    >>> rid.size, rid.tp, rid.members()[2]
+    (3, ('events', 3), KafkaMessageId(topic='events', partition=3, offset=13))
+    """
+
+    topic: str
+    partition: int
+    offsets: tuple[int, ...]
+
+    @property
+    def tp(self) -> TP:
+        """The source partition ``(topic, partition)``."""
+        return (self.topic, self.partition)
+
+    @property
+    def size(self) -> int:
+        """Records (message ids) in the tree."""
+        return len(self.offsets)
+
+    def members(self) -> list[KafkaMessageId]:
+        """The message id of each record, in offset order."""
+        return [KafkaMessageId(self.topic, self.partition, off) for off in self.offsets]
+
+
+@dataclass(slots=True)
+class SourceCounters:
+    """What a source task counted, for the executor's metrics (replays are counted by the
+    executor, by cause: :mod:`streams.monitoring.spout_ledger`).
+
+    ``poison``: records whose translation raised (dead-lettered at once).
+    ``dead_lettered``: records sent to the dead-letter topic (poison or out of retries).
+    """
+
+    poison: int = 0
+    dead_lettered: int = 0
+
+    def add(self, other: SourceCounters) -> None:
+        self.poison += other.poison
+        self.dead_lettered += other.dead_lettered
+
+
+class SourceIO:
+    """What the executor lends a source task.
+
+    ``dead_letter(msg, reason, attempts)`` writes ``msg`` to ``squall.T.__dlq`` with headers
+    naming the component, topic, partition and offset, and counts it.
+    """
+
+    def __init__(self, dead_letter: Callable[[Message, str, int], None]) -> None:
+        self.dead_letter = dead_letter
+
+
+@runtime_checkable
+class KafkaSource(Protocol):
+    """A spout that reads Kafka partitions (see the module docstring for the call order).
+
+    Attributes:
+      first_poll_offset: where a task starts on a partition with no committed offset of its
+        own: ``committed`` (the group's committed offset, else the earliest), ``earliest``
+        or ``latest`` (the high watermark of a Fetch response).
+      commit_needed: True when the source must see a commit before it may emit more
+        (at-most-once: commit first, then emit); the executor commits, then calls
+        :meth:`released`.
+      counters: a :class:`SourceCounters`.
+    Not thread-safe: the executor's thread makes every call.
+    """
+
+    first_poll_offset: str
+    commit_needed: bool
+    counters: SourceCounters
+
+    def source_topics(self, topology: str, component: str, available: list[str] | None = None) -> list[str]:
+        """The topics read (``available``: the broker's topic names, for patterns)."""
+        ...
+
+    def bind(self, io: SourceIO) -> None:
+        """Receive the executor's :class:`SourceIO` (after ``open``)."""
+        ...
+
+    def on_records(self, msgs: list[Message]) -> None:
+        """Buffer records of the partitions this task owns, in offset order per partition."""
+        ...
+
+    @property
+    def buffered(self) -> int:
+        """Records received but not emitted yet (the feed stops taking records above a bound)."""
+        ...
+
+    def committable(self) -> dict[TP, int]:
+        """The next offset to commit per source partition (absent: nothing to commit)."""
+        ...
+
+    def released(self) -> None:
+        """The executor committed after ``commit_needed``: held records may be emitted."""
+        ...
+
+
+def kafka_source(spout: Any) -> KafkaSource | None:
+    """``spout`` as a :class:`KafkaSource` if it implements the protocol, else ``None``."""
+    return spout if isinstance(spout, KafkaSource) else None
+
+
+def task_of(topic: str, partition: int, num_tasks: int) -> int:
+    """The spout task index (0-based) that owns source partition ``(topic, partition)``:
+    ``(crc32(topic) + partition) % num_tasks``, so a new partition always lands on the same task.
+
+    >>> task_of("squall.t.lines", 0, 2) != task_of("squall.t.lines", 1, 2)
+    True
+    """
+    return (zlib.crc32(topic.encode()) + partition) % num_tasks

@@ -1,0 +1,401 @@
+"""KafkaSpout: a reliable spout over Kafka topics (storm-kafka-client's KafkaSpout).
+
+* **Tasks.** The spout's tasks are the partitions of its own topic ``squall.T.<spout>``
+  (group membership). A source partition ``(topic, p)`` belongs to task
+  ``(crc32(topic) + p) % num_tasks``, so several topics or a pattern work and a new
+  partition always lands on the same task. With no ``topics``, the spout reads its own
+  topic, and each task owns exactly one partition.
+* **Message id** = ``(topic, partition, offset)``.
+* **Trees of several records** (``squall.spout.tree.records``, default 50). At least once,
+  each ``next_tuple`` sends the run of buffered records of one source partition, up to that
+  many, as **one** tree (:meth:`~streams.runtime.collectors.SpoutOutputCollector.emit_tree`, message id
+  :class:`~streams.kafka.source.KafkaRecordsId`): one acker ``init``, ack ops coalesced per root,
+  one result, one tree in flight, instead of one of each per record. Each record is still its
+  own tuple, counted, committed and dead-lettered on its own. If the tree fails (a bolt failed
+  one of its tuples, or it timed out), **each** of its records is replayed as a tree of its own
+  (a :class:`~streams.kafka.source.KafkaMessageId`), so a bad record costs its tree-mates one replay
+  and is then retried and dead-lettered alone. The size adapts per source partition, as TCP's
+  window does (AIMD): a failed tree halves it, an acked one adds 1, up to the setting, so a
+  bolt that fails often soon gets small trees and few tree-mates are replayed. ``1`` gives
+  Storm's tree per record.
+* **Processing guarantees** (``processing_guarantee``):
+  ``at_least_once`` (default) -- tracked; only the contiguous run of acked (or
+  dead-lettered) offsets is committed (:mod:`streams.kafka.offsets`); failed records are
+  replayed after an exponential backoff (:mod:`streams.kafka.retry`).
+  ``at_most_once`` -- offsets are committed *before* the records are emitted, untracked:
+  a failure or crash loses them and nothing is replayed.
+  ``none`` -- emitted untracked, offsets committed periodically whatever happens.
+* **First poll offset** (``first_poll_offset``): ``committed`` (default; the committed
+  offset, else the earliest), ``earliest`` or ``latest`` (both ignore committed offsets).
+* **Dead letters.** After ``squall.spout.max.retries`` replays, or when the translator
+  raises (a poison record), the record goes to ``squall.T.__dlq`` with headers naming the
+  error, component, topic, partition, offset and attempts, and is counted.
+
+The spout executor owns the consumers; it drives this spout only through the
+:class:`streams.kafka.source.KafkaSource` protocol (feeding each task the records of its
+partitions with :meth:`KafkaSpout.on_records`).
+
+Example (the word count's spout: its own topic, two tasks)::
+
+    >>> from streams import KafkaSpout, TopologyBuilder
+    >>> b = TopologyBuilder()
+    >>> _ = b.set_spout("lines", KafkaSpout(), 2)
+    >>> KafkaSpout(processing_guarantee="twice").validate("lines")
+    Traceback (most recent call last):
+    ...
+    streams.exceptions.TopologyError: [lines] KafkaSpout processing_guarantee must be one of ('at_least_once', 'at_most_once', 'none'), got 'twice'
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from streams.config import TopologyConfig
+from streams.exceptions import DecodeError, FatalError, TopologyError
+from streams.kafka.offsets import OffsetTracker
+from streams.kafka.retry import RetryPolicy, RetryQueue
+from streams.kafka.source import FIRST_POLL, KafkaMessageId, KafkaRecordsId, SourceCounters, SourceIO
+from streams.model.component import OutputFieldsDeclarer
+from streams.model.spout import Spout
+from streams.model.tuple import DEFAULT_STREAM
+from streams.wire.naming import TP, component_topic
+
+if TYPE_CHECKING:
+    from confluent_kafka import Message
+
+    from streams.model.collector import SpoutOutputCollector
+    from streams.model.context import TopologyContext
+
+GUARANTEES = ("at_least_once", "at_most_once", "none")
+
+
+@dataclass(slots=True)
+class PendingRecord:
+    """A tracked record waiting for its tree's outcome (kept to replay it)."""
+
+    msg: Message
+    stream: str
+    values: list[Any]
+    failures: int = 0
+
+
+class RecordTranslator:
+    """Turns a record into ``(stream, values)``, or ``None`` to skip it.
+
+    The default decodes the value as UTF-8 (bad bytes become U+FFFD, never an error)
+    into one field. Raise any exception for a record that cannot be translated: it is
+    dead-lettered as a poison record.
+    """
+
+    def __init__(self, field: str = "value", stream: str = DEFAULT_STREAM) -> None:
+        self.field = field
+        self.stream = stream
+
+    def streams(self) -> dict[str, tuple[str, ...]]:
+        return {self.stream: (self.field,)}
+
+    def translate(self, msg: Message) -> tuple[str, list[Any]] | None:
+        value = msg.value()
+        if value is None:
+            return None
+        return self.stream, [value.decode("utf-8", "replace")]
+
+
+class KafkaSpout(Spout):
+    """Reliable spout over ``topics`` or ``pattern`` (default: its own topic ``squall.T.<id>``).
+
+    Args:
+      topics: a topic name or a list of them.
+      pattern: a regular expression over topic names (instead of ``topics``).
+      translator: a :class:`RecordTranslator`.
+      retry: replay backoff; default from config (``squall.spout.retry.*``).
+      processing_guarantee: ``at_least_once``, ``at_most_once`` or ``none``.
+      first_poll_offset: ``committed``, ``earliest`` or ``latest``.
+    Raises:
+      TopologyError: from :meth:`validate` (called by ``set_spout`` with the component id)
+        on both topics and pattern, a bad pattern, or an unknown option.
+    """
+
+    def __init__(
+        self,
+        topics: str | list[str] | None = None,
+        *,
+        pattern: str | None = None,
+        translator: RecordTranslator | None = None,
+        retry: RetryPolicy | None = None,
+        processing_guarantee: str = "at_least_once",
+        first_poll_offset: str = "committed",
+    ) -> None:
+        self.problems: list[str] = []
+        if topics is not None and pattern is not None:
+            self.problems.append("KafkaSpout takes topics or pattern, not both")
+        if processing_guarantee not in GUARANTEES:
+            self.problems.append(f"KafkaSpout processing_guarantee must be one of {GUARANTEES}, got {processing_guarantee!r}")
+        if first_poll_offset not in FIRST_POLL:
+            self.problems.append(f"KafkaSpout first_poll_offset must be one of {FIRST_POLL}, got {first_poll_offset!r}")
+        self.topics = [topics] if isinstance(topics, str) else (list(topics) if topics else None)
+        self.pattern: re.Pattern[str] | None = None
+        try:
+            self.pattern = re.compile(pattern) if pattern else None
+        except re.error as exc:
+            self.problems.append(f"KafkaSpout pattern {pattern!r} is not a valid regex: {exc}")
+        self.translator = translator or RecordTranslator()
+        self.retry_policy = retry
+        self.processing_guarantee = processing_guarantee
+        self.first_poll_offset = first_poll_offset
+        # Per-task state, (re)made by open(): one copy of this object runs per task.
+        self._collector: SpoutOutputCollector | None = None
+        self.component = "?"
+        self.io: SourceIO | None = None
+        self.counters = SourceCounters()
+        self.commit_needed = False
+        self._retry = RetryQueue(retry or RetryPolicy())
+        self._buffer: deque[Message] = deque()
+        self._pending: dict[tuple[str, int, int], PendingRecord] = {}
+        """Tracked records by message id (:class:`KafkaMessageId`, or the equal plain tuple)."""
+        self._trackers: dict[TP, OffsetTracker] = {}
+        self._unreleased: list[tuple[str, list[Any]]] = []  # at-most-once: waiting for a commit
+        self._released: deque[tuple[str, list[Any]]] = deque()
+        self.tree_records = 1
+        """Records per tree at least once, at most (``squall.spout.tree.records``; set by :meth:`open`)."""
+        self.tree_size: dict[TP, int] = {}
+        """Records per tree now, per source partition: AIMD, as TCP's window (halved by a
+        failed tree, +1 per acked one, up to :attr:`tree_records`)."""
+
+    def validate(self, component_id: str) -> None:
+        """Raise :class:`TopologyError` naming ``component_id`` for a bad option."""
+        if self.problems:
+            raise TopologyError(f"[{component_id}] {self.problems[0]}")
+
+    @property
+    def topic(self) -> str | None:
+        """The single explicit source topic, if there is exactly one."""
+        return self.topics[0] if self.topics and len(self.topics) == 1 else None
+
+    @property
+    def reads_own_topic(self) -> bool:
+        return self.topics is None and self.pattern is None
+
+    def source_topics(self, topology: str, component: str, available: list[str] | None = None) -> list[str]:
+        """The topics read: the explicit list, the pattern's matches in ``available``, or the own topic."""
+        if self.pattern is not None:
+            return sorted(t for t in (available or []) if self.pattern.fullmatch(t) and not t.startswith("__"))
+        return list(self.topics) if self.topics else [component_topic(topology, component)]
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        for stream, fields in self.translator.streams().items():
+            declarer.declare(fields, stream=stream)
+
+    # -- lifecycle -------------------------------------------------------------------
+    def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
+        self._collector = collector
+        self.component = context.this_component_id
+        policy = self.retry_policy or RetryPolicy(
+            initial_delay_s=float(conf.get("squall.spout.retry.initial.delay.secs", 0.0)),
+            multiplier=float(conf.get("squall.spout.retry.multiplier", 2.0)),
+            max_delay_s=float(conf.get("squall.spout.retry.max.delay.secs", 10.0)),
+            max_retries=int(conf.get("squall.spout.max.retries", 5)),
+        )
+        self._retry = RetryQueue(policy)
+        self.tree_records = int(conf.get("squall.spout.tree.records", TopologyConfig.model_fields["tree_records"].default))
+        self._buffer = deque()
+        self._pending = {}
+        self._trackers = {}
+        self.tree_size = {}
+        self._unreleased = []
+        self._released = deque()
+        self.commit_needed = False
+        self.counters = SourceCounters()
+
+    def bind(self, io: SourceIO) -> None:
+        self.io = io
+
+    def on_records(self, msgs: list[Message]) -> None:
+        self._buffer.extend(msgs)
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buffer) + len(self._released)
+
+    def committable(self) -> dict[TP, int]:
+        """The offset to commit per source partition (partitions with no record yet are absent)."""
+        return {tp: t.committable for tp, t in self._trackers.items()}
+
+    def released(self) -> None:
+        """At-most-once: the executor committed; the held records may now be emitted."""
+        self._released.extend(self._unreleased)
+        self._unreleased = []
+        self.commit_needed = False
+
+    # -- Spout -----------------------------------------------------------------------
+    def _out(self) -> SpoutOutputCollector:
+        if self._collector is None:
+            raise FatalError(f"[{self.component}] KafkaSpout used before open()")
+        return self._collector
+
+    def next_tuple(self) -> None:
+        if self.processing_guarantee == "at_most_once":
+            self._next_at_most_once()
+            return
+        collector = self._out()
+        mid = self._retry.pop_due()
+        if mid is not None:
+            entry = self._pending.get(mid)
+            if entry is not None:
+                collector.emit(entry.values, msg_id=mid, stream=entry.stream)
+                return
+        tracked = self.processing_guarantee == "at_least_once"
+        if tracked and self.tree_records > 1:
+            self._emit_run(collector)
+            return
+        while self._buffer:
+            got = self._take()
+            if got is None:
+                continue
+            mid, msg, stream, values = got
+            if tracked:
+                self._pending[mid] = PendingRecord(msg, stream, values)
+                collector.emit(values, msg_id=mid, stream=stream)
+            else:
+                self._trackers[mid.tp].finished(mid.offset)
+                collector.emit(values, stream=stream)
+            return
+
+    def _emit_run(self, collector: SpoutOutputCollector) -> None:
+        """Emit the buffered records of one source partition, up to the partition's tree size
+        (:attr:`tree_size`, at most :attr:`tree_records`), as one tree (a single record keeps
+        its plain :class:`KafkaMessageId`). Like Storm's ``nextTuple``, one call may take the
+        task past ``topology.max.spout.pending`` by less than one tree.
+
+        The spout's hot path (every record of a reliable spout passes here): the partition,
+        its tracker and the pending map are looked up once per tree, not once per record,
+        and pending records are keyed by plain ``(topic, partition, offset)`` tuples (equal
+        to, and hashed as, their :class:`KafkaMessageId`)."""
+        buffer = self._buffer
+        if not buffer:
+            return
+        head = buffer[0]
+        raw_topic, raw_partition = head.topic(), head.partition()
+        topic, partition = raw_topic or "", raw_partition or 0
+        tracker = self._trackers.get((topic, partition))
+        if tracker is None:
+            tracker = self._trackers[(topic, partition)] = OffsetTracker(head.offset() or 0)
+        most = self.tree_size.get((topic, partition), self.tree_records)
+        translate, pending, popleft = self.translator.translate, self._pending, buffer.popleft
+        items: list[tuple[str, list[Any]]] = []
+        offsets: list[int] = []
+        while buffer and len(offsets) < most:
+            msg = buffer[0]
+            if msg.partition() != raw_partition or msg.topic() != raw_topic:
+                break
+            popleft()
+            off = msg.offset() or 0
+            tracker.emitted(off)
+            try:
+                out = translate(msg)
+            except Exception as exc:  # a poison record: dead-letter it and go on
+                self._poison(msg, KafkaMessageId(topic, partition, off), exc)
+                continue
+            if out is None:
+                tracker.finished(off)
+                continue
+            stream, values = out[0], out[1]
+            pending[(topic, partition, off)] = PendingRecord(msg, stream, values)
+            items.append((stream, values))
+            offsets.append(off)
+        if not offsets:
+            return
+        if len(offsets) == 1:
+            collector.emit(items[0][1], msg_id=KafkaMessageId(topic, partition, offsets[0]), stream=items[0][0])
+        else:
+            collector.emit_tree(items, KafkaRecordsId(topic, partition, tuple(offsets)))
+
+    def _next_at_most_once(self) -> None:
+        if self._released:
+            stream, values = self._released.popleft()
+            self._out().emit(values, stream=stream)
+            return
+        for _ in range(500):
+            if not self._buffer:
+                break
+            got = self._take()
+            if got is not None:
+                mid, _msg, stream, values = got
+                self._trackers[mid.tp].finished(mid.offset)
+                self._unreleased.append((stream, values))
+                self.commit_needed = True
+
+    def _take(self) -> tuple[KafkaMessageId, Message, str, list[Any]] | None:
+        msg = self._buffer.popleft()
+        mid = KafkaMessageId(msg.topic() or "", msg.partition() or 0, msg.offset() or 0)
+        tracker = self._trackers.get(mid.tp)
+        if tracker is None:
+            tracker = self._trackers[mid.tp] = OffsetTracker(mid.offset)
+        tracker.emitted(mid.offset)
+        try:
+            out = self.translator.translate(msg)
+        except Exception as exc:  # a poison record: dead-letter it and go on
+            self._poison(msg, mid, exc)
+            return None
+        if out is None:
+            tracker.finished(mid.offset)
+            return None
+        return mid, msg, out[0], out[1]
+
+    def _poison(self, msg: Message, mid: KafkaMessageId, exc: Exception) -> None:
+        """The translator raised on ``msg``: count it and dead-letter it (never replayed)."""
+        err = DecodeError(f"{type(exc).__name__}: {exc}", component=self.component, topic=mid.topic, partition=mid.partition, offset=mid.offset)
+        self.counters.poison += 1
+        self._dead_letter(msg, str(err), 0, mid)
+
+    def ack(self, msg_id: KafkaMessageId | KafkaRecordsId) -> None:
+        tp = msg_id.tp
+        size = self.tree_size.get(tp)
+        if size is not None and size < self.tree_records:  # additive increase after a failure
+            self.tree_size[tp] = size + 1
+        if isinstance(msg_id, KafkaRecordsId):
+            topic, partition = tp
+            pending, tracker = self._pending, self._trackers.get(tp)
+            for off in msg_id.offsets:
+                if pending.pop((topic, partition, off), None) is not None and tracker is not None:
+                    tracker.finished(off)
+            return
+        if self._pending.pop(msg_id, None) is not None:
+            tracker = self._trackers.get(msg_id.tp)
+            if tracker is not None:
+                tracker.finished(msg_id.offset)
+
+    def fail(self, msg_id: KafkaMessageId | KafkaRecordsId) -> None:
+        """A tree failed: replay its record (each record of a :class:`KafkaRecordsId`, on its
+        own) after the backoff, or dead-letter it once out of retries."""
+        size = msg_id.size if isinstance(msg_id, KafkaRecordsId) else 1
+        if self.tree_records > 1:  # multiplicative decrease: half the failed tree's size
+            self.tree_size[msg_id.tp] = max(1, min(self.tree_size.get(msg_id.tp, self.tree_records), size) // 2)
+        if isinstance(msg_id, KafkaRecordsId):
+            for mid in msg_id.members():
+                self._fail_one(mid)
+        else:
+            self._fail_one(msg_id)
+
+    def _fail_one(self, msg_id: KafkaMessageId) -> None:
+        entry = self._pending.get(msg_id)
+        if entry is None:
+            return
+        entry.failures += 1
+        if self._retry.policy.exhausted(entry.failures):
+            del self._pending[msg_id]
+            self._dead_letter(entry.msg, f"[{self.component}] gave up after {entry.failures} failures", entry.failures, msg_id)
+        else:
+            self._retry.schedule(msg_id, entry.failures)
+
+    def _dead_letter(self, msg: Message, reason: str, attempts: int, mid: KafkaMessageId) -> None:
+        if self.io is None:
+            raise FatalError(f"[{self.component}] KafkaSpout has no SourceIO: the executor must bind() it after open()")
+        self.counters.dead_lettered += 1
+        self.io.dead_letter(msg, reason, attempts)
+        tracker = self._trackers.get(mid.tp)
+        if tracker is not None:
+            tracker.finished(mid.offset)

@@ -1,0 +1,101 @@
+"""The bolt base classes (Storm's ``IRichBolt``, ``IBasicBolt`` and ``BasicBoltExecutor``);
+their lifecycle is in :mod:`streams.model.component`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streams.exceptions import FailedException
+from streams.model.collector import OutputCollector
+from streams.model.component import Component, OutputFieldsDeclarer
+from streams.model.context import TopologyContext
+from streams.model.tuple import DEFAULT_STREAM, Tuple
+
+
+class Bolt(Component):
+    """Processes tuples (Storm's IRichBolt). Must ack or fail every input tuple.
+
+    One copy runs per task; see the module docstring for the lifecycle and threading.
+    """
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        """Called once per task copy, when its executor starts, before ``execute``."""
+        self.collector = collector
+
+    def execute(self, tuple: Tuple) -> None:  # noqa: A002 - Storm's name
+        """Process one tuple; ack or fail it now or later (from this thread)."""
+        raise NotImplementedError
+
+    def cleanup(self) -> None:
+        """Called when the worker stops cleanly (SIGTERM: rebalance, kill, drain); never
+        after a crash. It may still emit, ack and fail: a flush and commit follow."""
+
+
+class BasicOutputCollector:
+    """Emits anchored to the current input tuple (Storm's BasicOutputCollector)."""
+
+    __slots__ = ("_collector", "_input")
+
+    def __init__(self, collector: OutputCollector) -> None:
+        self._collector = collector
+        self._input: Tuple | None = None
+
+    def emit(self, values: list[Any], stream: str = DEFAULT_STREAM) -> list[int]:
+        return self._collector.emit(values, anchors=self._input, stream=stream)
+
+    def emit_direct(self, task: int, values: list[Any], stream: str = DEFAULT_STREAM) -> None:
+        self._collector.emit_direct(task, values, anchors=self._input, stream=stream)
+
+
+class BasicBolt(Component):
+    """A bolt that anchors every emit to its input and acks it after ``execute``
+    returns; raising :class:`~streams.exceptions.FailedException` fails it instead
+    (Storm's IBasicBolt / BasicBoltExecutor)."""
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        """Called once per task before the first tuple."""
+
+    def execute(self, tuple: Tuple, collector: BasicOutputCollector) -> None:  # noqa: A002
+        raise NotImplementedError
+
+    def cleanup(self) -> None:
+        """Called when the worker stops cleanly (see :class:`Bolt`)."""
+
+
+class BasicBoltExecutor(Bolt):
+    """Adapts a :class:`BasicBolt` to :class:`Bolt`: anchor, ack, fail on FailedException.
+
+    Any other exception propagates to the executor, which fails the tuple and logs it
+    with the component id and the record's topic/partition/offset.
+    """
+
+    def __init__(self, inner: BasicBolt) -> None:
+        self.inner = inner
+
+    def validate(self, component_id: str) -> None:
+        self.inner.validate(component_id)
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        self.inner.declare_output_fields(declarer)
+
+    def get_component_configuration(self) -> dict[str, Any] | None:
+        return self.inner.get_component_configuration()
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        self.collector = collector
+        self.basic = BasicOutputCollector(collector)
+        self.inner.prepare(conf, context)
+
+    def execute(self, tuple: Tuple) -> None:  # noqa: A002
+        self.basic._input = tuple
+        try:
+            self.inner.execute(tuple, self.basic)
+        except FailedException:
+            self.collector.fail(tuple)
+            return
+        finally:
+            self.basic._input = None
+        self.collector.ack(tuple)
+
+    def cleanup(self) -> None:
+        self.inner.cleanup()

@@ -1,0 +1,116 @@
+"""TopologyContext: what a task knows about itself and the topology (Storm's TopologyContext)."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from streams.config import TopologyConfig
+from streams.exceptions import StateError
+from streams.model.spec import Topology
+from streams.state import State, StateBackend, open_backend
+from streams.state.semantics import STATE_KINDS
+
+
+class LocalTasks:
+    """Which tasks of each component run in this worker process right now.
+
+    Filled by executors as they open their tasks; read by the local-or-shuffle grouping.
+    Values are global task ids.
+    """
+
+    def __init__(self) -> None:
+        self._by_component: dict[str, set[int]] = {}
+
+    def add(self, component: str, tasks: list[int]) -> None:
+        self._by_component.setdefault(component, set()).update(tasks)
+
+    def remove(self, component: str, tasks: list[int]) -> None:
+        self._by_component.get(component, set()).difference_update(tasks)
+
+    def of(self, component: str) -> set[int]:
+        return self._by_component.get(component, set())
+
+
+@dataclass
+class ExecutorIO:
+    """What a task may use of its executor: the Kafka it runs on (``bootstrap`` and client
+    overrides ``kafka = {"consumer": {...}, "producer": {...}}``), the dead-letter topic
+    (``dead_letter(message, reason, attempts)``), and the state stores it opened (one
+    backend per URL, shared by the executor's tasks)."""
+
+    bootstrap: str = ""
+    kafka: dict[str, Any] = field(default_factory=dict)
+    dead_letter: Callable[[Any, str, int], None] | None = None
+    stores: dict[str, StateBackend] = field(default_factory=dict)
+
+
+class TopologyContext:
+    """Per-task view: ``this_task_id`` and the topology's task layout.
+
+    Task ids are global ints (see :mod:`streams.model.spec`). ``config`` is the component's
+    resolved, typed config (read it, not raw keys: every default lives in
+    :class:`~streams.config.TopologyConfig`); ``conf`` is the same as a ``dict`` keyed by
+    Storm's names, as ``open``/``prepare`` receive it. ``metrics``: what the task registered
+    with :meth:`register_metric` (published with its executor's stats).
+    """
+
+    def __init__(
+        self,
+        topology: Topology,
+        component_id: str,
+        task_id: int,
+        worker: str = "",
+        local: LocalTasks | None = None,
+        io: ExecutorIO | None = None,
+        config: TopologyConfig | None = None,
+    ) -> None:
+        self.topology = topology
+        self.this_component_id = component_id
+        self.this_task_id = task_id
+        self.worker = worker
+        self.local_tasks = local or LocalTasks()
+        self.config = config if config is not None else TopologyConfig()
+        self.conf: dict[str, Any] = self.config.as_dict()
+        self.io = io or ExecutorIO()
+        self.metrics: dict[str, Callable[[], float]] = {}
+
+    def register_metric(self, name: str, read: Callable[[], float]) -> None:
+        """Publish ``read()`` as counter ``name`` (a total; Prometheus ``squall_<name>_total``)
+        with the executor's stats (Storm's ``TopologyContext.registerMetric``)."""
+        self.metrics[name] = read
+
+    def state(self, name: str, kind: str = "opaque", combine: Callable[[Any, Any], Any] | None = None) -> State:
+        """The topology's state ``name`` (stored as ``<topology>.<name>``) with Trident's
+        semantics ``kind``: ``transactional``, ``opaque`` (default) or ``non-transactional``
+        (:mod:`streams.state`), in the store ``squall.state.url`` names. Commits are logged
+        under this task. Raises StateError (a bad URL or kind, an unreachable store)."""
+        url = self.config.state_url
+        if not url:
+            raise StateError(f"[{self.this_component_id}] no state store: set squall.state.url")
+        cls = STATE_KINDS.get(kind)
+        if cls is None:
+            raise StateError(f"[{self.this_component_id}] unknown state kind {kind!r} (kinds: {sorted(STATE_KINDS)})")
+        backend = self.io.stores.get(url)
+        if backend is None:
+            backend = self.io.stores[url] = open_backend(url)
+        writer = f"{self.this_component_id}:{self.this_task_index}"
+        return cls(backend, f"{self.topology.name}.{name}", combine or operator.add, writer=writer)
+
+    @property
+    def this_task_index(self) -> int:
+        """Index of this task within its component (= its input partition)."""
+        return self.this_task_id - self.topology.components[self.this_component_id].task_base
+
+    def component_tasks(self, component_id: str) -> list[int]:
+        """Global task ids of ``component_id``. Raises KeyError for an unknown component."""
+        return list(self.topology.components[component_id].task_ids)
+
+    def component_id(self, task_id: int) -> str:
+        """The component that owns ``task_id``."""
+        return self.topology.component_of_task(task_id)
+
+    def output_fields(self, stream: str = "default") -> tuple[str, ...]:
+        return self.topology.fields(self.this_component_id, stream)

@@ -1,0 +1,220 @@
+"""The validated topology spec (Storm's ``StormTopology``): components with global task ids,
+their streams and subscriptions, and the outputs ``squall run`` writes.
+
+Task ids are global and fixed when the topology is built, as in Storm: spouts first in
+declaration order, then bolts. A component's task ``base + i`` is partition ``i`` of its
+input topic, so ``__ack_result`` partition ``t`` is spout task ``t``. Built by
+:class:`streams.model.topology.TopologyBuilder`.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from streams.exceptions import TopologyError
+from streams.model.component import Component, OutputFieldsDeclarer, StreamDef
+from streams.model.tuple import SYSTEM_COMPONENT
+
+
+class GroupingKind(StrEnum):
+    """Storm's seven stream groupings plus custom (``daemon/GrouperFactory.java``)."""
+
+    SHUFFLE = "shuffle"
+    FIELDS = "fields"
+    ALL = "all"
+    GLOBAL = "global"
+    NONE = "none"
+    DIRECT = "direct"
+    LOCAL_OR_SHUFFLE = "local_or_shuffle"
+    CUSTOM = "custom"
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """A bolt's input: ``(component, stream)`` with a grouping."""
+
+    component: str
+    stream: str
+    kind: GroupingKind
+    fields: tuple[str, ...] = ()
+    custom: Any = None
+
+
+@dataclass
+class ComponentDef:
+    id: str
+    obj: Component
+    parallelism: int
+    num_tasks: int
+    is_spout: bool
+    inputs: list[Subscription] = field(default_factory=list)
+    conf: dict[str, Any] = field(default_factory=dict)
+    streams: dict[str, StreamDef] = field(default_factory=dict)
+    task_base: int = 0
+    committer: bool = False
+
+    @property
+    def task_ids(self) -> range:
+        return range(self.task_base, self.task_base + self.num_tasks)
+
+    @property
+    def input_partitions(self) -> int:
+        """Partitions of its own topic (one per task, except a transactional spout's)."""
+        return self.obj.input_partitions(self.num_tasks)
+
+    def new_instance(self) -> Component:
+        """A fresh copy of the user's component for one task (Storm deserialises one per task)."""
+        return copy.deepcopy(self.obj)
+
+
+@dataclass(frozen=True)
+class StateOutputDef:
+    """A committer's state that ``squall run`` writes to its output file (``{key: value}``):
+    ``state`` is the name given to ``context.state``, ``kind`` its semantics."""
+
+    state: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class OutputDef:
+    """Tuples emitted on ``(component, stream)`` are written to the external ``topic``
+    (``{topology}`` in the name is replaced by the topology name)
+    as JSON objects ``{field: value}``, keyed by ``key_field``. ``merge`` says how
+    ``squall run`` folds them into its output file: ``sum`` or ``last`` per key."""
+
+    topic: str
+    component: str
+    stream: str
+    key_field: str
+    value_field: str | tuple[str, ...]
+    merge: str = "sum"
+
+    @property
+    def value_fields(self) -> tuple[str, ...]:
+        return (self.value_field,) if isinstance(self.value_field, str) else tuple(self.value_field)
+
+    def topic_for(self, topology: str) -> str:
+        """The topic name with ``{topology}`` replaced (per-run outputs)."""
+        return self.topic.replace("{topology}", topology)
+
+
+class Topology:
+    """A validated topology: components with global task ids, streams and subscriptions."""
+
+    def __init__(
+        self, name: str, defs: list[ComponentDef], outputs: list[OutputDef], conf: dict[str, Any], state_outputs: list[StateOutputDef] | None = None
+    ) -> None:
+        if not name or "/" in name or " " in name:
+            raise TopologyError(f"invalid topology name {name!r}")
+        self.name = name
+        self.conf = conf
+        self.outputs = outputs
+        self.state_outputs = state_outputs or []
+        self.transactional = any(is_transactional_spout(d.obj) for d in defs)
+        self._field_index: dict[tuple[str, str], dict[str, int]] = {}
+        ordered = [d for d in defs if d.is_spout] + [d for d in defs if not d.is_spout]
+        self.components: dict[str, ComponentDef] = {d.id: d for d in ordered}
+        base = 0
+        for d in ordered:
+            d.task_base = base
+            base += d.num_tasks
+            decl = OutputFieldsDeclarer(d.id)
+            d.obj.declare_output_fields(decl)
+            d.streams = decl.streams
+            d.conf = {**(d.obj.get_component_configuration() or {}), **d.conf}
+        self.total_tasks = base
+        self._validate()
+        self._subscribers: dict[tuple[str, str], list[tuple[ComponentDef, Subscription]]] = {}
+        for d in ordered:
+            for sub in d.inputs:
+                self._subscribers.setdefault((sub.component, sub.stream), []).append((d, sub))
+
+    def _validate(self) -> None:
+        if not any(d.is_spout for d in self.components.values()):
+            raise TopologyError(f"[{self.name}] a topology needs at least one spout")
+        for d in self.components.values():
+            if d.parallelism > d.num_tasks:
+                raise TopologyError(f"[{d.id}] parallelism {d.parallelism} is above its task count {d.num_tasks}")
+            seen: set[tuple[str, str]] = set()
+            for sub in d.inputs:
+                sdef = self._stream_of(d.id, "subscribes to", sub.component, sub.stream)
+                if (sub.component, sub.stream) in seen:
+                    raise TopologyError(f"[{d.id}] subscribes twice to {sub.component}/{sub.stream}")
+                seen.add((sub.component, sub.stream))
+                fields, direct = sdef.fields, sdef.direct
+                if sub.kind == GroupingKind.FIELDS:
+                    missing = [f for f in sub.fields if f not in fields]
+                    if missing or not sub.fields:
+                        raise TopologyError(f"[{d.id}] fields grouping on {missing or '[]'} but {sub.component}/{sub.stream} declares {list(fields)}")
+                if sub.kind == GroupingKind.DIRECT and not direct:
+                    raise TopologyError(f"[{d.id}] direct grouping on {sub.component}/{sub.stream}, which is not declared direct")
+                if direct and sub.kind != GroupingKind.DIRECT:
+                    raise TopologyError(f"[{d.id}] {sub.kind} grouping on direct stream {sub.component}/{sub.stream}; a direct stream needs direct_grouping")
+                if sub.kind == GroupingKind.CUSTOM and not hasattr(sub.custom, "choose_tasks"):
+                    raise TopologyError(f"[{d.id}] custom grouping needs a CustomStreamGrouping with choose_tasks")
+        for out in self.outputs:
+            fields = self._stream_of(out.component, f"output to {out.topic!r} from", out.component, out.stream).fields
+            for f in (out.key_field, *out.value_fields):
+                if f not in fields:
+                    raise TopologyError(f"[{out.component}] output field {f!r} not in {list(fields)}")
+
+    def _stream_of(self, who: str, what: str, component: str, stream: str) -> StreamDef:
+        """The declared ``component``/``stream``; raises TopologyError naming ``who``."""
+        src = self.components.get(component)
+        if src is None:
+            raise TopologyError(f"[{who}] {what} unknown component {component!r}")
+        sdef = src.streams.get(stream)
+        if sdef is None:
+            raise TopologyError(f"[{who}] {what} unknown stream {stream!r} of {component!r} (declared: {sorted(src.streams)})")
+        return sdef
+
+    # -- queries ---------------------------------------------------------------------
+    def subscribers(self, component: str, stream: str) -> list[tuple[ComponentDef, Subscription]]:
+        """Bolts subscribed to ``(component, stream)`` with their subscription."""
+        return self._subscribers.get((component, stream), [])
+
+    def component_of_task(self, task: int) -> str:
+        """The component id that owns global ``task``. Raises KeyError for an unknown task."""
+        if task < 0:
+            return SYSTEM_COMPONENT
+        for d in self.components.values():
+            if d.task_base <= task < d.task_base + d.num_tasks:
+                return d.id
+        raise KeyError(f"[{self.name}] no component owns task {task}")
+
+    @property
+    def spouts(self) -> list[ComponentDef]:
+        return [d for d in self.components.values() if d.is_spout]
+
+    @property
+    def bolts(self) -> list[ComponentDef]:
+        return [d for d in self.components.values() if not d.is_spout]
+
+    @property
+    def spout_tasks(self) -> int:
+        return sum(d.num_tasks for d in self.spouts)
+
+    def fields(self, component: str, stream: str) -> tuple[str, ...]:
+        return self.components[component].streams[stream].fields
+
+    def field_index(self, component: str, stream: str) -> dict[str, int]:
+        """``field -> position`` of ``(component, stream)`` (empty if unknown, e.g. ticks);
+        cached, since every input tuple needs one."""
+        key = (component, stream)
+        idx = self._field_index.get(key)
+        if idx is None:
+            try:
+                fields = self.fields(component, stream)
+            except KeyError:
+                fields = ()
+            idx = self._field_index[key] = {f: i for i, f in enumerate(fields)}
+        return idx
+
+
+def is_transactional_spout(obj: Any) -> bool:
+    """True for a transactional or opaque spout (:mod:`streams.transactional.spout`)."""
+    return bool(getattr(obj, "transactional", False))

@@ -1,0 +1,130 @@
+"""Aggregates executor stats snapshots read from ``squall.T.__metrics``, and spout task
+ledgers read from ``squall.T.__ledger`` (the durable spout totals)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
+
+from streams.exceptions import DecodeError
+from streams.kafka.clients import at_high_watermarks, new_consumer, true_end_offsets
+from streams.monitoring.ledger_store import TAIL, parse_ledger
+from streams.monitoring.spout_ledger import TaskLedger
+from streams.monitoring.stats import LogHistogram
+from streams.wire.naming import ledger_topic, metrics_topic
+
+LEDGER_TOTALS = frozenset(("emitted", "acked", "failed", "timeouts", "replayed", "replayed_fail", "replayed_timeout", "replayed_restart"))
+"""Spout counters whose totals come from the ledgers (they survive a ``kill -9``)."""
+
+
+class StatsBoard:
+    """Latest snapshot per executor instance, and latest ledger per spout task.
+
+    Spout totals in :data:`LEDGER_TOTALS` sum the ledgers (cumulative over each task's
+    lives, written every flush); other totals sum the instances' snapshots (a restarted
+    executor is a new instance; a ``kill -9`` loses its last stats interval).
+
+    Args:
+      bootstrap: ``bootstrap.servers``; topology: the topology name.
+      overrides: consumer settings (security settings included).
+    """
+
+    def __init__(self, bootstrap: str, topology: str, overrides: dict[str, Any] | None = None) -> None:
+        self.consumer = new_consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"squall.{topology}.__board",
+                "enable.auto.commit": False,
+                "fetch.wait.max.ms": 50,
+                "log_level": 0,
+                **(overrides or {}),
+            }
+        )
+        self.metrics_topic = metrics_topic(topology)
+        self.ledger_topic = ledger_topic(topology)
+        self.latest: dict[str, dict[str, Any]] = {}
+        self.ledgers: dict[int, TaskLedger] = {}
+        assignment = [TopicPartition(self.metrics_topic, 0, OFFSET_BEGINNING)]
+        assignment += [TopicPartition(self.ledger_topic, p, off) for p, off in self._ledger_starts(bootstrap, overrides).items()]
+        self.consumer.assign(assignment)
+
+    def _ledger_starts(self, bootstrap: str, overrides: dict[str, Any] | None) -> dict[int, int]:
+        """Where to read each ledger partition from: its last :data:`TAIL` records."""
+        try:
+            meta = self.consumer.list_topics(self.ledger_topic, timeout=10).topics.get(self.ledger_topic)
+        except KafkaException:
+            return {}
+        if meta is None or meta.error is not None or not meta.partitions:
+            return {}
+        tps = [(self.ledger_topic, p) for p in sorted(meta.partitions)]
+        try:
+            ends = true_end_offsets(bootstrap, tps, component="board", overrides=overrides)
+        except TimeoutError:
+            return {p: OFFSET_BEGINNING for _, p in tps}
+        return {p: max(0, end - TAIL) for (_, p), end in ends.items()}
+
+    def poll(self, timeout: float = 0.0) -> int:
+        n = 0
+        for msg in self.consumer.consume(10000, timeout):
+            value = msg.value()
+            if msg.error() or value is None:
+                continue
+            if msg.topic() == self.ledger_topic:
+                try:
+                    ledger = parse_ledger(value, component="board", topic=self.ledger_topic, partition=msg.partition() or 0, offset=msg.offset() or 0)
+                except DecodeError:
+                    continue
+                if ledger.newer_than(self.ledgers.get(ledger.task_id)):
+                    self.ledgers[ledger.task_id] = ledger
+                n += 1
+                continue
+            try:
+                snap = json.loads(value)
+            except ValueError:
+                continue
+            self.latest[snap["instance"]] = snap
+            n += 1
+        return n
+
+    def catch_up(self, quiet_s: float = 0.6, timeout_s: float = 10.0) -> None:
+        """Poll until every assigned partition is read to its high watermark (as known from a
+        Fetch response) and nothing new arrived for ``quiet_s`` seconds, or ``timeout_s`` passes."""
+        deadline = time.monotonic() + timeout_s
+        quiet = 0.0
+        while time.monotonic() < deadline:
+            quiet = 0.0 if self.poll(0.2) else quiet + 0.2
+            if quiet >= quiet_s and at_high_watermarks(self.consumer, self.consumer.assignment()):
+                return
+
+    def live(self, now: float, fresh_s: float = 5.0) -> list[dict[str, Any]]:
+        """Snapshots of executors that are running now (not final, recent)."""
+        return [s for s in list(self.latest.values()) if not s.get("final") and now - float(s.get("time", 0.0)) <= fresh_s]
+
+    def total(self, kind: str, counter: str, component: str | None = None) -> float:
+        """``counter`` summed over ``kind``'s executors (of ``component``, if given); for
+        spouts and :data:`LEDGER_TOTALS`, over the spout tasks' ledgers."""
+        if kind == "spout" and counter in LEDGER_TOTALS and self.ledgers:
+            return float(sum(led.totals()[counter] for led in self.ledgers.values() if component in (None, led.component)))
+        return float(sum(s["counters"].get(counter, 0) for s in self.latest.values() if s["kind"] == kind and component in (None, s["component"])))
+
+    def gauge(self, kind: str, gauge: str) -> float:
+        return float(sum(s["gauges"].get(gauge, 0) for s in self.latest.values() if s["kind"] == kind and not s.get("final")))
+
+    def hist(self, kind: str, name: str, component: str | None = None) -> LogHistogram:
+        """Histogram ``name`` merged over ``kind``'s executors (of ``component``, if given)."""
+        h = LogHistogram()
+        for s in self.latest.values():
+            if s["kind"] == kind and name in s["hists"] and component in (None, s["component"]):
+                h.merge(LogHistogram.from_json(s["hists"][name]))
+        return h
+
+    def quantile(self, kind: str, name: str, q: float) -> float:
+        v = self.hist(kind, name).quantile(q)
+        return v if not math.isnan(v) else 0.0
+
+    def close(self) -> None:
+        self.consumer.close()

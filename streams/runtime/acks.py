@@ -1,0 +1,79 @@
+"""The acker ops an executor buffers between flushes (Storm's ``pending`` acks in
+``BoltOutputCollectorImpl``, sent as ``__ack_ack``/``__ack_fail``/``__ack_init``).
+
+Ops are XOR-coalesced per root until the executor flushes: one op per root per flush, one
+record per acker partition (XOR is associative, so acks of one root may be combined before
+sending; nothing else in the protocol allows that shortcut).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from streams.wire.acker import OP_ACK, OP_FAIL, OP_INIT, OP_RESET, acker_partition, chunks, encode_ops
+
+ProduceFn = Callable[..., None]
+"""``produce(topic, value, key=None, partition=-1, headers=None)``: queue one record."""
+
+
+class AckBuffer:
+    """Acker ops buffered between flushes, XOR-coalesced per root (one op per root per flush).
+
+    ``ackers`` is ``topology.acker.executors`` (> 0); ops go to partition
+    ``murmur2(root) % ackers`` of ``topic``.
+    """
+
+    __slots__ = ("ackers", "acks", "fails", "inits", "resets", "topic")
+
+    def __init__(self, topic: str, ackers: int) -> None:
+        self.topic = topic
+        self.ackers = ackers
+        self.acks: dict[int, int] = {}
+        self.fails: set[int] = set()
+        self.inits: list[tuple[int, int, int]] = []
+        self.resets: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self.acks) + len(self.fails) + len(self.inits) + len(self.resets)
+
+    def init(self, root: int, val: int, spout_task: int) -> None:
+        self.inits.append((root, val, spout_task))
+
+    def ack(self, root: int, val: int) -> None:
+        acks = self.acks
+        acks[root] = acks.get(root, 0) ^ val
+
+    def fail(self, root: int) -> None:
+        self.fails.add(root)
+        self.acks.pop(root, None)
+
+    def reset(self, root: int) -> None:
+        self.resets.add(root)
+
+    def drain(self) -> dict[int, list[list[int]]]:
+        """Take every buffered op, grouped by acker partition (inits first)."""
+        parts: dict[int, list[list[int]]] = {}
+        n = self.ackers
+        for root, val, task in self.inits:
+            parts.setdefault(acker_partition(root, n), []).append([OP_INIT, root, val, task])
+        for root, val in self.acks.items():
+            if val:
+                parts.setdefault(acker_partition(root, n), []).append([OP_ACK, root, val])
+        for root in self.fails:
+            parts.setdefault(acker_partition(root, n), []).append([OP_FAIL, root])
+        for root in self.resets:
+            parts.setdefault(acker_partition(root, n), []).append([OP_RESET, root])
+        self.inits = []
+        self.acks = {}
+        self.fails = set()
+        self.resets = set()
+        return parts
+
+    def flush(self, produce: ProduceFn) -> int:
+        """Produce one record per acker partition; returns the number of ops sent."""
+        sent = 0
+        for part, ops in self.drain().items():
+            for chunk in chunks(ops):
+                produce(self.topic, encode_ops(chunk), partition=part)
+            sent += len(ops)
+        return sent

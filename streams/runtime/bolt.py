@@ -1,0 +1,217 @@
+"""The bolt executor (Storm's ``executor/bolt/BoltExecutor``).
+
+It runs a bolt's tasks: its fixed partitions of ``squall.T.<bolt>`` (:mod:`service.scheduling`).
+Per batch it decodes each record into a :class:`~streams.model.tuple.Tuple` and calls the task's
+``execute``; a record that does not decode is dead-lettered. Every
+``squall.flush.interval.secs`` it flushes outputs, then acker ops (see
+:mod:`streams.runtime.executor`), and every ``squall.commit.period.secs`` commits the offsets
+that were flushed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+
+from streams.exceptions import DecodeError, FailedException
+from streams.kafka.clients import consumer_config, new_consumer, transit_s
+from streams.kafka.fetch_gaps import FetchGaps
+from streams.model.bolt import Bolt
+from streams.model.tuple import Tuple, tick_tuple
+from streams.runtime.collectors import BoltOutputCollectorImpl
+from streams.runtime.executor import Every, Executor
+from streams.runtime.routing import Router
+from streams.wire.codec import decode_tuple
+from streams.wire.naming import component_group, component_topic
+
+log = logging.getLogger("squall.executor.bolt")
+
+TRANSIT_SAMPLE_MASK = 15
+"""Input records whose transit time is recorded: one in 16 (``transit_latency``)."""
+
+MAX_BUFFERED_ACKER_OPS = 20_000
+"""Flush early when this many acker ops are buffered (bounds memory between flushes)."""
+
+
+@dataclass(slots=True)
+class BoltTask:
+    """One task of this executor: its bolt copy, collector and input positions.
+
+    ``next_offset``: after the last record executed; ``flushed_offset``: what the last
+    flush made safe to commit; ``committed_offset``: what was committed (-1: nothing yet).
+    """
+
+    task_id: int
+    bolt: Bolt
+    collector: BoltOutputCollectorImpl
+    next_offset: int = -1
+    flushed_offset: int = -1
+    committed_offset: int = -1
+
+
+class BoltExecutor(Executor):
+    """Runs a bolt's tasks (its fixed partitions of ``squall.T.<bolt>``)."""
+
+    kind = "bolt"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cdef = self.topology.components[self.component]
+        self.topic = component_topic(self.topology.name, self.component)
+        self.by_partition: dict[int, BoltTask] = {}
+        self._exec_hist = self.stats.hist("execute_latency")
+        self._transit_hist = self.stats.hist("transit_latency")
+        self._seen = 0
+        self._process_hist = self.stats.hist("process_latency")
+        self._busy_s = 0.0  # seconds spent in execute() since the last snapshot
+        self._window_start = time.monotonic()
+
+    # -- tasks -----------------------------------------------------------------------
+    def _open_tasks(self, partitions: list[TopicPartition]) -> None:
+        """A bolt copy per task, prepared (Storm: ``prepare`` once per task)."""
+        for tp in partitions:
+            task_id, ctx, bolt = self._task_copy(tp.partition, Bolt)
+            collector = BoltOutputCollectorImpl(Router(self.topology, self.component, ctx), task_id, self.produce, self.acks)
+            collector.process_latency = self._process_hist
+            bolt.prepare(self.conf_dict, ctx, collector)
+            self.by_partition[tp.partition] = BoltTask(task_id, bolt, collector)
+        ids = [self.cdef.task_base + tp.partition for tp in partitions]
+        self.local.add(self.component, ids)
+        self._assigned()
+        log.info("[%s] %s runs tasks %s", self.component, self.worker, sorted(ids))
+
+    def _cleanup(self, tasks: list[BoltTask]) -> None:
+        for task in tasks:
+            try:
+                task.bolt.cleanup()
+            except Exception:
+                log.exception("[%s] task %d cleanup failed", self.component, task.task_id)
+
+    # -- processing ------------------------------------------------------------------
+    def _process(self, msg: Message) -> None:
+        if msg.error():
+            log.warning("[%s] consumer error: %s", self.component, msg.error())
+            return
+        p = msg.partition() or 0
+        task = self.by_partition.get(p)
+        if task is None:
+            return
+        off = msg.offset() or 0
+        self._seen += 1
+        if not self._seen & TRANSIT_SAMPLE_MASK:
+            transit = transit_s(msg, time.time())
+            if transit is not None:
+                self._transit_hist.record(transit)
+        try:
+            stream, source, source_task, values, anchors, batch = decode_tuple(msg.value(), component=self.component, topic=self.topic, partition=p, offset=off)
+        except DecodeError as exc:
+            self.stats.inc("poison")
+            self.dead_letter(msg, str(exc), 0)
+            task.next_offset = off + 1
+            return
+        t = Tuple(values, stream, source, source_task, anchors, self.topology.field_index(source, stream), self.topic, p, off)
+        if batch is not None:
+            t.batch, t.epoch = (batch[0], batch[1]), batch[2]
+        t.received_at = time.perf_counter()
+        self._execute(task, t)
+        task.next_offset = off + 1
+
+    def _execute(self, task: BoltTask, t: Tuple) -> None:
+        start = time.perf_counter()
+        try:
+            task.bolt.execute(t)
+        except FailedException:
+            task.collector.fail(t)
+        except Exception as exc:
+            self.stats.inc("errors")
+            log.exception("[%s] task %d failed on %s: %s", self.component, task.task_id, t.where, exc)
+            task.collector.fail(t)
+        took = time.perf_counter() - start
+        self._busy_s += took
+        if t.stream[:2] != "__":  # system tuples (ticks, batch markers, commits) are not counted, as in Storm's UI
+            self._exec_hist.record(took)
+
+    def _flush(self) -> None:
+        before = self.delivery.failures
+        self.producer.flush()
+        acks = self.acks
+        if acks is not None and len(acks):
+            if self.delivery.failures != before:
+                log.error("[%s] outputs lost in this flush: failing %d trees instead of acking", self.component, len(acks.acks))
+                for root in list(acks.acks):
+                    acks.fail(root)
+            self.stats.inc("acker_ops", acks.flush(self.produce))
+            self.producer.poll(0)
+        for task in self.by_partition.values():
+            task.flushed_offset = task.next_offset
+
+    def _commit(self, consumer: Consumer, sync: bool = False) -> None:
+        offsets = [
+            TopicPartition(self.topic, p, t.flushed_offset)
+            for p, t in self.by_partition.items()
+            if t.flushed_offset >= 0 and t.flushed_offset != t.committed_offset
+        ]
+        if not offsets:
+            return
+        try:
+            consumer.commit(offsets=offsets, asynchronous=not sync)
+            for tp in offsets:
+                self.by_partition[tp.partition].committed_offset = tp.offset
+        except KafkaException as exc:
+            log.warning("[%s] offset commit failed (will retry): %s", self.component, exc)
+
+    def _update_gauges(self) -> None:
+        emitted = transferred = acked = failed = 0
+        for t in self.by_partition.values():
+            emitted += t.collector.emitted
+            transferred += t.collector.transferred
+            acked += t.collector.acked
+            failed += t.collector.failed
+        now = time.monotonic()
+        # Storm's capacity: the fraction of the window spent executing (near 1: saturated).
+        self.stats.gauges["capacity"] = min(1.0, self._busy_s / max(now - self._window_start, 1e-9))
+        self._busy_s, self._window_start = 0.0, now
+        self.stats.gauges["tasks"] = len(self.by_partition)
+        self.stats.tasks = sorted(t.task_id for t in self.by_partition.values())
+        self.stats.counters["executed"] = self._exec_hist.count
+        self.stats.counters["emitted"] = emitted
+        self.stats.counters["transferred"] = transferred
+        self.stats.counters["acked"] = acked
+        self.stats.counters["failed"] = failed
+
+    def _run(self) -> None:
+        conf = self.conf
+        consumer = new_consumer(consumer_config(self.bootstrap, component_group(self.topology.name, self.component), conf, self.kafka.get("consumer")))
+        self._open_tasks(self._assign(consumer, self.topic))
+        gaps = FetchGaps(self.component, single=len(self.by_partition) == 1)  # a fetch that skips offsets is fetched again (streams.kafka.fetch_gaps)
+        now = time.monotonic()
+        ticks = Every(conf.tick_tuple_freq_secs or float("inf"), now)
+        flush = Every(conf.flush_interval_secs, now)
+        commit = Every(conf.commit_period_secs, now)
+        try:
+            while not self.stop_event.is_set():
+                for msg in gaps.consume(consumer, conf.batch_size, conf.flush_interval_secs):
+                    self._process(msg)
+                self.stats.counters["refetched"] = gaps.refetched
+                now = time.monotonic()
+                if ticks.due(now):
+                    for task in list(self.by_partition.values()):
+                        self._execute(task, tick_tuple())
+                if flush.due(now) or (self.acks is not None and len(self.acks) > MAX_BUFFERED_ACKER_OPS):
+                    self._flush()
+                if commit.due(now):
+                    self._commit(consumer)
+                self._maybe_stats(now)
+        finally:
+            # cleanup() first: a bolt that holds tuples (deferred acks, windows) can emit and
+            # ack them; the flush and commit then make that durable before the tasks stop.
+            self._cleanup(list(self.by_partition.values()))
+            self._flush()
+            self._commit(consumer, sync=True)
+            self._maybe_stats(time.monotonic(), final=True)
+            self.producer.flush(5)
+            consumer.close()

@@ -1,0 +1,355 @@
+"""The collectors' implementations: Storm's anchoring algebra on Kafka (Storm's
+``executor/bolt/BoltOutputCollectorImpl`` and ``executor/spout/SpoutOutputCollectorImpl``).
+
+User code sees only the Protocols of :mod:`streams.model.collector`.
+
+* **Anchored emit.** For each anchor tuple ``a`` and each target task, draw one random
+  64-bit edge id ``e``; XOR ``e`` into ``a.ack_val`` and into the new tuple's
+  ``anchors_to_ids[r]`` for every root ``r`` of ``a`` (Storm BoltOutputCollectorImpl).
+* **Ack.** For each ``(r, id)`` of the input, ack ``(r, id ^ ack_val(input))``.
+* **Spout emit.** A fresh random root id; one edge id per target task; the spout sends
+  ``init(root, XOR of those edge ids, spout_task)``.
+
+Acker messages go to an :class:`~streams.runtime.acks.AckBuffer`, which the executor
+flushes after the outputs (:mod:`streams.runtime.executor`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from streams.exceptions import FatalError
+from streams.model.collector import Anchors
+from streams.model.grouping import DirectGrouping
+from streams.model.tuple import DEFAULT_STREAM, Tuple
+from streams.monitoring.stats import LogHistogram
+from streams.runtime.acks import AckBuffer, ProduceFn
+from streams.runtime.routing import Route, Router
+from streams.wire.codec import encode_json, encode_rooted, encode_tuple
+from streams.wire.ids import new_id
+
+
+class _Emitter:
+    def __init__(self, router: Router, task_id: int, produce: ProduceFn) -> None:
+        self.router = router
+        self.component = router.component
+        self.task_id = task_id
+        self.produce = produce
+        self.emitted = 0
+        """Emit calls (Storm UI's "emitted")."""
+        self.transferred = 0
+        """Tuples sent to tasks: an emit to N tasks counts N (Storm UI's "transferred")."""
+        self.epoch = new_id() >> 33
+        """This task's life (random per collector, i.e. per executor start): batch tuples carry
+        it, so a task that restarted mid-batch is told apart (:mod:`streams.transactional.batch_tracker`)."""
+
+    def _outputs(self, stream: str, values: list[Any]) -> None:
+        for out in self.router.outputs[stream]:
+            record = dict(zip(out.fields, values, strict=False))
+            self.produce(out.topic, encode_json(record), key=str(values[out.key_index]).encode())
+
+    def _check_direct(self, stream: str, direct_call: bool) -> None:
+        is_direct = self.router.direct.get(stream)
+        if is_direct is None:
+            self.router.stream(stream)  # raises naming the stream
+        if is_direct and not direct_call:
+            raise FatalError(f"[{self.component}] emit on direct stream {stream!r}: use emit_direct(task, ...)")
+        if direct_call and not is_direct:
+            raise FatalError(f"[{self.component}] emit_direct on stream {stream!r}, which is not declared direct")
+
+    def _direct_route(self, stream: str, task: int) -> tuple[Route, int]:
+        for route in self.router.stream(stream):
+            if isinstance(route.grouping, DirectGrouping) and route.base <= task < route.base + route.n:
+                return route, task - route.base
+        raise FatalError(f"[{self.component}] emit_direct to task {task}, which does not subscribe directly to {stream!r}")
+
+
+class BoltOutputCollectorImpl(_Emitter):
+    """A bolt task's collector (Storm's ``BoltOutputCollectorImpl``), implementing
+    :class:`~streams.model.collector.OutputCollector`. Not thread-safe."""
+
+    def __init__(self, router: Router, task_id: int, produce: ProduceFn, acks: AckBuffer | None) -> None:
+        super().__init__(router, task_id, produce)
+        self.acks = acks
+        self.acked = 0
+        self.failed = 0
+        self.process_latency: LogHistogram | None = None
+        """When set (by the executor): receipt-to-ack time of every acked tuple (Storm UI's
+        "process latency"), in seconds."""
+
+    @staticmethod
+    def _anchor_list(anchors: Anchors) -> Sequence[Tuple]:
+        if anchors is None:
+            return ()
+        if isinstance(anchors, Tuple):
+            return (anchors,)
+        return anchors
+
+    def _send(self, route: Route, local: int, stream: str, values: list[Any], anchors: Sequence[Tuple]) -> None:
+        if len(anchors) == 1 and self.acks is not None:  # the hot path: one anchor in one tree
+            a = anchors[0]
+            if len(a.anchors) == 1 and a.batch is None:
+                e = new_id()
+                a.ack_val ^= e
+                (root,) = a.anchors
+                self.produce(route.topic, encode_rooted(stream, self.component, self.task_id, values, root, e), partition=local)
+                return
+        ids: dict[int, int] = {}
+        batch = None
+        if anchors:
+            for a in anchors:
+                if a.anchors and self.acks is not None:
+                    e = new_id()
+                    a.ack_val ^= e
+                    for root in a.anchors:
+                        ids[root] = ids.get(root, 0) ^ e
+                batch = batch or a.batch  # a transactional tuple's children belong to its batch
+        tagged = None if batch is None else (batch[0], batch[1], self.epoch)
+        self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, ids, tagged), partition=local)
+
+    def emit(self, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit ``values`` on ``stream`` anchored to ``anchors`` (a tuple, a list for
+        multi-anchoring, or None for an unanchored, untracked emit).
+
+        Returns the global task ids it was sent to. Raises FatalError on an undeclared
+        or direct stream.
+        """
+        if self.router.direct.get(stream):
+            self._check_direct(stream, False)
+        anchor_list = self._anchor_list(anchors)
+        tasks: list[int] = []
+        for route in self.router.stream(stream):
+            for local in route.grouping.choose(values):
+                self._send(route, local, stream, values, anchor_list)
+                tasks.append(route.base + local)
+        if self.router.outputs[stream]:
+            self._outputs(stream, values)
+        self.emitted += 1
+        self.transferred += len(tasks)
+        return tasks
+
+    def emit_direct(self, task: int, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> None:
+        """Emit to one global ``task`` on a stream declared direct."""
+        self._check_direct(stream, True)
+        route, local = self._direct_route(stream, task)
+        self._send(route, local, stream, values, self._anchor_list(anchors))
+        self.emitted += 1
+        self.transferred += 1
+
+    def ack(self, tuple: Tuple) -> None:  # noqa: A002
+        """Ack ``tuple``: for each root, XOR ``edge ^ ack_val`` into the pending ack."""
+        if tuple.settled:
+            return
+        tuple.settled = True
+        if tuple.stream[:2] != "__":  # system tuples are not counted (Storm's UI)
+            self.acked += 1
+            if self.process_latency is not None and tuple.received_at:
+                self.process_latency.record(time.perf_counter() - tuple.received_at)
+        acks = self.acks
+        if acks is not None:
+            ack_val = tuple.ack_val
+            pending = acks.acks  # AckBuffer.ack, inlined (hot path)
+            for root, edge in tuple.anchors.items():
+                pending[root] = pending.get(root, 0) ^ edge ^ ack_val
+
+    def fail(self, tuple: Tuple) -> None:  # noqa: A002
+        """Fail ``tuple``: every tree it belongs to fails and its spout tuple is replayed."""
+        if tuple.settled:
+            return
+        tuple.settled = True
+        self.failed += 1
+        if self.acks is not None:
+            for root in tuple.anchors:
+                self.acks.fail(root)
+
+    def reset_timeout(self, tuple: Tuple) -> None:  # noqa: A002
+        """Restart the timeout of every tree ``tuple`` belongs to."""
+        if self.acks is not None:
+            for root in tuple.anchors:
+                self.acks.reset(root)
+
+
+class SpoutOutputCollectorImpl(_Emitter):
+    """A spout task's collector (Storm's ``SpoutOutputCollectorImpl``), implementing
+    :class:`~streams.model.collector.SpoutOutputCollector`.
+
+    ``on_tracked(root, msg_id, weight)`` registers a tracked tree that carries ``weight``
+    message ids with the executor;
+    ``on_untracked_ack(msg_id, weight)`` schedules ``spout.ack(msg_id)`` when nothing will
+    track the tree (0 ackers, or no target task), as Storm does.
+    """
+
+    def __init__(
+        self,
+        router: Router,
+        task_id: int,
+        produce: ProduceFn,
+        acks: AckBuffer | None,
+        on_tracked: Callable[[int, Any, int], None],
+        on_untracked_ack: Callable[[Any, int], None],
+    ) -> None:
+        super().__init__(router, task_id, produce)
+        self.acks = acks
+        self.on_tracked = on_tracked
+        self.on_untracked_ack = on_untracked_ack
+
+    def emit(self, values: list[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit a spout tuple; with a ``msg_id`` (and ackers) it is tracked as a new tree.
+
+        Returns the global task ids it was sent to.
+        """
+        if self.router.direct.get(stream):
+            self._check_direct(stream, False)
+        tasks: list[int] = []
+        tracked = msg_id is not None and self.acks is not None
+        root = new_id() if tracked else 0
+        xor = 0
+        for route in self.router.stream(stream):
+            for local in route.grouping.choose(values):
+                if tracked:
+                    e = new_id()
+                    xor ^= e
+                    payload = encode_tuple(stream, self.component, self.task_id, values, {root: e})
+                else:
+                    payload = encode_tuple(stream, self.component, self.task_id, values, {})
+                self.produce(route.topic, payload, partition=local)
+                tasks.append(route.base + local)
+        if self.router.outputs[stream]:
+            self._outputs(stream, values)
+        self.emitted += 1
+        self.transferred += len(tasks)
+        self._track(tracked, root, xor, msg_id, bool(tasks))
+        return tasks
+
+    def emit_direct(self, task: int, values: list[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM) -> None:
+        self._check_direct(stream, True)
+        route, local = self._direct_route(stream, task)
+        tracked = msg_id is not None and self.acks is not None
+        root = new_id() if tracked else 0
+        e = new_id()
+        anchors = {root: e} if tracked else {}
+        self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, anchors), partition=local)
+        self.emitted += 1
+        self.transferred += 1
+        self._track(tracked, root, e, msg_id, True)
+
+    def _track(self, tracked: bool, root: int, xor: int, msg_id: Any, sent: bool) -> None:
+        if tracked and sent:
+            assert self.acks is not None
+            self.acks.init(root, xor, self.task_id)
+            self.on_tracked(root, msg_id, 1)
+        elif msg_id is not None:
+            self.on_untracked_ack(msg_id, 1)
+
+    def emit_tree(self, tuples: Sequence[tuple[str, list[Any]]], msg_id: Any) -> list[int]:
+        """Emit several spout tuples, ``[(stream, values), ...]``, as **one** tree under
+        ``msg_id`` (with ackers): one root id, one edge per tuple and target task, one
+        ``init``; the tree is acked when every tuple is fully processed, and failed (the
+        spout's ``fail(msg_id)``) if any of them fails or it times out. Its weight towards
+        ``topology.max.spout.pending`` is ``len(tuples)``. Without ackers each tuple is sent
+        untracked and ``msg_id`` is acked at once, as :meth:`emit` does.
+
+        Why: a tree costs the same acker ops, acker state and ack result whether it carries
+        one record or a hundred; :class:`streams.kafka.spout.KafkaSpout` sends a run of
+        records of one partition per tree (``squall.spout.tree.records``).
+
+        Returns the global task ids sent to, one entry per tuple and target. Raises
+        FatalError on an undeclared or direct stream (before anything is sent).
+        """
+        direct = self.router.direct
+        for stream, _ in tuples:
+            if direct.get(stream) is not False:
+                self._check_direct(stream, False)
+        tracked = self.acks is not None
+        root = new_id() if tracked else 0
+        xor = 0
+        tasks: list[int] = []
+        component, task_id, produce, outputs = self.component, self.task_id, self.produce, self.router.outputs
+        for stream, values in tuples:
+            for route in self.router.stream(stream):
+                for local in route.grouping.choose(values):
+                    if tracked:
+                        e = new_id()
+                        xor ^= e
+                        payload = encode_rooted(stream, component, task_id, values, root, e)
+                    else:
+                        payload = encode_tuple(stream, component, task_id, values, {})
+                    produce(route.topic, payload, partition=local)
+                    tasks.append(route.base + local)
+            if outputs[stream]:
+                self._outputs(stream, values)
+        self.emitted += len(tuples)
+        self.transferred += len(tasks)
+        if tracked and tasks:
+            assert self.acks is not None
+            self.acks.init(root, xor, task_id)
+            self.on_tracked(root, msg_id, len(tuples))
+        else:
+            self.on_untracked_ack(msg_id, len(tuples))
+        return tasks
+
+    def open_tree(self, msg_id: Any, batch: tuple[int, int]) -> BatchTreeImpl:
+        """Start one tuple tree for a whole batch (``(txid, attempt)``): every tuple emitted
+        through it shares one root, and the tree is acked only when all of them are fully
+        processed (Storm's transactional spouts: a batch is one tree). Call
+        :meth:`BatchTreeImpl.close` after the last emit: it sends the one ``init``.
+        Raises FatalError when there are no ackers (a batch cannot be tracked)."""
+        if self.acks is None:
+            raise FatalError(f"[{self.component}] a transactional spout needs ackers (topology.acker.executors > 0)")
+        return BatchTreeImpl(self, msg_id, batch)
+
+
+class BatchTreeImpl:
+    """The tree of one batch (see :meth:`SpoutOutputCollectorImpl.open_tree`), implementing
+    :class:`~streams.model.collector.BatchTree`. Not thread-safe."""
+
+    def __init__(self, collector: SpoutOutputCollectorImpl, msg_id: Any, batch: tuple[int, int]) -> None:
+        self.collector = collector
+        self.msg_id = msg_id
+        self.batch = batch
+        self.root = new_id()
+        self.xor = 0
+        self.emitted = 0
+
+    def _send(self, route: Route, local: int, stream: str, values: list[Any]) -> None:
+        e = new_id()
+        self.xor ^= e
+        c = self.collector
+        c.produce(route.topic, encode_tuple(stream, c.component, c.task_id, values, {self.root: e}, (self.batch[0], self.batch[1], c.epoch)), partition=local)
+        self.emitted += 1
+
+    def emit(self, values: list[Any], stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit ``values`` on ``stream`` in this batch; returns the global target tasks."""
+        c = self.collector
+        tasks: list[int] = []
+        for route in c.router.stream(stream):
+            for local in route.grouping.choose(values):
+                self._send(route, local, stream, values)
+                tasks.append(route.base + local)
+        if c.router.outputs[stream]:
+            c._outputs(stream, values)
+        if stream[:2] != "__":  # a commit is a system tuple: not counted (Storm's UI)
+            c.emitted += 1
+            c.transferred += len(tasks)
+        return tasks
+
+    def emit_direct(self, task: int, values: list[Any], stream: str) -> None:
+        """Emit to one global ``task`` on a direct stream, in this batch."""
+        c = self.collector
+        c._check_direct(stream, True)
+        route, local = c._direct_route(stream, task)
+        self._send(route, local, stream, values)
+
+    def close(self) -> int:
+        """Send the tree's ``init`` (the XOR of every edge) and start tracking it; returns
+        the root id. A batch that reached no task is acked at once."""
+        c = self.collector
+        if self.emitted:
+            assert c.acks is not None
+            c.acks.init(self.root, self.xor, c.task_id)
+            c.on_tracked(self.root, self.msg_id, 1)
+        else:
+            c.on_untracked_ack(self.msg_id, 1)
+        return self.root

@@ -1,0 +1,210 @@
+"""The executor base: what every executor (spout, bolt, acker, Spark driver) shares.
+
+An executor owns a fixed range of its component's tasks (:mod:`service.scheduling`),
+which are partitions of the component's input topic; it reads them with ``assign()`` and
+commits its offsets to the group ``squall.T.<component>`` (used for offsets only, never
+for membership). One copy of the component runs per task (as Storm deserialises one per
+task). An executor runs on one thread of a worker process (:mod:`service.worker`), from
+:meth:`Executor.run` until :meth:`Executor.stop`.
+
+Loop shape (every kind): consume a batch -> run user code -> every
+``squall.flush.interval.secs`` flush outputs, *then* send the coalesced acker ops -> commit.
+Flushing outputs before acks means a tree is never acked while its outputs may be lost;
+if a delivery fails in the window, the buffered acks are sent as fails instead.
+
+The kinds live in their own modules, as in Storm's ``executor/`` package:
+:mod:`streams.runtime.spout`, :mod:`streams.runtime.bolt`, and the acker's
+:mod:`acker.runtime_native`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from confluent_kafka import Consumer, Message, TopicPartition
+
+from streams.config import TopologyConfig
+from streams.exceptions import FatalError
+from streams.kafka.clients import make_producer, produce_fn
+from streams.model.component import Component
+from streams.model.context import ExecutorIO, LocalTasks, TopologyContext
+from streams.model.spec import Topology
+from streams.monitoring.stats import ExecutorStats, process_usage
+from streams.runtime.acks import AckBuffer
+from streams.wire.codec import encode_json
+from streams.wire.dead_letter import dead_letter_headers
+from streams.wire.naming import acker_topic, dead_letter_topic, metrics_topic
+
+log = logging.getLogger("squall.executor")
+
+C = TypeVar("C", bound=Component)
+
+
+class Every:
+    """A period timer on the caller's monotonic clock: :meth:`due` is True at most once
+    per ``period_s`` seconds (the first time at ``start + delay_s``).
+
+    >>> t = Every(1.0, start=10.0)
+    >>> [t.due(now) for now in (10.5, 11.0, 11.2, 12.1)]
+    [False, True, False, True]
+    """
+
+    __slots__ = ("next_at", "period_s")
+
+    def __init__(self, period_s: float, start: float, delay_s: float | None = None) -> None:
+        self.period_s = period_s
+        self.next_at = start + (period_s if delay_s is None else delay_s)
+
+    def due(self, now: float) -> bool:
+        if now < self.next_at:
+            return False
+        self.next_at = now + self.period_s
+        return True
+
+
+class Executor:
+    """Common parts: producer, acker buffer, stats, dead letters, stop flag.
+
+    Args:
+      topology: the validated topology (every worker loads the same one).
+      component: the component id this executor runs (``__acker`` for ackers).
+      conf: the component's resolved config.
+      bootstrap: ``bootstrap.servers``.
+      worker: the worker's name (``w0``...), for logs and metrics.
+      local: the tasks running in this worker process (local-or-shuffle grouping).
+      kafka: client overrides ``{"consumer": {...}, "producer": {...}}``.
+      tasks: the task indexes this executor owns (partitions of its input topic; default:
+        every task of the component).
+    Thread safety: :meth:`stop` may be called from any thread; everything else runs on
+    the executor's own thread.
+    """
+
+    kind = "executor"
+
+    def __init__(
+        self,
+        topology: Topology,
+        component: str,
+        conf: TopologyConfig,
+        bootstrap: str,
+        worker: str = "w0",
+        local: LocalTasks | None = None,
+        kafka: dict[str, Any] | None = None,
+        tasks: Sequence[int] | None = None,
+    ) -> None:
+        self.topology = topology
+        self.component = component
+        self.conf = conf
+        self.conf_dict = conf.as_dict()
+        self.bootstrap = bootstrap
+        self.worker = worker
+        self.local = local or LocalTasks()
+        self.kafka = kafka or {}
+        self.stats = ExecutorStats(topology.name, component, self.kind, worker)
+        self.stop_event = threading.Event()
+        self.producer, self.delivery = make_producer(bootstrap, conf, component, self.kafka.get("producer"))
+        self.produce = produce_fn(self.producer)
+        self.acks = AckBuffer(acker_topic(topology.name), conf.ackers) if conf.ackers > 0 else None
+        self.tasks: tuple[int, ...] = tuple(range(self._task_count())) if tasks is None else tuple(tasks)
+        self.io = ExecutorIO(bootstrap, self.kafka, self.dead_letter)
+        self._contexts: list[TopologyContext] = []
+        self._next_stats = 0.0
+        self.error: BaseException | None = None
+        self.assigned = threading.Event()
+        """Set once this executor has opened its tasks and, for an acker, restored its
+        table: the worker's readiness."""
+
+    def stop(self) -> None:
+        """Ask the loop to finish: it flushes, commits and publishes final stats."""
+        self.stop_event.set()
+
+    def all_stats(self) -> list[ExecutorStats]:
+        """Every stats object this executor exposes on /metrics."""
+        return [self.stats]
+
+    def run(self) -> None:
+        """Run until :meth:`stop`; a fatal error is logged with the component id and kept in ``error``."""
+        try:
+            self._maybe_stats(time.monotonic())  # alive from the start (service.claims reads it)
+            self._run()
+        except BaseException as exc:
+            self.error = exc
+            log.exception("[%s] executor stopped by a fatal error: %s", self.component, exc)
+            raise
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+    def _task_count(self) -> int:
+        """How many tasks the component has (the acker, not a declared component, has
+        ``topology.acker.executors``)."""
+        cdef = self.topology.components.get(self.component)
+        return cdef.num_tasks if cdef is not None else self.conf.ackers
+
+    def _assigned(self) -> None:
+        """Call once the tasks are open (and state restored)."""
+        self.assigned.set()
+
+    def _assign(self, consumer: Consumer, topic: str) -> list[TopicPartition]:
+        """Start reading this executor's tasks: partitions :attr:`tasks` of ``topic``, each
+        from the group's committed offset (else the earliest). Returns them."""
+        partitions = [TopicPartition(topic, p) for p in self.tasks]
+        consumer.assign(partitions)
+        return partitions
+
+    def _task_copy(self, partition: int, kind: type[C]) -> tuple[int, TopologyContext, C]:
+        """A fresh copy of the component for the task at input ``partition``: its global task
+        id, its context and the copy. Raises FatalError if the copy is not a ``kind``."""
+        cdef = self.topology.components[self.component]
+        task_id = cdef.task_base + partition
+        ctx = TopologyContext(self.topology, self.component, task_id, self.worker, self.local, self.io)
+        ctx.conf = self.conf_dict
+        self._contexts.append(ctx)
+        obj = cdef.new_instance()
+        if not isinstance(obj, kind):
+            raise FatalError(f"[{self.component}] is not a {kind.__name__}: {type(obj).__name__}")
+        return task_id, ctx, obj
+
+    def dead_letter(self, msg: Message, reason: str, attempts: int) -> None:
+        """Write ``msg`` to ``squall.T.__dlq`` with headers naming where and why; count it."""
+        self.dead_letter_raw(
+            msg.value(), msg.key(), reason, topic=msg.topic() or "", partition=msg.partition() or 0, offset=msg.offset() or 0, attempts=attempts
+        )
+
+    def dead_letter_raw(self, value: bytes | None, key: bytes | None, reason: str, *, topic: str, partition: int, offset: int, attempts: int) -> None:
+        """:meth:`dead_letter` for a record given by its parts (a faust event, say)."""
+        headers = dead_letter_headers(reason, component=self.component, topic=topic, partition=partition, offset=offset, attempts=attempts)
+        self.produce(dead_letter_topic(self.topology.name), value or b"", key=key, headers=headers)
+        self.stats.inc("dead_lettered")
+        log.warning("[%s] dead-lettered %s[%s]@%s after %d attempts: %s", self.component, topic, partition, offset, attempts, reason)
+
+    def _maybe_stats(self, now: float, final: bool = False) -> None:
+        """Publish a stats snapshot to ``squall.T.__metrics`` every ``squall.stats.interval.secs``."""
+        if final or now >= self._next_stats:
+            self._next_stats = now + self.conf.stats_interval_secs
+            self._update_gauges()
+            self._read_metrics()
+            self._process_gauges()
+            self.produce(metrics_topic(self.topology.name), encode_json(self.stats.snapshot(final)), key=self.stats.instance.encode())
+
+    def _read_metrics(self) -> None:
+        """Counters the tasks registered (``TopologyContext.register_metric``), summed per name."""
+        totals: dict[str, float] = {}
+        for ctx in self._contexts:
+            for name, read in ctx.metrics.items():
+                totals[name] = totals.get(name, 0.0) + read()
+        self.stats.counters.update(totals)
+
+    def _process_gauges(self) -> None:
+        """The worker process's CPU seconds and resident memory (bytes), in every executor's
+        snapshot (exported once per worker)."""
+        cpu, rss = process_usage()
+        self.stats.gauges["process_cpu_seconds"] = cpu
+        self.stats.gauges["process_rss_bytes"] = rss
+
+    def _update_gauges(self) -> None:
+        """Refresh gauges before a snapshot."""

@@ -1,0 +1,363 @@
+"""The spout executor (Storm's ``executor/spout/SpoutExecutor``): it knows only :class:`Spout`.
+
+It runs a spout's fixed tasks (:mod:`service.scheduling`), and reads the
+``squall.T.__ack_result`` partitions whose numbers are its task ids.
+
+Like Storm's, it tracks every tree in flight (:class:`streams.runtime.inflight.InFlightTrees`),
+bounds them per task (:mod:`streams.runtime.pending_bound`: adaptive, or a fixed
+``topology.max.spout.pending``), and fails trees past ``topology.message.timeout.secs``
+itself. Each task keeps a durable :class:`streams.monitoring.spout_ledger.TaskLedger` (emits, replays
+by cause, outcomes), written to ``squall.T.__ledger`` at every flush in which it changed
+and before every offset commit, and continued by the task's next life. A spout that reads
+Kafka implements :class:`streams.kafka.source.KafkaSource`; the executor then adds a
+:class:`streams.kafka.feed.SourceFeed` and calls nothing but that protocol.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Message, TopicPartition
+
+from streams.exceptions import DecodeError
+from streams.kafka.clients import consumer_config, new_consumer, transit_s, true_end_offsets
+from streams.kafka.feed import SourceFeed
+from streams.kafka.fetch_gaps import FetchGaps
+from streams.kafka.source import KafkaMessageId, KafkaSource, SourceIO, kafka_source
+from streams.model.spout import Spout
+from streams.monitoring.ledger_store import ledger_key, read_ledgers
+from streams.monitoring.spout_ledger import TaskLedger
+from streams.runtime.collectors import SpoutOutputCollectorImpl
+from streams.runtime.executor import Every, Executor
+from streams.runtime.inflight import InFlightTrees
+from streams.runtime.pending_bound import AdaptiveBound, FixedBound, PendingBound
+from streams.runtime.routing import Router
+from streams.wire.acker import RESULT_ACK, decode_results
+from streams.wire.codec import encode_json
+from streams.wire.naming import ack_result_topic, component_group, ledger_topic
+
+log = logging.getLogger("squall.executor.spout")
+
+TIMEOUT_CHECK_SECS = 0.1
+"""How often trees in flight are checked against ``topology.message.timeout.secs``."""
+
+MAX_CALLS_PER_ROUND = 2000
+"""``next_tuple`` calls per task per loop round, so results and timeouts are not starved."""
+
+
+@dataclass(slots=True)
+class SpoutTask:
+    """One task of this executor: its spout copy and collector.
+
+    ``source`` is the same object as ``spout`` when it reads Kafka (else ``None``);
+    ``immediate`` holds ``(message id, weight)`` to ack at once (untracked emits, as Storm
+    does; the weight is the message ids a :meth:`~streams.runtime.collectors.SpoutOutputCollector.emit_tree` carried).
+    """
+
+    task_id: int
+    spout: Spout
+    collector: SpoutOutputCollectorImpl
+    ledger: TaskLedger
+    source: KafkaSource | None = None
+    immediate: list[tuple[Any, int]] = field(default_factory=list)
+
+
+class SpoutExecutor(Executor):
+    """Runs a spout's tasks (see the module docstring)."""
+
+    kind = "spout"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cdef = self.topology.components[self.component]
+        self.result_topic = ack_result_topic(self.topology.name)
+        self.by_task: dict[int, SpoutTask] = {}
+        self.ledger_topic = ledger_topic(self.topology.name)
+        self.inflight = InFlightTrees()
+        self.bound = self._make_bound()
+        self.active = threading.Event()
+        """Set while spouts may emit (Storm: activated). Cleared by ``deactivate`` and by a
+        drain; results, timeouts and commits go on while it is clear."""
+        self.active.set()
+        self.draining = False
+        group = component_group(self.topology.name, self.component)
+        overrides = self.kafka.get("consumer")
+        self.results = new_consumer(consumer_config(self.bootstrap, group + ".__results", self.conf, overrides))
+        self.result_gaps = FetchGaps(self.component)
+        """Ack results a fetch skipped are fetched again (:mod:`streams.kafka.fetch_gaps`)."""
+        proto = kafka_source(self.cdef.obj)
+        self.feed = (
+            SourceFeed(
+                self.component,
+                self.topology.name,
+                proto,
+                self.cdef.num_tasks,
+                self.bootstrap,
+                new_consumer(consumer_config(self.bootstrap, group, self.conf, overrides)),
+                self.conf.batch_size,
+            )
+            if proto is not None
+            else None
+        )
+
+    def _make_bound(self) -> PendingBound:
+        """``topology.max.spout.pending`` if set (fixed, as in Storm), else an
+        :class:`~streams.runtime.pending_bound.AdaptiveBound` aiming at
+        ``squall.spout.pending.target.latency.secs`` (never above a fifth of the message timeout)."""
+        conf = self.conf
+        if conf.max_spout_pending is not None:
+            return FixedBound(conf.max_spout_pending)
+        ceiling = max(conf.pending_max, 50)
+        target = min(conf.pending_target_latency_secs, conf.message_timeout_secs / 5)
+        return AdaptiveBound(initial=min(conf.pending_initial, ceiling), target_s=target, floor=min(50, ceiling), ceiling=ceiling)
+
+    # -- tasks -----------------------------------------------------------------------
+    def _open_tasks(self) -> None:
+        """A spout copy per task, opened (Storm: ``open`` once per task); a Kafka-reading
+        spout's source partitions start being read."""
+        added: list[SpoutTask] = []
+        base = self.cdef.task_base
+        previous = read_ledgers(
+            self.bootstrap, self.ledger_topic, [base + i for i in self.tasks], component=self.component, overrides=self.kafka.get("consumer")
+        )
+        for index in self.tasks:
+            task_id, ctx, spout = self._task_copy(index, Spout)
+            before = previous.get(task_id)
+            ledger = before.next_life() if before is not None else TaskLedger(self.component, task_id)
+            immediate: list[tuple[Any, int]] = []
+            collector = SpoutOutputCollectorImpl(
+                Router(self.topology, self.component, ctx),
+                task_id,
+                self.produce,
+                self.acks,
+                self._tracker(task_id, ledger),
+                self._untracked(immediate),
+            )
+            spout.open(self.conf_dict, ctx, collector)
+            task = SpoutTask(task_id, spout, collector, ledger, kafka_source(spout), immediate)
+            if task.source is not None and self.feed is not None:
+                task.source.bind(SourceIO(self.dead_letter))
+                self.feed.add(index, task.source)
+            self.by_task[task_id] = task
+            added.append(task)
+        if added and self.acks is not None:
+            # Results start at the partitions' true end, resolved *before* anything is emitted:
+            # OFFSET_END would be resolved by the client later, possibly after the first
+            # results of this executor's trees were written (seen under load: a whole
+            # window of trees timed out).
+            ends = true_end_offsets(self.bootstrap, [(self.result_topic, t.task_id) for t in added], component=self.component)
+            self.results.incremental_assign([TopicPartition(self.result_topic, p, off) for (_, p), off in ends.items()])
+            for (topic, p), off in ends.items():
+                self.result_gaps.expect(topic, p, off)
+            self.result_gaps.single = len(self.by_task) == 1
+        if self.feed is not None:
+            self.feed.assign_new()
+        self.local.add(self.component, [t.task_id for t in added])
+        self._assigned()
+        log.info("[%s] %s runs tasks %s", self.component, self.worker, sorted(t.task_id for t in added))
+
+    def _close(self, task: SpoutTask) -> None:
+        try:
+            task.spout.close()
+        except Exception:
+            log.exception("[%s] task %d close failed", self.component, task.task_id)
+
+    def _tracker(self, task_id: int, ledger: TaskLedger) -> Any:
+        track = self.inflight.track
+        emitted = ledger.emitted_tracked
+
+        def on_tracked(root: int, msg_id: Any, weight: int) -> None:
+            track(root, task_id, msg_id, weight)
+            emitted(msg_id)
+
+        return on_tracked
+
+    @staticmethod
+    def _untracked(immediate: list[tuple[Any, int]]) -> Callable[[Any, int], None]:
+        """``on_untracked_ack`` for one task: queue ``(message id, weight)`` to ack at once."""
+
+        def on_untracked_ack(msg_id: Any, weight: int) -> None:
+            immediate.append((msg_id, weight))
+
+        return on_untracked_ack
+
+    # -- loop pieces -------------------------------------------------------------------
+    def _results(self, msgs: list[Message]) -> int:
+        """Apply ack results: ``spout.ack``/``spout.fail`` for each tree still in flight."""
+        hist = self.stats.hist("complete_latency")
+        now = time.monotonic()
+        n = 0
+        wall = time.time()
+        transit = self.stats.hist("transit_latency")
+        for msg in msgs:
+            if msg.error():
+                continue
+            hop = transit_s(msg, wall)
+            if hop is not None:
+                transit.record(hop)
+            try:
+                results = decode_results(
+                    msg.value(), component=self.component, topic=self.result_topic, partition=msg.partition() or 0, offset=msg.offset() or 0
+                )
+            except DecodeError as exc:
+                self.stats.inc("poison")
+                self.dead_letter(msg, str(exc), 0)
+                continue
+            for op, root, _latency in results:
+                tree = self.inflight.settle(root)
+                if tree is None:
+                    continue
+                task = self.by_task.get(tree.task_id)
+                if task is None:
+                    continue
+                n += 1
+                if op == RESULT_ACK:
+                    task.ledger.acked_tree(tree.weight)
+                    latency = now - tree.emitted_at
+                    hist.record(latency)
+                    self.bound.completed(latency, tree.weight)
+                    task.spout.ack(tree.msg_id)
+                else:
+                    task.ledger.failed_tree(tree.msg_id, "fail")
+                    task.spout.fail(tree.msg_id)
+        return n
+
+    def _timeouts(self) -> None:
+        for tree in self.inflight.expired(self.conf.message_timeout_secs):
+            task = self.by_task.get(tree.task_id)
+            self.bound.timed_out()
+            if task is not None:
+                task.ledger.failed_tree(tree.msg_id, "timeout")
+                task.spout.fail(tree.msg_id)
+
+    def drain(self) -> None:
+        """Stop emitting for good (SIGTERM): trees in flight finish, and their offsets are
+        committed, before the executor is stopped. Thread-safe."""
+        self.draining = True
+        self.active.clear()
+
+    def _emit(self) -> int:
+        if self.draining or not self.active.is_set():
+            return 0
+        bound = self.bound
+        limit = bound.limit
+        inflight = self.inflight
+        total = 0
+        for task in list(self.by_task.values()):
+            spout = task.spout
+            collector = task.collector
+            for _ in range(MAX_CALLS_PER_ROUND):
+                if inflight.pending(task.task_id) >= limit:  # one call may send a whole tree of records
+                    bound.hit()
+                    break
+                before = collector.emitted
+                spout.next_tuple()
+                if task.immediate:
+                    for msg_id, weight in task.immediate:
+                        spout.ack(msg_id)
+                        task.ledger.acked_tree(weight)
+                    task.immediate.clear()
+                if collector.emitted == before:
+                    if task.source is not None and task.source.commit_needed:
+                        self._commit()  # at-most-once: commit *before* emitting
+                        task.source.released()
+                        continue
+                    break
+                total += 1
+        return total
+
+    def _flush(self) -> None:
+        if self.acks is not None and len(self.acks):
+            self.stats.inc("acker_ops", self.acks.flush(self.produce))
+        self._write_ledgers()
+        self.producer.poll(0)
+
+    def _write_ledgers(self) -> None:
+        """Write each task's ledger that changed (after the flush's tuples and acker ops, on
+        the same producer): a ``kill -9`` loses at most the last flush interval's counts."""
+        for task in self.by_task.values():
+            ledger = task.ledger
+            ledger.set_emitted(task.collector.emitted)
+            if ledger.dirty:
+                self.produce(self.ledger_topic, encode_json(ledger.to_json()), key=ledger_key(self.component, task.task_id), partition=task.task_id)
+                ledger.written = ledger.seq
+
+    def dead_letter(self, msg: Message, reason: str, attempts: int) -> None:
+        """Dead-letter ``msg`` (see :meth:`Executor.dead_letter`); it will not be replayed."""
+        super().dead_letter(msg, reason, attempts)
+        mid = KafkaMessageId(msg.topic() or "", msg.partition() or 0, msg.offset() or 0)
+        for task in self.by_task.values():
+            task.ledger.forget(mid)
+
+    def _commit(self) -> None:
+        if self.feed is not None:
+            self._write_ledgers()  # every offset committed was emitted by a ledger written before it
+            self.feed.commit()
+
+    def _update_gauges(self) -> None:
+        s = self.stats
+        s.gauges["pending"] = self.inflight.message_ids()
+        s.gauges["pending_limit"] = self.bound.limit
+        s.gauges["active"] = 1.0 if self.active.is_set() else 0.0
+        s.gauges["draining"] = 1.0 if self.draining else 0.0
+        s.gauges["tasks"] = len(self.by_task)
+        s.tasks = sorted(self.by_task)
+        s.counters["transferred"] = sum(t.collector.transferred for t in self.by_task.values())
+        s.counters["ignored_results"] = self.inflight.ignored
+        s.counters["refetched"] = self.result_gaps.refetched + (self.feed.gaps.refetched if self.feed is not None else 0)
+        lives: dict[str, int] = {}
+        for task in self.by_task.values():
+            task.ledger.set_emitted(task.collector.emitted)
+            for name, n in task.ledger.this_life().items():
+                lives[name] = lives.get(name, 0) + n
+        s.counters.update(lives)  # emitted, acked, failed, timeouts, replayed (+ by cause): this life
+        if self.feed is not None:
+            s.counters["poison"] = self.feed.counters().poison
+            s.partition_lag.clear()
+            s.partition_lag.update(self.feed.lag())
+
+    def _run(self) -> None:
+        conf = self.conf
+        self._open_tasks()
+        now = time.monotonic()
+        flush = Every(conf.flush_interval_secs, now, delay_s=0)
+        commit = Every(conf.commit_period_secs, now)
+        timeouts = Every(TIMEOUT_CHECK_SECS, now, delay_s=0)
+        batch = conf.batch_size
+        idle = False
+        try:
+            while not self.stop_event.is_set():
+                fed = self.feed.poll(0.02 if idle and not len(self.inflight) else 0) if self.feed is not None else 0
+                done = 0
+                if self.acks is not None and self.by_task:
+                    done = self._results(self.result_gaps.consume(self.results, batch, 0.01 if idle and len(self.inflight) else 0))
+                emitted = self._emit()
+                idle = not (fed or done or emitted)
+                if idle and not self.by_task:
+                    time.sleep(0.02)
+                now = time.monotonic()
+                if timeouts.due(now):
+                    self._timeouts()
+                    self.bound.adjust(self.inflight.oldest_age())
+                if flush.due(now):
+                    self._flush()
+                if commit.due(now):
+                    self._commit()
+                if self.feed is not None:
+                    self.feed.refresh(now)
+                self._maybe_stats(now)
+        finally:
+            self._flush()
+            self._commit()
+            self._maybe_stats(time.monotonic(), final=True)
+            for task in self.by_task.values():
+                self._close(task)
+            self.producer.flush(5)
+            if self.feed is not None:
+                self.feed.close()
+            self.results.close()

@@ -1,0 +1,331 @@
+"""CoordinatedBolt: runs any bolt of a transactional topology batch by batch (Storm's
+``CoordinatedBolt`` + ``BatchBoltExecutor``, as a wrapper the builder puts around every bolt).
+
+Per batch and task:
+
+1. Data tuples go to the user's bolt: a :class:`~streams.model.batch.BatchBolt` gets a fresh copy
+   per batch and its tuples are acked for it after ``execute``; an ordinary bolt acks its
+   own. What the task emits per target task is counted (:class:`BatchTracker`).
+2. End markers arrive from every upstream task (``__batch_end``). Once every marker is in
+   and every announced tuple has arrived, the input is complete:
+   * a non-committer finishes now: ``finish_batch()`` (emits anchored to the markers), then
+     its own markers go to every task of every subscriber, then the markers are acked;
+   * a committer acks the markers (the batch's processing is done here) and keeps its
+     BatchBolt copy until the batch's commit tuple (``__commit``) arrives: then it finishes
+     the same way, anchored to the commit tuple. The transactional spout sends commits
+     strictly in txid order, one batch at a time.
+3. A commit for a batch this task knows nothing of (it restarted and lost it) is failed, so
+   the batch is replayed; a stale attempt's tuples are acked and dropped.
+
+Because the markers are anchored in the batch's tree, the tree cannot complete before every
+task has finished its part, whatever order records arrive in.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from streams.exceptions import FailedException, FatalError
+from streams.model.batch import BATCH_END_FIELDS, BATCH_END_STREAM, COMMIT_STREAM, SYSTEM_STREAMS, BatchAttempt, BatchBolt, BatchOutputCollector
+from streams.model.bolt import Bolt
+from streams.model.collector import Anchors, OutputCollector
+from streams.model.component import Component, OutputFieldsDeclarer
+from streams.model.context import TopologyContext
+from streams.model.spec import Topology
+from streams.model.tuple import DEFAULT_STREAM, Tuple
+from streams.transactional.batch_tracker import BatchTracker, TaskBatch
+
+log = logging.getLogger("squall.batch")
+
+
+class _Counting:
+    """An ordinary bolt's collector (:class:`~streams.model.collector.OutputCollector`),
+    counting what it emits per batch and target task."""
+
+    def __init__(self, collector: OutputCollector, owner: CoordinatedBolt) -> None:
+        self._c = collector
+        self._owner = owner
+
+    def emit(self, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit through the real collector and count it against the anchors' batch."""
+        tasks = self._c.emit(values, anchors=anchors, stream=stream)
+        self._owner._count(anchors, tasks)
+        return tasks
+
+    def emit_direct(self, task: int, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> None:
+        """Emit to one task through the real collector and count it."""
+        self._c.emit_direct(task, values, anchors=anchors, stream=stream)
+        self._owner._count(anchors, [task])
+
+    def ack(self, tuple: Tuple) -> None:  # noqa: A002
+        """Ack through the real collector."""
+        self._c.ack(tuple)
+
+    def fail(self, tuple: Tuple) -> None:  # noqa: A002
+        """Fail through the real collector."""
+        self._c.fail(tuple)
+
+    def reset_timeout(self, tuple: Tuple) -> None:  # noqa: A002
+        """Reset the trees' timeout through the real collector."""
+        self._c.reset_timeout(tuple)
+
+
+class _Unprepared:
+    """The collector of a CoordinatedBolt before ``prepare``: any use is a bug."""
+
+    def _fatal(self, *args: Any, **kwargs: Any) -> Any:
+        raise FatalError("a CoordinatedBolt was used before prepare()")
+
+    emit = emit_direct = ack = fail = reset_timeout = _fatal
+
+
+_UNPREPARED: OutputCollector = _Unprepared()
+
+
+class CoordinatedBolt(Bolt):
+    """Wraps a bolt of a transactional topology (see the module docstring).
+
+    Args:
+      inner: the user's bolt (a BatchBolt, or an ordinary Bolt such as a wrapped BasicBolt).
+      committer: whether it is a committer bolt.
+    Not thread-safe: one copy per task, on the executor's thread.
+    """
+
+    def __init__(self, inner: Component, committer: bool) -> None:
+        self.inner = inner
+        self.committer = committer
+        self.batch_bolt = isinstance(inner, BatchBolt)
+        self.tracker = BatchTracker(frozenset(), committer)
+        self.downstream: list[int] = []
+        self.input_at_commit = False
+        """Its input comes in the commit phase (it is downstream of a committer)."""
+        self._conf: dict[str, Any] = {}
+        self._context: TopologyContext | None = None
+        self._me = "?"
+        """The component id, for log lines (set by :meth:`prepare`)."""
+        self.collector: OutputCollector = _UNPREPARED
+        self._anchors: list[Tuple] = []
+        self._current: TaskBatch | None = None
+
+    # -- declaration ------------------------------------------------------------------
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        self.inner.declare_output_fields(declarer)
+        declarer.declare(list(BATCH_END_FIELDS), stream=BATCH_END_STREAM, direct=True)
+
+    def get_component_configuration(self) -> dict[str, Any] | None:
+        return self.inner.get_component_configuration()
+
+    def validate(self, component_id: str) -> None:
+        self.inner.validate(component_id)
+
+    # -- lifecycle -------------------------------------------------------------------
+    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        self.collector = collector
+        self._conf = conf
+        self._context = context
+        self._me = context.this_component_id
+        topology = context.topology
+        me = context.this_component_id
+        cdef = topology.components[me]
+        upstream = {t for sub in cdef.inputs if sub.stream not in SYSTEM_STREAMS for t in topology.components[sub.component].task_ids}
+        self.tracker = BatchTracker(frozenset(upstream), self.committer)
+        targets: dict[str, range] = {}
+        for stream in cdef.streams:
+            if stream == BATCH_END_STREAM:
+                continue
+            for target, _sub in topology.subscribers(me, stream):
+                targets[target.id] = target.task_ids
+        self.downstream = sorted(t for ids in targets.values() for t in ids)
+        self.input_at_commit = commit_phase_input(topology, me)
+        if not self.batch_bolt:
+            assert isinstance(self.inner, Bolt)
+            self.inner.prepare(conf, context, _Counting(collector, self))
+
+    def cleanup(self) -> None:
+        if not self.batch_bolt:
+            assert isinstance(self.inner, Bolt)
+            self.inner.cleanup()
+
+    # -- tuples ----------------------------------------------------------------------
+    def execute(self, tuple: Tuple) -> None:  # noqa: A002
+        if tuple.stream == BATCH_END_STREAM:
+            txid, attempt, count = tuple.values
+            b = self.tracker.marker(txid, attempt, tuple.source_task, count, tuple, tuple.epoch)
+            if b is not None and b.broken:
+                self._broken(b, tuple)
+            else:
+                self._progress(b, tuple)
+        elif tuple.stream == COMMIT_STREAM:
+            self._commit(tuple)
+        elif tuple.batch is None:  # a tick, or a tuple from outside any batch
+            if self.batch_bolt:
+                self.collector.ack(tuple)
+            else:
+                assert isinstance(self.inner, Bolt)
+                self.inner.execute(tuple)
+        else:
+            txid, attempt = tuple.batch
+            b = self.tracker.data(txid, attempt, tuple.source_task, tuple.epoch)
+            if b is None:
+                self.collector.ack(tuple)  # a stale attempt's tuple, or a duplicate
+            elif b.broken:
+                self._broken(b, tuple)
+            else:
+                self._data(b, tuple)
+                self._progress(b, None)
+        self._settle_superseded()
+
+    def _data(self, b: TaskBatch, t: Tuple) -> None:
+        if not self.batch_bolt:
+            assert isinstance(self.inner, Bolt)
+            self._current = b
+            try:
+                self.inner.execute(t)
+            finally:
+                self._current = None
+            return
+        bolt = self._bolt_of(b)
+        self._anchors = [t]
+        try:
+            bolt.execute(t)
+        except FailedException:
+            self.collector.fail(t)
+            return
+        except Exception as exc:
+            log.exception("[%s] batch %d.%d failed on %s: %s", self._me, b.txid, b.attempt, t.where, exc)
+            self.collector.fail(t)
+            return
+        finally:
+            self._anchors = []
+        self.collector.ack(t)
+
+    def _bolt_of(self, b: TaskBatch) -> BatchBolt:
+        if b.bolt is None:
+            assert self._context is not None, "prepare() runs before any tuple"
+            bolt = copy.deepcopy(self.inner)
+            assert isinstance(bolt, BatchBolt)
+            bolt.prepare(self._conf, self._context, BatchOutputCollector(self._emit, self._emit_direct), BatchAttempt(b.txid, b.attempt))
+            b.bolt = bolt
+        bolt_obj: BatchBolt = b.bolt
+        return bolt_obj
+
+    def _emit(self, values: list[Any], stream: str) -> list[int]:
+        tasks: list[int] = self.collector.emit(values, anchors=self._anchors, stream=stream)
+        self._count(self._anchors, tasks)
+        return tasks
+
+    def _emit_direct(self, task: int, values: list[Any], stream: str) -> None:
+        self.collector.emit_direct(task, values, anchors=self._anchors, stream=stream)
+        self._count(self._anchors, [task])
+
+    def _count(self, anchors: Tuple | Sequence[Tuple] | None, tasks: list[int]) -> None:
+        """Count an emit against the batch of its anchors (or the batch being executed)."""
+        b = self._current
+        if b is None:
+            first = anchors if isinstance(anchors, Tuple) else (anchors[0] if anchors else None)
+            if first is None or first.batch is None:
+                return
+            b = self.tracker.batches.get(first.batch[0])
+            if b is None or b.attempt != first.batch[1]:
+                return
+        for t in tasks:
+            b.sent[t] = b.sent.get(t, 0) + 1
+
+    def _broken(self, b: TaskBatch, t: Tuple) -> None:
+        """An upstream task restarted mid-batch and re-sent part of it: what this task holds
+        for the attempt cannot be trusted, so the tuple fails and the batch replays."""
+        if b.bolt is not None:
+            b.bolt = None
+            log.warning(
+                "[%s] batch %d.%d: task %d restarted mid-batch and sent it again; failing the batch (it replays)",
+                self._me,
+                b.txid,
+                b.attempt,
+                t.source_task,
+            )
+        self.collector.fail(t)
+
+    # -- batch progress --------------------------------------------------------------
+    def _progress(self, b: TaskBatch | None, marker: Tuple | None) -> None:
+        if b is None:
+            if marker is not None:
+                self.collector.ack(marker)  # a stale attempt's marker
+            return
+        if b.input_done or not self.tracker.complete(b):
+            return
+        b.input_done = True
+        if self.committer:
+            for m in b.markers:  # processing is done here; the batch waits for its commit
+                self.collector.ack(m)
+            b.markers = []
+        if self.tracker.ready(b):
+            self._finish(b)
+
+    def _commit(self, t: Tuple) -> None:
+        txid, attempt = t.values
+        if self.input_at_commit and not self.tracker.is_duplicate_commit(txid, attempt):
+            self.tracker.batch(txid, attempt)  # its input is still to come, in this commit phase
+        b = self.tracker.commit(txid, attempt, t)
+        if b is None:
+            if self.tracker.is_duplicate_commit(txid, attempt):
+                self.collector.ack(t)
+            else:
+                log.warning("[%s] commit of batch %d.%d that this task does not hold: failing it (the batch replays)", self._me, txid, attempt)
+                self.collector.fail(t)
+            return
+        if self.tracker.ready(b):
+            self._finish(b)
+
+    def _finish(self, b: TaskBatch) -> None:
+        """finish_batch, then this task's markers, anchored to the markers or the commit."""
+        anchors = [b.commit] if self.committer else list(b.markers)
+        self._anchors = anchors
+        try:
+            if self.batch_bolt:
+                self._bolt_of(b).finish_batch()
+            for task in self.downstream:
+                self.collector.emit_direct(task, [b.txid, b.attempt, b.sent.get(task, 0)], anchors=anchors, stream=BATCH_END_STREAM)
+        except Exception as exc:
+            log.exception("[%s] finish_batch of batch %d.%d failed: %s", self._me, b.txid, b.attempt, exc)
+            for a in anchors:
+                self.collector.fail(a)
+            self.tracker.finished(b)
+            return
+        finally:
+            self._anchors = []
+        for a in anchors:
+            self.collector.ack(a)
+        self.tracker.finished(b)
+
+    def _settle_superseded(self) -> None:
+        """Ack what a task held for attempts a replay superseded (their trees already failed)."""
+        if not self.tracker.superseded:
+            return
+        for old in self.tracker.superseded:
+            for m in old.markers:
+                self.collector.ack(m)
+            if old.commit is not None:
+                self.collector.ack(old.commit)
+        self.tracker.superseded = []
+
+
+def commit_phase_input(topology: Topology, component: str) -> bool:
+    """True if ``component`` receives tuples only in the commit phase: one of its inputs is
+    a committer, or is itself fed in the commit phase (seed point 14)."""
+    seen: set[str] = set()
+
+    def fed_at_commit(c: str) -> bool:
+        if c in seen:
+            return False
+        seen.add(c)
+        for sub in topology.components[c].inputs:
+            if sub.stream in SYSTEM_STREAMS:
+                continue
+            if topology.components[sub.component].committer or fed_at_commit(sub.component):
+                return True
+        return False
+
+    return fed_at_commit(component)

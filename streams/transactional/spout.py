@@ -1,0 +1,274 @@
+"""Transactional and opaque transactional Kafka spouts (seed points 16-18; storm-kafka-client's
+Trident spouts): the batch coordinator and the batch emitter in one spout task.
+
+Each :meth:`next_tuple` does at most one thing the coordinator (:mod:`streams.transactional.coordinator`)
+asks for, and persists the coordinator's state first (:mod:`streams.transactional.coordinator_store`):
+
+* **emit** a batch: read its offset ranges (:mod:`streams.transactional.range_reader`), emit every record
+  as a tuple of the batch's one tree, then an end marker ``[txid, attempt, count]`` to
+  every task of every subscriber (:mod:`streams.transactional.coordinated_bolt` counts against them);
+* **commit** a processed batch: one ``[txid, attempt]`` tuple to every task of every
+  committer bolt, in its own tree. A topology without committers commits at once.
+
+``ack``/``fail`` of those trees drive the coordinator: a failed or timed-out batch, or a
+failed commit, replays that batch and every later batch in flight. After a commit, the
+spout's group offsets are set to the committed ends (for lag and ``squall run``; the
+coordinator topic, not the group, is the truth).
+
+* :class:`TransactionalKafkaSpout`: a replayed txid re-reads exactly the same ranges.
+* :class:`OpaqueKafkaSpout`: a replayed txid is cut again from where the previous batch
+  ends; its tuples may differ (override :meth:`OpaqueKafkaSpout.cut` to take less).
+
+Both read their own topic ``squall.T.<spout>`` (``partitions`` of them) unless ``topics``
+names others. The spout has exactly one task (the coordinator); records that the
+translator cannot read are dead-lettered once and skipped.
+
+Example::
+
+    >>> from streams import TopologyBuilder
+    >>> from streams.kafka.spout import RecordTranslator
+    >>> b = TopologyBuilder()
+    >>> _ = b.set_spout("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=2))
+    >>> sorted(b.create_topology("t").components["lines"].streams)
+    ['__batch_end', '__commit', 'default']
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from streams.exceptions import FatalError, TopologyError
+from streams.kafka.clients import consumer_config, new_consumer
+from streams.kafka.spout import RecordTranslator
+from streams.model.batch import BATCH_END_FIELDS, BATCH_END_STREAM, COMMIT_FIELDS, COMMIT_STREAM, SYSTEM_STREAMS
+from streams.model.collector import SpoutOutputCollector
+from streams.model.component import OutputFieldsDeclarer
+from streams.model.context import TopologyContext
+from streams.model.spec import ComponentDef
+from streams.model.spout import Spout
+from streams.transactional.coordinator import BatchCoordinator, BatchMeta, Range
+from streams.transactional.coordinator_store import CoordinatorStore
+from streams.transactional.range_reader import RangeReader
+from streams.transactional.wiring import wire_transactional
+from streams.wire.naming import TP, component_group, component_topic, coordinator_topic
+
+log = logging.getLogger("squall.transactional")
+
+
+class TransactionalKafkaSpout(Spout):
+    """A transactional spout over Kafka: every replay of a txid re-reads the same ranges.
+
+    Args:
+      translator: record -> tuple (default: the value as UTF-8 text in field ``value``).
+      topics: source topics (default: the spout's own topic ``squall.T.<spout>``).
+      partitions: how many partitions its own topic has (ignored with ``topics``).
+    """
+
+    transactional = True
+    opaque = False
+
+    def __init__(self, translator: RecordTranslator | None = None, topics: list[str] | None = None, partitions: int = 4) -> None:
+        self.translator = translator or RecordTranslator()
+        self.topics = list(topics) if topics else None
+        self.partitions = partitions
+        self.coordinator: BatchCoordinator | None = None
+        self.reader: RangeReader | None = None
+        self.store: CoordinatorStore | None = None
+        self.group: Consumer | None = None
+        self.collector: Any = None  # set by open()
+        self.dead_letter: Any = None
+        self.component = "?"
+        self.subscribers: list[int] = []
+        self.has_committers = False
+        self.poisoned: set[tuple[str, int, int]] = set()
+
+    # -- declaration -----------------------------------------------------------------
+    def validate(self, component_id: str) -> None:
+        if self.partitions < 1:
+            raise TopologyError(f"[{component_id}] {type(self).__name__} partitions must be >= 1, got {self.partitions}")
+
+    def input_partitions(self, num_tasks: int) -> int:
+        """Its own topic's partitions (the batches' source, not its task count)."""
+        return self.partitions
+
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        for stream, fields in self.translator.streams().items():
+            declarer.declare(list(fields), stream=stream)
+        declarer.declare(list(BATCH_END_FIELDS), stream=BATCH_END_STREAM, direct=True)
+        declarer.declare(list(COMMIT_FIELDS), stream=COMMIT_STREAM)
+
+    def extend_topology(self, component_id: str, defs: list[ComponentDef]) -> None:
+        """Make the topology transactional (:func:`streams.transactional.wiring.wire_transactional`).
+        Raises TopologyError naming the component at fault."""
+        wire_transactional(component_id, defs)
+
+    # -- lifecycle -------------------------------------------------------------------
+    def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
+        self.collector = collector
+        self.dead_letter = context.io.dead_letter
+        self.component = context.this_component_id
+        topology = context.topology
+        name = topology.name
+        io = context.io
+        self.store = CoordinatorStore(io.bootstrap, coordinator_topic(name), self.component, io.kafka)
+        state = self.store.load()
+        config = context.config
+        self.coordinator = BatchCoordinator(state, self.opaque, config.batches_in_flight, config.batch_records, self.cut if self.opaque else None)
+        topics = self.topics or [component_topic(name, self.component)]
+        group = component_group(name, self.component)
+        base = consumer_config(io.bootstrap, group, config, io.kafka.get("consumer"))
+        self.group = new_consumer(base)
+        partitions = self._partitions(topics)
+        self.reader = RangeReader({**base, "group.id": group + ".__ranges"}, partitions, self.component)
+        cdef = topology.components[self.component]
+        targets: dict[str, range] = {}
+        for stream in cdef.streams:
+            if stream in SYSTEM_STREAMS:
+                continue
+            for target, _sub in topology.subscribers(self.component, stream):
+                targets[target.id] = target.task_ids
+        self.subscribers = sorted(t for ids in targets.values() for t in ids)
+        self.has_committers = bool(topology.subscribers(self.component, COMMIT_STREAM))
+        c = self.coordinator.counters
+        metrics: dict[str, Callable[[], float]] = {
+            "batches_emitted": lambda: c.emitted,
+            "batches_replayed": lambda: c.replayed,
+            "batches_committed": lambda: c.committed,
+            "records_committed": lambda: c.records_committed,
+            "last_txid": lambda: self.coordinator.committed if self.coordinator is not None else 0,
+            "poison": lambda: len(self.poisoned),
+        }
+        for key, read in metrics.items():
+            context.register_metric(key, read)
+        log.info(
+            "[%s] %s spout: committed txid %d, %d batches to replay, reading %s",
+            self.component,
+            "opaque" if self.opaque else "transactional",
+            state.committed,
+            len(state.batches),
+            ", ".join(f"{t}[{p}]" for t, p in partitions),
+        )
+
+    def cut(self, txid: int, attempt: int, proposed: dict[TP, Range]) -> dict[TP, Range]:
+        """The ranges of a new batch (or of a replay cut again), given the ``proposed`` ones
+        (each partition from where the batch before ends, up to ``squall.batch.records``).
+        Only an opaque spout may change them; override to take less: what a batch leaves
+        out goes into a later one."""
+        return proposed
+
+    def _partitions(self, topics: list[str]) -> list[TP]:
+        assert self.group is not None
+        deadline = time.monotonic() + 30
+        while True:
+            md = self.group.list_topics(timeout=10)
+            out = [(t, p) for t in topics if t in md.topics and md.topics[t].error is None for p in sorted(md.topics[t].partitions)]
+            if len(out) and all(t in md.topics for t in topics):
+                return out
+            if time.monotonic() > deadline:
+                raise FatalError(f"[{self.component}] source topics {topics} not available")
+            time.sleep(0.5)
+
+    def close(self) -> None:
+        if self.reader is not None:
+            self.reader.close()
+        if self.group is not None:
+            self.group.close()
+
+    # -- the coordinator's actions -----------------------------------------------------
+    def next_tuple(self) -> None:
+        assert self.coordinator is not None and self.reader is not None and self.store is not None
+        action = self.coordinator.next_action(self.reader.highs(), self.reader.starts())
+        if action is None:
+            return
+        self.store.save(self.coordinator.snapshot())  # durable before it is emitted
+        if action.kind == "commit":
+            self._commit(action.batch)
+        else:
+            self._emit(action.batch)
+
+    def _emit(self, b: BatchMeta) -> None:
+        assert self.coordinator is not None and self.reader is not None
+        records = self.reader.read(b.ranges)
+        tree = self.collector.open_tree(("batch", b.txid, b.attempt), (b.txid, b.attempt))
+        sent: dict[int, int] = {}
+        for tp in sorted(records):
+            for msg in records[tp]:
+                try:
+                    out = self.translator.translate(msg)
+                except Exception as exc:
+                    self._poison(msg, exc)
+                    continue
+                if out is None:
+                    continue
+                stream, values = out
+                for task in tree.emit(values, stream=stream):
+                    sent[task] = sent.get(task, 0) + 1
+        for task in self.subscribers:
+            tree.emit_direct(task, [b.txid, b.attempt, sent.get(task, 0)], BATCH_END_STREAM)
+        tree.close()
+        self.coordinator.emitted(b)
+        if b.attempt > 1:
+            log.info("[%s] replaying batch %d (attempt %d, %d records)", self.component, b.txid, b.attempt, b.records())
+
+    def _poison(self, msg: Any, exc: Exception) -> None:
+        key = (msg.topic() or "", msg.partition() or 0, msg.offset() or 0)
+        if key in self.poisoned:
+            return
+        self.poisoned.add(key)
+        log.warning("[%s] poison record %s[%s]@%s: %s", self.component, key[0], key[1], key[2], exc)
+        if self.dead_letter is not None:
+            self.dead_letter(msg, f"[{self.component}] translator failed on {key[0]}[{key[1]}]@{key[2]}: {exc}", 0)
+
+    def _commit(self, b: BatchMeta) -> None:
+        assert self.coordinator is not None and self.store is not None
+        self.coordinator.commit_started(b)
+        self.store.save(self.coordinator.snapshot())  # frozen: a replay re-reads these ranges
+        if not self.has_committers:
+            self._committed(b.txid, b.attempt)
+            return
+        tree = self.collector.open_tree(("commit", b.txid, b.attempt), (b.txid, b.attempt))
+        tree.emit([b.txid, b.attempt], stream=COMMIT_STREAM)
+        tree.close()
+
+    def _committed(self, txid: int, attempt: int) -> None:
+        assert self.coordinator is not None and self.store is not None and self.group is not None
+        b = self.coordinator.commit_acked(txid, attempt)
+        if b is None:
+            return
+        self.store.save(self.coordinator.snapshot())
+        offsets = [TopicPartition(t, p, end) for (t, p), (_, end) in b.ranges.items()]
+        try:
+            self.group.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            log.warning("[%s] group offsets not committed (lag only): %s", self.component, exc)
+
+    # -- outcomes --------------------------------------------------------------------
+    def ack(self, msg_id: Any) -> None:
+        assert self.coordinator is not None
+        kind, txid, attempt = msg_id
+        if kind == "batch":
+            self.coordinator.batch_acked(txid, attempt)
+        else:
+            self._committed(txid, attempt)
+
+    def fail(self, msg_id: Any) -> None:
+        assert self.coordinator is not None
+        kind, txid, attempt = msg_id
+        log.info("[%s] %s of batch %d (attempt %d) failed: replaying it and every later batch in flight", self.component, kind, txid, attempt)
+        if kind == "batch":
+            self.coordinator.batch_failed(txid, attempt)
+        else:
+            self.coordinator.commit_failed(txid, attempt)
+
+
+class OpaqueKafkaSpout(TransactionalKafkaSpout):
+    """An opaque transactional spout: a replayed txid is cut again, so it may carry other
+    tuples than its first attempt (seed point 17). Pair it with
+    :class:`streams.state.OpaqueState`."""
+
+    opaque = True

@@ -1,0 +1,236 @@
+"""The acker's wire format: what every executor sends to the acker and reads back.
+
+JSON, never pickle (``schemas/acker-*.schema.json``). It lives in :mod:`streams` because
+collectors write it and spout executors read it; :mod:`acker` builds on it
+(``docs/design.md``, *Layers*).
+
+Acker input (``squall.T.__acker``, partition = :func:`acker_partition`):
+one record holds every op a collector flushed for that partition, in order::
+
+    [[0, root, val, spout_task],   # init
+     [1, root, val],               # ack   (already XOR-coalesced per root per flush)
+     [2, root],                    # fail
+     [3, root]]                    # reset_timeout
+
+Ack result (``squall.T.__ack_result``, partition = the spout's global task id)::
+
+    [[0, root, latency_s],         # tree complete
+     [1, root, latency_s]]         # tree failed (fail, timeout or late)
+
+Changelog (``squall.T.__acker.changelog``): see :mod:`acker.durable`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streams.exceptions import DecodeError
+from streams.wire.codec import decode_json, encode_json
+
+# Op codes: Storm Acker's stream ids ``__ack_init``, ``__ack_ack``, ``__ack_fail`` and
+# ``__ack_reset_timeout``, as small ints.
+OP_INIT = 0
+OP_ACK = 1
+OP_FAIL = 2
+OP_RESET = 3
+
+RESULT_ACK = 0
+RESULT_FAIL = 1
+
+MAX_ITEMS_PER_RECORD = 4096
+"""Ops or results per record: keeps every record far below the broker's message size limit
+(an op is at most ~70 bytes of JSON, so a record stays under ~300 KB)."""
+
+
+def chunks(items: list[Any]) -> list[list[Any]]:
+    """Split ``items`` into lists of at most :data:`MAX_ITEMS_PER_RECORD`."""
+    n = MAX_ITEMS_PER_RECORD
+    return [items] if len(items) <= n else [items[i : i + n] for i in range(0, len(items), n)]
+
+
+def encode_ops(ops: list[list[int]]) -> bytes:
+    return encode_json(ops)
+
+
+def decode_list(raw: bytes | None, *, component: str, topic: str, partition: int, offset: int) -> list[Any]:
+    """Decode a JSON array record. Raises :class:`DecodeError` naming where it came from."""
+    try:
+        if raw is None:
+            raise ValueError("null value")
+        ops = decode_json(raw)
+        if not isinstance(ops, list):
+            raise ValueError("expected a JSON array")
+        return ops
+    except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as exc:
+        raise DecodeError(f"{type(exc).__name__}: {exc}", component=component, topic=topic, partition=partition, offset=offset) from exc
+
+
+def encode_results(results: list[list[Any]]) -> bytes:
+    return encode_json(results)
+
+
+U64 = 1 << 64
+_OP_LEN = {OP_INIT: 4, OP_ACK: 3, OP_FAIL: 2, OP_RESET: 2}
+
+
+def _u64(x: Any) -> bool:
+    return type(x) is int and 0 <= x < U64
+
+
+def _op_problem(op: Any) -> str | None:
+    """Why ``op`` is not a well-formed acker op (None if it is)."""
+    if not isinstance(op, list) or not op or type(op[0]) is not int or op[0] not in _OP_LEN:
+        return "not [code, root, ...] with a code 0..3"
+    if len(op) != _OP_LEN[op[0]]:
+        return f"op {op[0]} takes {_OP_LEN[op[0]]} items, got {len(op)}"
+    if not all(_u64(x) for x in op[1:3]):
+        return "root and ack val must be unsigned 64-bit integers"
+    if op[0] == OP_INIT and not (type(op[3]) is int and op[3] >= 0):
+        return "the spout task must be an integer >= 0"
+    return None
+
+
+def decode_ops(raw: bytes | None, *, component: str, topic: str, partition: int, offset: int) -> list[list[int]]:
+    """Decode an acker input record and check every op's shape (codes, lengths, 64-bit ids).
+
+    Raises:
+      DecodeError: naming where the record came from and the first bad op; nothing of
+        the record is applied (the caller dead-letters it whole).
+
+    >>> decode_ops(b"[[0, 5, 9, 1], [1, 5, 9]]", component="__acker", topic="t", partition=0, offset=3)
+    [[0, 5, 9, 1], [1, 5, 9]]
+    >>> decode_ops(b"[[1, -5, 9]]", component="__acker", topic="t", partition=0, offset=3)
+    Traceback (most recent call last):
+    ...
+    streams.exceptions.DecodeError: [__acker] cannot decode record t[0]@3: op 0: root and ack val must be unsigned 64-bit integers
+    """
+    ops = decode_list(raw, component=component, topic=topic, partition=partition, offset=offset)
+    if not _ops_ok(ops):  # the fast check; on failure, find and name the first bad op
+        for i, op in enumerate(ops):
+            problem = _op_problem(op)
+            if problem is not None:
+                raise DecodeError(f"op {i}: {problem}", component=component, topic=topic, partition=partition, offset=offset)
+    return ops
+
+
+def _ops_ok(ops: list[Any]) -> bool:
+    """Every op well-formed (the same rules as :func:`_op_problem`, inlined: ~0.2 us an op)."""
+    lengths = _OP_LEN
+    try:
+        for op in ops:
+            code = op[0]
+            if type(code) is not int or len(op) != lengths[code]:
+                return False
+            root = op[1]
+            if type(root) is not int or root < 0 or root >= U64:
+                return False
+            if code <= OP_ACK:  # init and ack carry an ack val; an init also a spout task
+                val = op[2]
+                if type(val) is not int or val < 0 or val >= U64:
+                    return False
+                if code == OP_INIT and (type(op[3]) is not int or op[3] < 0):
+                    return False
+    except (KeyError, TypeError, IndexError):
+        return False
+    return True
+
+
+def decode_results(raw: bytes | None, *, component: str, topic: str, partition: int, offset: int) -> list[tuple[int, int, float]]:
+    """Decode an ack result record: ``[(code, root, latency_s), ...]``.
+
+    Raises:
+      DecodeError: naming where the record came from and the first bad result.
+
+    >>> decode_results(b"[[0, 12, 0.25]]", component="lines", topic="r", partition=1, offset=0)
+    [(0, 12, 0.25)]
+    """
+    items = decode_list(raw, component=component, topic=topic, partition=partition, offset=offset)
+    if _results_ok(items):  # the fast check; on failure, find and name the first bad result
+        return [(r[0], r[1], float(r[2])) for r in items]
+    out: list[tuple[int, int, float]] = []
+    for i, r in enumerate(items):
+        ok = isinstance(r, list) and len(r) == 3 and r[0] in (RESULT_ACK, RESULT_FAIL) and type(r[0]) is int and _u64(r[1])
+        if not ok or type(r[2]) not in (int, float):
+            raise DecodeError(f"result {i}: not [0|1, root, latency_s]", component=component, topic=topic, partition=partition, offset=offset)
+        out.append((r[0], r[1], float(r[2])))
+    return out
+
+
+def _results_ok(items: list[Any]) -> bool:
+    """Every result well-formed (the rules of :func:`decode_results`, inlined)."""
+    try:
+        for r in items:
+            if type(r) is not list or len(r) != 3:
+                return False
+            code, root, latency = r
+            if type(code) is not int or not 0 <= code <= RESULT_FAIL or type(root) is not int or not 0 <= root < U64:
+                return False
+            if type(latency) is not float and type(latency) is not int:
+                return False
+    except TypeError:
+        return False
+    return True
+
+
+# -- root id partitioning (Kafka's murmur2, byte for byte the Java client's Utils.murmur2) --
+
+_M = 0x5BD1E995
+_SEED = 0x9747B28C
+_MASK = 0xFFFFFFFF
+
+
+def murmur2(data: bytes) -> int:
+    """32-bit murmur2 of ``data`` as an unsigned int (Kafka's seed 0x9747b28c)."""
+    length = len(data)
+    h = (_SEED ^ length) & _MASK
+    n4 = length & ~3
+    for i in range(0, n4, 4):
+        k = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24)
+        k = (k * _M) & _MASK
+        k ^= k >> 24
+        k = (k * _M) & _MASK
+        h = ((h * _M) & _MASK) ^ k
+    extra = length & 3
+    if extra == 3:
+        h ^= data[n4 + 2] << 16
+    if extra >= 2:
+        h ^= data[n4 + 1] << 8
+    if extra >= 1:
+        h ^= data[n4]
+        h = (h * _M) & _MASK
+    h ^= h >> 13
+    h = (h * _M) & _MASK
+    h ^= h >> 15
+    return h
+
+
+def murmur2_root(root: int) -> int:
+    """:func:`murmur2` of ``root.to_bytes(8, "big")``, unrolled for 8 bytes (about 3x faster:
+    two 4-byte blocks, no tail).
+
+    >>> all(murmur2_root(r) == murmur2(r.to_bytes(8, "big")) for r in (0, 1, 2**63 + 12345, 2**64 - 1))
+    True
+    """
+    b = root.to_bytes(8, "big")
+    k = (int.from_bytes(b[:4], "little") * _M) & _MASK
+    k = ((k ^ (k >> 24)) * _M) & _MASK
+    h = ((((_SEED ^ 8) * _M) & _MASK) ^ k) * _M & _MASK
+    k = (int.from_bytes(b[4:], "little") * _M) & _MASK
+    k = ((k ^ (k >> 24)) * _M) & _MASK
+    h ^= k
+    h ^= h >> 13
+    h = (h * _M) & _MASK
+    return h ^ (h >> 15)
+
+
+def acker_partition(root: int, ackers: int) -> int:
+    """The ``__acker`` partition (acker task) that owns ``root`` (a 64-bit unsigned id):
+    Kafka's murmur2 of its 8-byte key, as the Java client's default partitioner would pick."""
+    if ackers == 1:
+        return 0
+    return (murmur2_root(root) & 0x7FFFFFFF) % ackers
+
+
+def root_key(root: int) -> bytes:
+    """The record key of a root id: 8 bytes, big-endian."""
+    return root.to_bytes(8, "big")

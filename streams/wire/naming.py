@@ -1,0 +1,75 @@
+"""Kafka names for a topology's topics and consumer groups.
+
+Everything a topology ``T`` owns is prefixed ``squall.T.`` (see docs/design.md):
+
+=============================  ===========================================================
+``squall.T.<bolt>``            a bolt's input topic; partition *i* is the bolt's task *i*
+``squall.T.__acker``           acker input; partition = murmur2(root id) % ackers
+``squall.T.__acker.changelog`` the acker table's changelog, partitioned like ``__acker``
+``squall.T.__ack_result``      acker -> spout; partition = the spout's global task id
+``squall.T.__metrics``         executor stats snapshots (JSON), read by ``squall run``
+``squall.T.__dlq``             dead-letter topic for records past their retries or poison
+``squall.T.__coordinator``     transactional spouts' coordinator state (key = spout id)
+``squall.T.__ledger``          spout tasks' durable counts (partition = the spout's global task id)
+=============================  ===========================================================
+
+Consumer groups are named like the topic the group reads: ``squall.T.<component>``.
+"""
+
+from __future__ import annotations
+
+PREFIX = "squall"
+"""The first part of every topic and group name Squall owns."""
+
+ACKER_COMPONENT = "__acker"
+"""The acker's component id (Storm's ``Acker.ACKER_COMPONENT_ID``): in log lines, metric
+labels, worker plans and the acker's topic name. Spelled only here."""
+
+TP = tuple[str, int]
+"""A topic partition as ``(topic, partition)`` (a plain tuple: hashable, cheap, and free of
+the Kafka client; ``confluent_kafka.TopicPartition`` is the client's own)."""
+
+
+def component_topic(topology: str, component: str) -> str:
+    """The input topic of ``component``: ``squall.T.<component>`` (a partition per task)."""
+    return f"{PREFIX}.{topology}.{component}"
+
+
+def component_group(topology: str, component: str) -> str:
+    """The consumer group that commits ``component``'s offsets: ``squall.T.<component>``."""
+    return f"{PREFIX}.{topology}.{component}"
+
+
+def acker_topic(topology: str) -> str:
+    """The ackers' input: ``squall.T.__acker`` (partition = murmur2(root id) % ackers)."""
+    return f"{PREFIX}.{topology}.{ACKER_COMPONENT}"
+
+
+def acker_changelog_topic(topology: str) -> str:
+    """The acker table's changelog: ``squall.T.__acker.changelog``, partitioned like ``__acker``."""
+    return f"{acker_topic(topology)}.changelog"
+
+
+def ack_result_topic(topology: str) -> str:
+    """Acker to spout: ``squall.T.__ack_result`` (partition = the spout's global task id)."""
+    return f"{PREFIX}.{topology}.__ack_result"
+
+
+def metrics_topic(topology: str) -> str:
+    """Executors' stats snapshots: ``squall.T.__metrics``."""
+    return f"{PREFIX}.{topology}.__metrics"
+
+
+def dead_letter_topic(topology: str) -> str:
+    """Poison records and records past their retries: ``squall.T.__dlq``."""
+    return f"{PREFIX}.{topology}.__dlq"
+
+
+def coordinator_topic(topology: str) -> str:
+    """Transactional spouts' coordinator state: ``squall.T.__coordinator`` (compacted)."""
+    return f"{PREFIX}.{topology}.__coordinator"
+
+
+def ledger_topic(topology: str) -> str:
+    """Spout tasks' durable ledgers: ``squall.T.__ledger`` (partition = spout task id)."""
+    return f"{PREFIX}.{topology}.__ledger"
