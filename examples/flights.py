@@ -13,8 +13,7 @@ import csv
 from collections import defaultdict
 from typing import Any
 
-from streams import BasicBolt, BasicOutputCollector, Bolt, KafkaSpout, Topology, TopologyBuilder, Tuple
-from streams.kafka.spout import RecordTranslator
+from streams import BasicBolt, BasicOutputCollector, Bolt, KafkaSpout, RecordTranslator, Topology, TopologyBuilder, Tuple
 
 COLUMNS = ["year", "month", "day", "dep_time", "sched_dep_time", "dep_delay", "arr_time", "sched_arr_time", "arr_delay", "carrier"]
 CARRIER = COLUMNS.index("carrier")

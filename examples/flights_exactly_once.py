@@ -15,10 +15,7 @@ from __future__ import annotations
 import csv
 from typing import Any
 
-from streams import BasicBolt, BasicOutputCollector, Topology, TopologyBuilder, Tuple
-from streams.kafka.spout import RecordTranslator
-from streams.model.batch import BatchBolt, Committer
-from streams.transactional.spout import TransactionalKafkaSpout
+from streams import BasicBolt, BasicOutputCollector, BatchBolt, Committer, RecordTranslator, Topology, TopologyBuilder, TransactionalKafkaSpout, Tuple
 
 CARRIER, DEP_DELAY = 9, 5
 

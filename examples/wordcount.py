@@ -15,8 +15,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from streams import BasicBolt, BasicOutputCollector, Bolt, KafkaSpout, Topology, TopologyBuilder, Tuple
-from streams.kafka.spout import RecordTranslator
+from streams import BasicBolt, BasicOutputCollector, Bolt, KafkaSpout, RecordTranslator, Topology, TopologyBuilder, Tuple
 
 WORD = re.compile(r"[a-z']+")
 

@@ -22,10 +22,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from streams import BasicBolt, BasicOutputCollector, Topology, TopologyBuilder, Tuple
-from streams.kafka.spout import RecordTranslator
-from streams.model.batch import BatchBolt, Committer
-from streams.transactional.spout import TransactionalKafkaSpout
+from streams import BasicBolt, BasicOutputCollector, BatchBolt, Committer, RecordTranslator, Topology, TopologyBuilder, TransactionalKafkaSpout, Tuple
 
 WORD = re.compile(r"[a-z']+")
 

@@ -19,8 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # Spark's Python worke
 
 from wordcount import Count, words
 
-from streams import KafkaSpout, Topology, TopologyBuilder, Tuple
-from streams.kafka.spout import RecordTranslator
+from streams import KafkaSpout, RecordTranslator, Topology, TopologyBuilder, Tuple
 from streams.spark import SparkBolt
 
 

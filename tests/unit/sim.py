@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from acker.ledger import Ledger
+from streams import Tuple
 from streams.model.grouping import GlobalGrouping
-from streams.model.tuple import Tuple
 from streams.runtime.acks import AckBuffer
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.routing import Route

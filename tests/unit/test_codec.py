@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.exceptions import DecodeError, SquallError
+from streams import SquallError
+from streams.exceptions import DecodeError
 from streams.wire.acker import decode_list
 from streams.wire.codec import decode_tuple, encode_rooted, encode_tuple
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acker.ledger import Ledger
-from streams.model.tuple import Tuple
+from streams import Tuple
 from streams.runtime.acks import AckBuffer
 from streams.wire.acker import acker_partition
 from tests.unit.sim import Capture, apply_ops, as_tuple, collector

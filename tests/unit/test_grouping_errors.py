@@ -6,9 +6,7 @@ from typing import Any
 
 import pytest
 
-from streams import BasicBolt, KafkaSpout, TopologyBuilder
-from streams.exceptions import FatalError, TopologyError
-from streams.model.context import TopologyContext
+from streams import BasicBolt, FatalError, KafkaSpout, TopologyBuilder, TopologyContext, TopologyError
 from streams.runtime.acks import AckBuffer
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.routing import Router

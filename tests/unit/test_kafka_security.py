@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Producer
 
 from service.config import ServiceSettings
-from streams.exceptions import ConfigError
+from streams import ConfigError
 from streams.kafka import clients as kafka_io
 
 ROOT = Path(__file__).resolve().parents[2]

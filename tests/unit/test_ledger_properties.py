@@ -36,7 +36,7 @@ def build_tree(seed: int, n_roots: int, steps: int, fanout_max: int) -> tuple[li
         edge = rnd.getrandbits(64) or 1
         roots.append(root)
         ops.append([OP_INIT, root, edge, 0])
-        from streams.model.tuple import Tuple
+        from streams import Tuple
 
         tuples.append(Tuple(["x"], "default", "s", 0, {root: edge}, {"v": 0}))
     open_tuples = list(tuples)

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+from streams import RetryPolicy
 from streams.kafka.offsets import OffsetTracker
-from streams.kafka.retry import RetryPolicy, RetryQueue
+from streams.kafka.retry import RetryQueue
 
 
 def test_commits_only_the_contiguous_run_of_finished_offsets() -> None:

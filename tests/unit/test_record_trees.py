@@ -14,10 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acker.ledger import Ledger
-from streams import KafkaSpout
+from streams import KafkaSpout, RecordTranslator
 from streams.kafka.fetch_gaps import FakeRecord as Msg  # a stand-in for a consumed confluent_kafka.Message
 from streams.kafka.source import KafkaMessageId, KafkaRecordsId, SourceIO
-from streams.kafka.spout import RecordTranslator
 from streams.monitoring.spout_ledger import TaskLedger
 from streams.runtime.acks import AckBuffer
 from streams.runtime.collectors import SpoutOutputCollectorImpl

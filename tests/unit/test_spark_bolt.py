@@ -204,7 +204,7 @@ def test_plan_ranges_caps_tasks_and_covers_every_range() -> None:
 
 
 def test_source_options_errors_name_the_source_and_the_option() -> None:
-    from streams.exceptions import ConfigError
+    from streams import ConfigError
     from streams.spark.source import KafkaStreamReader
 
     with pytest.raises(ConfigError, match=r"\[squall-kafka\] option bootstrap.servers is required"):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from streams import KafkaSpout, TopologyBuilder
+from streams import KafkaSpout, TopologyBuilder, TopologyContext
 from streams.kafka.source import KafkaMessageId, KafkaSource, kafka_source
-from streams.model.context import TopologyContext
 from streams.runtime.inflight import InFlightTrees
 
 

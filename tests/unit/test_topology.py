@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
-from streams import BasicBolt, KafkaSpout, TopologyBuilder
+from streams import BasicBolt, ConfigError, KafkaSpout, TopologyBuilder, TopologyError
 from streams.config import env_layer, resolve
-from streams.exceptions import ConfigError, TopologyError
 
 
 class Emits(BasicBolt):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams import KafkaSpout, Topology, TopologyBuilder
-from streams.exceptions import FatalError
+from streams import FatalError, KafkaSpout, Topology, TopologyBuilder
 
 
 class Broken(KafkaSpout):

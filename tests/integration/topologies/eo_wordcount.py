@@ -22,11 +22,8 @@ import zlib
 from collections import Counter
 from typing import Any
 
-from streams import Bolt, Topology, TopologyBuilder, Tuple
-from streams.kafka.spout import RecordTranslator
-from streams.model.batch import BatchBolt, Committer
+from streams import BatchBolt, Bolt, Committer, OpaqueKafkaSpout, RecordTranslator, Topology, TopologyBuilder, TransactionalKafkaSpout, Tuple
 from streams.transactional.coordinator import Range
-from streams.transactional.spout import OpaqueKafkaSpout, TransactionalKafkaSpout
 from streams.wire.naming import TP
 
 WORD = re.compile(r"[a-z']+")

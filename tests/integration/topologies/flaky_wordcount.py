@@ -7,8 +7,7 @@ import zlib
 from typing import Any
 
 from examples.wordcount import Count, words
-from streams import BasicBolt, BasicOutputCollector, FailedException, KafkaSpout, Topology, TopologyBuilder, Tuple
-from streams.kafka.spout import RecordTranslator
+from streams import BasicBolt, BasicOutputCollector, FailedException, KafkaSpout, RecordTranslator, Topology, TopologyBuilder, Tuple
 
 
 class FlakySplit(BasicBolt):

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams import BasicBolt, BasicOutputCollector, KafkaSpout, Topology, TopologyBuilder, Tuple
-from streams.kafka.spout import RecordTranslator
+from streams import BasicBolt, BasicOutputCollector, KafkaSpout, RecordTranslator, Topology, TopologyBuilder, Tuple
 
 TASKS = 4
 

@@ -18,8 +18,7 @@ import zlib
 from typing import Any
 
 from examples.wordcount import Count, Split, words
-from streams import BasicBolt, BasicOutputCollector, Bolt, FailedException, KafkaSpout, Topology, TopologyBuilder, Tuple
-from streams.kafka.spout import RecordTranslator
+from streams import BasicBolt, BasicOutputCollector, Bolt, FailedException, KafkaSpout, RecordTranslator, Topology, TopologyBuilder, Tuple
 
 MODE = os.environ.get("SQUALL_TEST_MODE", "")
 

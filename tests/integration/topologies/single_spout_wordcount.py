@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from examples.wordcount import Count, Split
-from streams import KafkaSpout, Topology, TopologyBuilder
-from streams.kafka.spout import RecordTranslator
+from streams import KafkaSpout, RecordTranslator, Topology, TopologyBuilder
 
 
 def topology() -> Topology:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import time
 
 from examples.wordcount import Count, Split
-from streams import BasicOutputCollector, KafkaSpout, Topology, TopologyBuilder, Tuple
-from streams.kafka.spout import RecordTranslator
+from streams import BasicOutputCollector, KafkaSpout, RecordTranslator, Topology, TopologyBuilder, Tuple
 
 
 class SlowSplit(Split):

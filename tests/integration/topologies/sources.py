@@ -6,8 +6,7 @@ from __future__ import annotations
 import os
 
 from examples.wordcount import Count, Split
-from streams import KafkaSpout, Topology, TopologyBuilder
-from streams.kafka.spout import RecordTranslator
+from streams import KafkaSpout, RecordTranslator, Topology, TopologyBuilder
 
 how, _, arg = os.environ.get("SQUALL_TEST_SOURCES", "pattern:^$").partition(":")
 

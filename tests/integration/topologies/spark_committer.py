@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from examples.wordcount import words
-from streams import KafkaSpout, Topology, TopologyBuilder, Tuple
-from streams.kafka.spout import RecordTranslator
+from streams import KafkaSpout, RecordTranslator, Topology, TopologyBuilder, Tuple
 from streams.spark import SparkBolt
 from streams.spark.committer import SparkCommitter
 from streams.state import ApplyResult, TransactionalState, open_backend

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from examples.wordcount import Count, words
-from streams import KafkaSpout, Topology, TopologyBuilder, Tuple
-from streams.kafka.spout import RecordTranslator
+from streams import KafkaSpout, RecordTranslator, Topology, TopologyBuilder, Tuple
 from streams.spark import SparkBolt
 
 
