@@ -24,7 +24,7 @@ from acker import faust_compat
 from acker.common import publish_ledger_stats, record_outcomes, restored_ledger
 from acker.durable import DurableLedger
 from streams.exceptions import DecodeError
-from streams.runtime.executor import Executor
+from streams.runtime.executor import Executor, ExecutorEnv
 from streams.wire.acker import chunks, decode_ops, encode_results, root_key
 from streams.wire.codec import encode_json
 from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_changelog_topic, acker_topic, component_group, metrics_topic
@@ -37,8 +37,8 @@ class FaustAckerExecutor(Executor):
 
     kind = "acker"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, env: ExecutorEnv) -> None:
+        super().__init__(env)
         self.ledgers: dict[int, DurableLedger] = {}
 
     def _restore_poison(self, msg: Message, exc: DecodeError) -> None:

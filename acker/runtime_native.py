@@ -26,7 +26,7 @@ from acker.durable import DurableLedger
 from streams.exceptions import DecodeError, FatalError
 from streams.kafka.clients import consumer_config, new_consumer, transit_s
 from streams.kafka.fetch_gaps import FetchGaps
-from streams.runtime.executor import Every, Executor
+from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.wire.acker import chunks, decode_ops, encode_results, root_key
 from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_changelog_topic, acker_topic, component_group
 
@@ -41,8 +41,8 @@ class AckerExecutor(Executor):
 
     kind = "acker"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, env: ExecutorEnv) -> None:
+        super().__init__(env)
         name = self.topology.name
         self.topic = acker_topic(name)
         self.changelog = acker_changelog_topic(name)

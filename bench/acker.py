@@ -24,12 +24,12 @@ from acker.durable import DurableLedger
 from acker.ledger import Ledger
 from bench.common import ROOT, broker, print_table, spawn_worker, wait_until, write_json
 from service.admin import ensure_topology_topics
-from service.supervisor import worker_plan
+from service.scheduling import ExecutorAssignment, worker_plan
 from streams.config import resolve
 from streams.model.loader import load_topology
 from streams.monitoring.stats import LogHistogram
 from streams.wire.acker import OP_ACK, OP_INIT, decode_list, encode_ops
-from streams.wire.naming import ack_result_topic, acker_topic
+from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_topic
 
 TOPOLOGY = ROOT / "bench" / "topologies" / "acker_only.py"
 RUNTIMES = ("native", "faust")
@@ -41,7 +41,7 @@ def _setup(bootstrap: str, runtime: str, workdir: Path) -> tuple[str, Any]:
     conf = resolve({"squall.acker.runtime": runtime}, topology.conf)
     ensure_topology_topics(bootstrap, topology, conf)
     plan = worker_plan(TOPOLOGY, topology, conf, bootstrap, workdir / name, service_conf={"squall.acker.runtime": runtime})
-    plan["workers"] = [[["__acker", [0]]]]  # only the acker runs
+    plan = plan.model_copy(update={"workers": ((ExecutorAssignment(ACKER_COMPONENT, (0,)),),)})  # only the acker runs
     proc = spawn_worker(plan, workdir / name)
     log = workdir / name / "worker-0.log"
     ready = ("runs acker tasks [0]", "assigned acker tasks [0]")  # native, faust

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from service.broker import EmbeddedBroker
+from service.scheduling import WorkerPlan
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,10 +28,11 @@ def broker(bootstrap: str | None = None) -> Iterator[str]:
         yield b.bootstrap
 
 
-def spawn_worker(plan: dict[str, Any], workdir: Path, index: int = 0) -> subprocess.Popen[bytes]:
+def spawn_worker(plan: WorkerPlan, workdir: Path, index: int = 0) -> subprocess.Popen[bytes]:
+    """Start worker ``index`` of ``plan`` (written to ``workdir/plan.json``), logging to ``workdir``."""
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / "plan.json"
-    path.write_text(json.dumps(plan))
+    path.write_text(plan.to_json())
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = open(workdir / f"worker-{index}.log", "ab")  # noqa: SIM115
     return subprocess.Popen([sys.executable, "-m", "service.worker", str(path), str(index)], stdout=out, stderr=subprocess.STDOUT, env=env)

@@ -317,8 +317,8 @@ def run_squall(
         job.produce(w["spout"], lines[:warm])
         while not watcher.state:
             watcher.poll(0.1)
-        assert job.supervisor is not None
-        procs = job.supervisor.procs
+        assert job.cluster is not None
+        procs = job.cluster.procs
 
         def pids() -> list[int]:
             return [q for p in procs.values() for q in (p.pid, *descendants(p.pid))]

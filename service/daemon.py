@@ -46,7 +46,8 @@ from service.plan import TopologyPlan, materialize
 from service.reconcile import Running, WorkerKey, WorkerSpec, decide, desired_workers
 from service.restarts import CrashHistory, RestartPolicy
 from service.slots import SlotMembership, slot_of
-from service.supervisor import log_tail, spawn_worker
+from service.spawn import log_tail, spawn_worker
+from streams.config import resolve
 from streams.monitoring.board import StatsBoard
 
 log = logging.getLogger("squall.serve")
@@ -143,7 +144,7 @@ class SupervisorService:
         self.control = ControlLog(self.bootstrap, self.names, self.kafka.get("consumer"))
         self.events = EventLog(self.bootstrap, self.names, self.kafka.get("consumer"))
         self.writer = ControlWriter(self.bootstrap, self.names, self.kafka.get("producer"))
-        session_ms = int(self.service_conf.get("squall.kafka.session.timeout.ms", 6000))
+        session_ms = resolve(self.service_conf, where=f"supervisor {self.id}").session_timeout_ms
         self.membership = SlotMembership(self.bootstrap, self.id, self.names, session_ms, self.kafka.get("consumer"))
         self.http.start()
         log.info("[supervisor %s] serving on %s:%d (bootstrap %s)", self.id, self.http.host, self.http.port, self.bootstrap)

@@ -9,14 +9,12 @@ the topology's own (fixed at submit, as in Storm).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from service.control import TopologyRecord
-from service.scheduling import ExecutorAssignment
-from service.supervisor import is_spark_bolt, parse_plan_workers, worker_plan
+from service.scheduling import ExecutorAssignment, is_spark_bolt, worker_plan
 from streams.config import TopologyConfig, resolve
 from streams.model.loader import load_topology
 from streams.model.spec import Topology
@@ -98,14 +96,12 @@ def materialize(
         kafka=kafka,
         log_level=log_level,
         topology_overrides=overrides,
-        extra={
-            "executors": rec.executors,
-            "control": True,
-            "control_namespace": control_namespace,
-            "shutdown_timeout_secs": shutdown_timeout_s,
-            "metrics_host": metrics_host,
-        },
+        executors=dict(rec.executors),
+        control=True,
+        control_namespace=control_namespace,
+        shutdown_timeout_secs=shutdown_timeout_s,
+        metrics_host=metrics_host,
     )
     plan_path = path.parent / "plan.json"
-    plan_path.write_text(json.dumps(plan, indent=2))
-    return TopologyPlan(rec.name, rec.version, topology, conf, parse_plan_workers(plan["workers"]), plan_path, overrides)
+    plan_path.write_text(plan.to_json())
+    return TopologyPlan(rec.name, rec.version, topology, conf, [list(w) for w in plan.workers], plan_path, overrides)

@@ -25,7 +25,8 @@ from service.broker import EmbeddedBroker
 from service.config import ServiceSettings
 from service.corpus import read_lines, shakespeare_texts
 from service.exceptions import InputError
-from service.supervisor import Supervisor, is_spark_bolt, worker_plan
+from service.local import LocalCluster
+from service.scheduling import is_spark_bolt, worker_plan
 from streams.config import TopologyConfig, resolve
 from streams.kafka.clients import new_consumer, new_producer
 from streams.kafka.spout import KafkaSpout
@@ -138,7 +139,7 @@ class Job:
         self.output_path = output_path
         self.max_records = max_records
         self.broker: EmbeddedBroker | None = None
-        self.supervisor: Supervisor | None = None
+        self.cluster: LocalCluster | None = None
         self.board: StatsBoard | None = None
         self.records = 0
         self.ends: dict[tuple[str, str], dict[int, int]] = {}
@@ -170,10 +171,10 @@ class Job:
             metrics_port=self.settings.metrics_port,
             log_level=self.settings.log_level,
             topology_overrides=self.topology_overrides,
-            extra={"metrics_host": self.settings.http_host},
+            metrics_host=self.settings.http_host,
         )
-        self.supervisor = Supervisor(self.topology, workdir, plan, self.settings.restart_policy())
-        self.supervisor.start()
+        self.cluster = LocalCluster(self.topology, workdir, plan, self.settings.restart_policy())
+        self.cluster.start()
         self.board = StatsBoard(bootstrap, self.name)
         self.started = time.monotonic()
         if produce_input:
@@ -198,8 +199,8 @@ class Job:
             want["__acker"] = (self.conf.ackers, 1 if self.conf.acker_runtime == "faust" else self.conf.ackers)
         deadline = time.monotonic() + timeout_s
         while True:
-            assert self.supervisor is not None
-            self.supervisor.check()
+            assert self.cluster is not None
+            self.cluster.check()
             self.board.poll(0.3)
             owned: dict[str, list[list[int]]] = {}
             for snap in self.board.latest.values():
@@ -278,11 +279,11 @@ class Job:
 
     def wait(self, timeout_s: float = 3600.0, on_progress: Callable[[Job], None] | None = None, poll_s: float = 0.5) -> Summary:
         """Block until every source record is committed; raises WorkerDied or TimeoutError."""
-        assert self.supervisor is not None and self.board is not None
+        assert self.cluster is not None and self.board is not None
         deadline = time.monotonic() + timeout_s
         next_check = 0.0
         while True:
-            self.supervisor.check()
+            self.cluster.check()
             self.board.poll(poll_s)
             if on_progress is not None:
                 on_progress(self)
@@ -294,7 +295,7 @@ class Job:
             if now > deadline:
                 raise TimeoutError(f"[{self.name}] not done after {timeout_s} s: committed {self.committed()} of {self.ends}")
         self.finished = time.monotonic()
-        self.supervisor.stop()
+        self.cluster.stop()
         end = time.monotonic() + 5
         while time.monotonic() < end and self.board.poll(0.3):
             pass
@@ -320,7 +321,7 @@ class Job:
             complete_latency_p99_s=b.quantile("spout", "complete_latency", 0.99),
             output=str(out) if out else None,
             keys=keys,
-            worker_restarts=self.supervisor.restarts if self.supervisor is not None else 0,
+            worker_restarts=self.cluster.restarts if self.cluster is not None else 0,
             **self._batch_summary(),
             extra={"bolt_tuples_emitted": int(b.total("bolt", "emitted")), "acker_ops": int(b.total("acker", "ops"))},
         )
@@ -370,8 +371,8 @@ class Job:
     def close(self) -> None:
         if self.board is not None:
             self._snapshots = dict(self.board.latest)
-        if self.supervisor is not None:
-            self.supervisor.stop()
+        if self.cluster is not None:
+            self.cluster.stop()
         if self.board is not None:
             self.board.close()
             self.board = None

@@ -7,80 +7,105 @@ cleanly (executors flush, commit and publish final stats); SIGKILL is a crash.
 from __future__ import annotations
 
 import gc
-import json
+import importlib
 import logging
 import os
 import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from acker.runtime_native import AckerExecutor
 from service.control_log import ControlTopics
 from service.drain import draining_elsewhere
 from service.metrics import StatsCollector, serve
+from service.scheduling import WorkerPlan, is_spark_bolt
 from service.status_watch import StatusWatcher
-from service.supervisor import is_spark_bolt, parse_plan_workers
-from streams.config import resolve
+from streams.config import TopologyConfig, resolve
 from streams.kafka.clients import at_high_watermarks
 from streams.model.context import LocalTasks
 from streams.model.loader import load_topology
+from streams.model.spec import Topology
 from streams.monitoring.board import StatsBoard
-from streams.runtime.bolt import BoltExecutor
-from streams.runtime.executor import Executor
+from streams.runtime.executor import Executor, ExecutorEnv
 from streams.runtime.spout import SpoutExecutor
 from streams.wire.naming import ACKER_COMPONENT
 
 log = logging.getLogger("squall.worker")
 
+EXECUTOR_KINDS: dict[str, str] = {
+    "spout": "streams.runtime.spout:SpoutExecutor",
+    "bolt": "streams.runtime.bolt:BoltExecutor",
+    "acker": "acker.runtime_native:AckerExecutor",
+    "acker-faust": "acker.runtime_faust:FaustAckerExecutor",
+    "spark": "streams.spark.runtime:SparkBoltExecutor",
+}
+"""Each executor kind and its class (``module:Class``, imported when a worker runs one:
+faust and pyspark are optional)."""
 
-def build_executors(plan: dict[str, Any], index: int) -> list[Executor]:
-    topology = load_topology(plan["topology_file"], plan["name"])
-    topology.conf.update(plan.get("topology_overrides", {}))  # e.g. a benchmark's ackers=0
-    service_layer = plan.get("service_conf", {})
+
+def executor_kind(topology: Topology, component: str, conf: TopologyConfig) -> str:
+    """Which :data:`EXECUTOR_KINDS` entry runs ``component``."""
+    if component == ACKER_COMPONENT:
+        return "acker-faust" if conf.acker_runtime == "faust" else "acker"
+    cdef = topology.components[component]
+    if is_spark_bolt(cdef.obj):
+        return "spark"
+    return "spout" if cdef.is_spout else "bolt"
+
+
+def executor_class(kind: str) -> Callable[[ExecutorEnv], Executor]:
+    """The class of an executor kind. Raises KeyError naming an unknown kind."""
+    module, _, name = EXECUTOR_KINDS[kind].partition(":")
+    cls: Callable[[ExecutorEnv], Executor] = getattr(importlib.import_module(module), name)
+    return cls
+
+
+def build_executors(plan: WorkerPlan, index: int) -> list[Executor]:
+    """The executors of worker ``index``, one :class:`ExecutorEnv` each. Raises TopologyError
+    or ConfigError naming the file or component."""
+    topology = load_topology(plan.topology_file, plan.name)
+    topology.conf.update(plan.topology_overrides)  # e.g. a benchmark's ackers=0
     local = LocalTasks()
-    worker = f"w{index}"
-    kafka = plan.get("kafka", {})
     out: list[Executor] = []
-    for component, tasks in parse_plan_workers(plan["workers"])[index]:
-        if component == ACKER_COMPONENT:
-            conf = resolve(service_layer, topology.conf, where=component)
-            if conf.acker_runtime == "faust":
-                from acker.runtime_faust import FaustAckerExecutor
-
-                out.append(FaustAckerExecutor(topology, component, conf, plan["bootstrap"], worker, local, kafka))
-            else:
-                out.append(AckerExecutor(topology, component, conf, plan["bootstrap"], worker, local, kafka, tasks))
-            continue
-        cdef = topology.components[component]
-        conf = resolve(service_layer, topology.conf, cdef.conf, where=component)
-        if is_spark_bolt(cdef.obj):
-            from streams.spark.runtime import SparkBoltExecutor
-
-            out.append(SparkBoltExecutor(topology, component, conf, plan["bootstrap"], worker, local, kafka, plan=plan))
-            continue
-        cls = SpoutExecutor if cdef.is_spout else BoltExecutor
-        out.append(cls(topology, component, conf, plan["bootstrap"], worker, local, kafka, tasks))
+    for component, tasks in plan.executors_of(index):
+        component_conf = topology.components[component].conf if component in topology.components else None
+        conf = resolve(plan.service_conf, topology.conf, component_conf, where=component)
+        env = ExecutorEnv(
+            topology=topology,
+            component=component,
+            conf=conf,
+            bootstrap=plan.bootstrap,
+            worker=f"w{index}",
+            local=local,
+            kafka=plan.kafka,
+            tasks=tasks,
+            topology_file=plan.topology_file,
+            topology_overrides=plan.topology_overrides,
+            service_conf=plan.service_conf,
+            workdir=Path(plan.workdir),
+        )
+        out.append(executor_class(executor_kind(topology, component, conf))(env))
     return out
 
 
-def drain(plan: dict[str, Any], spouts: list[SpoutExecutor], threads: list[threading.Thread]) -> None:
+def drain(plan: WorkerPlan, spouts: list[SpoutExecutor], threads: list[threading.Thread]) -> None:
     """SIGTERM: let trees in flight finish before stopping (:mod:`service.drain`). Under
     ``squall serve`` a worker also waits for spouts draining elsewhere; under ``squall
     run`` only for its own spouts."""
-    timeout = float(plan.get("shutdown_timeout_secs", 30.0))
+    timeout = plan.shutdown_timeout_secs
     deadline = time.monotonic() + timeout
     for s in spouts:
         s.drain()
-    if not plan.get("control"):
+    if not plan.control:
         while time.monotonic() < deadline and all(t.is_alive() for t in threads) and any(len(s.inflight) for s in spouts):
             time.sleep(0.05)
         return
-    board = StatsBoard(plan["bootstrap"], plan["name"])
+    board = StatsBoard(plan.bootstrap, plan.name)
     grace = time.monotonic() + 2.5  # draining spouts elsewhere publish their flag within a stats interval
     caught_up = False  # the stats topic read to its end at least once (a slow first read must not look idle)
     try:
@@ -90,7 +115,7 @@ def drain(plan: dict[str, Any], spouts: list[SpoutExecutor], threads: list[threa
             local = sum(len(s.inflight) for s in spouts)
             if local == 0 and caught_up and time.monotonic() >= grace and not draining_elsewhere(board.latest.values(), time.time()):
                 break
-        log.info("[%s] drained in %.1f s", plan["name"], timeout - (deadline - time.monotonic()))
+        log.info("[%s] drained in %.1f s", plan.name, timeout - (deadline - time.monotonic()))
     finally:
         board.close()
 
@@ -120,10 +145,10 @@ def tune_gc(threshold: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    plan = json.loads(Path(argv[0]).read_text())
+    plan = WorkerPlan.read(argv[0])
     index = int(argv[1])
     logging.basicConfig(
-        level=plan.get("log_level", "INFO"),
+        level=plan.log_level,
         format=f"%(asctime)s w{index} %(levelname)s %(name)s %(message)s",
     )
     executors = build_executors(plan, index)
@@ -131,13 +156,13 @@ def main(argv: list[str] | None = None) -> int:
         tune_gc(executors[0].conf.worker_gc_threshold)  # a topology-level setting: every executor has it
     faust = [e for e in executors if hasattr(e, "run_blocking")]
     if faust:
-        log.info("[%s] worker w%d running the faust acker", plan["name"], index)
+        log.info("[%s] worker w%d running the faust acker", plan.name, index)
         faust[0].run_blocking()
         return 0
     registry = CollectorRegistry()
     registry.register(StatsCollector(lambda: [s for e in executors for s in e.all_stats()]))
-    if plan.get("metrics_port"):
-        serve(registry, int(plan["metrics_port"]) + index, plan.get("metrics_host", "127.0.0.1"))
+    if plan.metrics_port:
+        serve(registry, plan.metrics_port + index, plan.metrics_host)
     stop = threading.Event()
 
     def on_signal(signum: int, frame: Any) -> None:
@@ -148,13 +173,13 @@ def main(argv: list[str] | None = None) -> int:
     spouts = [e for e in executors if isinstance(e, SpoutExecutor)]
     watcher = (
         StatusWatcher(
-            plan["bootstrap"],
-            ControlTopics(plan.get("control_namespace", "squall")),
-            plan["name"],
+            plan.bootstrap,
+            ControlTopics(plan.control_namespace),
+            plan.name,
             [s.active for s in spouts],
-            plan.get("kafka", {}).get("consumer"),
+            plan.kafka.get("consumer"),
         )
-        if plan.get("control")
+        if plan.control
         else None
     )
     if watcher is not None:
@@ -162,8 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     threads = [threading.Thread(target=e.run, name=f"{e.component}-{i}", daemon=True) for i, e in enumerate(executors)]
     for t in threads:
         t.start()
-    log.info("[%s] worker w%d running %s", plan["name"], index, [e.component for e in executors])
-    ready = Path(plan["workdir"]) / f"worker-{index}.ready"
+    log.info("[%s] worker w%d running %s", plan.name, index, [e.component for e in executors])
+    ready = Path(plan.workdir) / f"worker-{index}.ready"
     failed = False
     while not stop.wait(0.2):
         if any(not t.is_alive() for t in threads):
@@ -180,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     for t in threads:
         t.join(30)
     if failed or any(e.error is not None for e in executors):
-        log.error("[%s] worker w%d stopping: an executor failed", plan["name"], index)
+        log.error("[%s] worker w%d stopping: an executor failed", plan.name, index)
         return 1
     return 0
 

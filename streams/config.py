@@ -86,10 +86,28 @@ class TopologyConfig(BaseModel):
         ge=0,
         description="replays of one source record before the dead-letter topic (count; default 5)",
     )
-    retry_initial_delay_secs: float = Field(0.0, alias="squall.spout.retry.initial.delay.secs", ge=0)
-    retry_multiplier: float = Field(2.0, alias="squall.spout.retry.multiplier", ge=1)
-    retry_max_delay_secs: float = Field(10.0, alias="squall.spout.retry.max.delay.secs", ge=0)
-    commit_period_secs: float = Field(1.0, alias="squall.spout.commit.period.secs", gt=0, description="offset commit period (seconds; default 1)")
+    retry_initial_delay_secs: float = Field(
+        0.0, alias="squall.spout.retry.initial.delay.secs", ge=0, description="a KafkaSpout's delay before a failed record's first replay (seconds; default 0)"
+    )
+    retry_multiplier: float = Field(
+        2.0, alias="squall.spout.retry.multiplier", ge=1, description="each later replay waits this many times longer (factor; default 2)"
+    )
+    retry_max_delay_secs: float = Field(
+        10.0, alias="squall.spout.retry.max.delay.secs", ge=0, description="the longest wait before a replay (seconds; default 10)"
+    )
+    commit_period_secs: float = Field(
+        1.0,
+        alias="squall.spout.commit.period.secs",
+        gt=0,
+        description="how often a spout commits its source offsets, which are contiguous acked records (seconds; default 1; "
+        "storm-kafka-client's offset.commit.period.ms)",
+    )
+    bolt_commit_period_secs: float = Field(
+        1.0,
+        alias="squall.bolt.commit.period.secs",
+        gt=0,
+        description="how often a bolt commits the offsets of its input it has flushed (seconds; default 1): a crashed bolt re-reads at most this much",
+    )
     batch_records: int = Field(
         1000, alias="squall.batch.records", ge=1, description="a transactional spout's records per source partition per batch, at most (count; default 1000)"
     )

@@ -53,7 +53,6 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from streams.config import TopologyConfig
 from streams.exceptions import DecodeError, FatalError, TopologyError
 from streams.kafka.offsets import OffsetTracker
 from streams.kafka.retry import RetryPolicy, RetryQueue
@@ -193,14 +192,15 @@ class KafkaSpout(Spout):
     def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
         self._collector = collector
         self.component = context.this_component_id
+        config = context.config  # typed, defaults and all: never raw keys here
         policy = self.retry_policy or RetryPolicy(
-            initial_delay_s=float(conf.get("squall.spout.retry.initial.delay.secs", 0.0)),
-            multiplier=float(conf.get("squall.spout.retry.multiplier", 2.0)),
-            max_delay_s=float(conf.get("squall.spout.retry.max.delay.secs", 10.0)),
-            max_retries=int(conf.get("squall.spout.max.retries", 5)),
+            initial_delay_s=config.retry_initial_delay_secs,
+            multiplier=config.retry_multiplier,
+            max_delay_s=config.retry_max_delay_secs,
+            max_retries=config.max_retries,
         )
         self._retry = RetryQueue(policy)
-        self.tree_records = int(conf.get("squall.spout.tree.records", TopologyConfig.model_fields["tree_records"].default))
+        self.tree_records = config.tree_records
         self._buffer = deque()
         self._pending = {}
         self._trackers = {}

@@ -4,7 +4,7 @@ It runs a bolt's tasks: its fixed partitions of ``squall.T.<bolt>`` (:mod:`servi
 Per batch it decodes each record into a :class:`~streams.model.tuple.Tuple` and calls the task's
 ``execute``; a record that does not decode is dead-lettered. Every
 ``squall.flush.interval.secs`` it flushes outputs, then acker ops (see
-:mod:`streams.runtime.executor`), and every ``squall.commit.period.secs`` commits the offsets
+:mod:`streams.runtime.executor`), and every ``squall.bolt.commit.period.secs`` commits the offsets
 that were flushed.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 
@@ -23,7 +22,7 @@ from streams.kafka.fetch_gaps import FetchGaps
 from streams.model.bolt import Bolt
 from streams.model.tuple import Tuple, tick_tuple
 from streams.runtime.collectors import BoltOutputCollectorImpl
-from streams.runtime.executor import Every, Executor
+from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.runtime.routing import Router
 from streams.wire.codec import decode_tuple
 from streams.wire.naming import component_group, component_topic
@@ -58,8 +57,8 @@ class BoltExecutor(Executor):
 
     kind = "bolt"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, env: ExecutorEnv) -> None:
+        super().__init__(env)
         self.cdef = self.topology.components[self.component]
         self.topic = component_topic(self.topology.name, self.component)
         self.by_partition: dict[int, BoltTask] = {}
@@ -191,7 +190,7 @@ class BoltExecutor(Executor):
         now = time.monotonic()
         ticks = Every(conf.tick_tuple_freq_secs or float("inf"), now)
         flush = Every(conf.flush_interval_secs, now)
-        commit = Every(conf.commit_period_secs, now)
+        commit = Every(conf.bolt_commit_period_secs, now)
         try:
             while not self.stop_event.is_set():
                 for msg in gaps.consume(consumer, conf.batch_size, conf.flush_interval_secs):

@@ -22,7 +22,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, Message, TopicPartition
@@ -66,44 +68,64 @@ class Every:
         return True
 
 
+@dataclass(frozen=True, kw_only=True)
+class ExecutorEnv:
+    """What an executor of any kind is built from (one typed path: the worker makes one per
+    executor and looks the kind's class up in one table, ``service.worker.EXECUTOR_KINDS``).
+
+    Attributes:
+      topology: the validated topology (every worker loads the same one).
+      component: the component id this executor runs (``ACKER_COMPONENT`` for ackers).
+      conf: the component's resolved, typed config (defaults < service < topology < component).
+      bootstrap: ``bootstrap.servers``.
+      worker: the worker's name (``w0``...), for logs and metrics.
+      local: the tasks running in this worker process (local-or-shuffle grouping); shared
+        by the worker's executors.
+      kafka: client overrides ``{"consumer": {...}, "producer": {...}}``.
+      tasks: the task indexes this executor owns (partitions of its input topic); None:
+        every task of the component.
+      topology_file: the topology's source file (a SparkBolt's driver loads it again).
+      topology_overrides: topology config added at submit or rebalance (Storm keys).
+      service_conf: the service config layer (Storm keys).
+      workdir: the worker's working directory (ready files, Spark checkpoints).
+    """
+
+    topology: Topology
+    component: str
+    conf: TopologyConfig
+    bootstrap: str
+    worker: str = "w0"
+    local: LocalTasks = field(default_factory=LocalTasks)
+    kafka: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    tasks: tuple[int, ...] | None = None
+    topology_file: str = ""
+    topology_overrides: Mapping[str, Any] = field(default_factory=dict)
+    service_conf: Mapping[str, Any] = field(default_factory=dict)
+    workdir: Path = Path()
+
+
 class Executor:
     """Common parts: producer, acker buffer, stats, dead letters, stop flag.
 
     Args:
-      topology: the validated topology (every worker loads the same one).
-      component: the component id this executor runs (``__acker`` for ackers).
-      conf: the component's resolved config.
-      bootstrap: ``bootstrap.servers``.
-      worker: the worker's name (``w0``...), for logs and metrics.
-      local: the tasks running in this worker process (local-or-shuffle grouping).
-      kafka: client overrides ``{"consumer": {...}, "producer": {...}}``.
-      tasks: the task indexes this executor owns (partitions of its input topic; default:
-        every task of the component).
+      env: what it runs and where (:class:`ExecutorEnv`).
     Thread safety: :meth:`stop` may be called from any thread; everything else runs on
     the executor's own thread.
     """
 
     kind = "executor"
 
-    def __init__(
-        self,
-        topology: Topology,
-        component: str,
-        conf: TopologyConfig,
-        bootstrap: str,
-        worker: str = "w0",
-        local: LocalTasks | None = None,
-        kafka: dict[str, Any] | None = None,
-        tasks: Sequence[int] | None = None,
-    ) -> None:
-        self.topology = topology
-        self.component = component
-        self.conf = conf
-        self.conf_dict = conf.as_dict()
-        self.bootstrap = bootstrap
-        self.worker = worker
-        self.local = local or LocalTasks()
-        self.kafka = kafka or {}
+    def __init__(self, env: ExecutorEnv) -> None:
+        self.env = env
+        self.topology = env.topology
+        self.component = env.component
+        self.conf = env.conf
+        self.conf_dict = env.conf.as_dict()
+        self.bootstrap = env.bootstrap
+        self.worker = env.worker
+        self.local = env.local
+        self.kafka: dict[str, dict[str, Any]] = {k: dict(v) for k, v in env.kafka.items()}
+        topology, component, conf, bootstrap, worker, tasks = env.topology, env.component, env.conf, env.bootstrap, env.worker, env.tasks
         self.stats = ExecutorStats(topology.name, component, self.kind, worker)
         self.stop_event = threading.Event()
         self.producer, self.delivery = make_producer(bootstrap, conf, component, self.kafka.get("producer"))
@@ -161,8 +183,7 @@ class Executor:
         id, its context and the copy. Raises FatalError if the copy is not a ``kind``."""
         cdef = self.topology.components[self.component]
         task_id = cdef.task_base + partition
-        ctx = TopologyContext(self.topology, self.component, task_id, self.worker, self.local, self.io)
-        ctx.conf = self.conf_dict
+        ctx = TopologyContext(self.topology, self.component, task_id, self.worker, self.local, self.io, self.conf)
         self._contexts.append(ctx)
         obj = cdef.new_instance()
         if not isinstance(obj, kind):

@@ -33,7 +33,7 @@ from streams.model.spout import Spout
 from streams.monitoring.ledger_store import ledger_key, read_ledgers
 from streams.monitoring.spout_ledger import TaskLedger
 from streams.runtime.collectors import SpoutOutputCollectorImpl
-from streams.runtime.executor import Every, Executor
+from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.runtime.inflight import InFlightTrees
 from streams.runtime.pending_bound import AdaptiveBound, FixedBound, PendingBound
 from streams.runtime.routing import Router
@@ -72,8 +72,8 @@ class SpoutExecutor(Executor):
 
     kind = "spout"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, env: ExecutorEnv) -> None:
+        super().__init__(env)
         self.cdef = self.topology.components[self.component]
         self.result_topic = ack_result_topic(self.topology.name)
         self.by_task: dict[int, SpoutTask] = {}

@@ -111,12 +111,15 @@ class BoltStreamWriter(DataSourceStreamArrowWriter):
     """Spark's side of the ``squall-bolt`` sink (see the module doc)."""
 
     def __init__(self, options: Mapping[str, str]) -> None:
-        plan = json.loads(opt.text(options, "squall.plan") or "{}")
+        raw = opt.text(options, "squall.plan")
+        if not raw:
+            raise SparkSinkError("the squall-bolt sink needs option squall.plan (a BoltSinkPlan; SparkBolt's driver sets it)")
+        plan = opt.BoltSinkPlan.model_validate_json(raw)
         self.plan = plan
-        self.component = plan["component"]
-        self.topology = plan["name"]
-        self.ackers = int(plan["ackers"])
-        self.worker = plan.get("worker", "spark")
+        self.component = plan.component
+        self.topology = plan.name
+        self.ackers = plan.ackers
+        self.worker = plan.worker
         self.where = self.component
         self.producer_conf = opt.kafka_settings(options, opt.SINK_DEFAULTS, self.where)
         self.flush_timeout_s = opt.number(options, "flushTimeoutSecs", 60.0, self.where) or 60.0
@@ -136,7 +139,7 @@ class BoltStreamWriter(DataSourceStreamArrowWriter):
         started = time.time()
         applied = None
         if merged.state:
-            committer = BoltProcessor(self.plan["topology_file"], self.topology, self.plan["overrides"], self.plan["service_conf"], self.component)
+            committer = BoltProcessor(self.plan.topology_file, self.topology, self.plan.overrides, self.plan.service_conf, self.component)
             committer_obj = committer.state().committer
             if committer_obj is None:
                 raise SparkSinkError(f"[{self.component}] state rows from a bolt that has no committer")

@@ -15,7 +15,6 @@ component config are passed to the SparkSession.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -29,7 +28,8 @@ from streams.exceptions import FatalError
 from streams.model.tuple import SYSTEM_COMPONENT
 from streams.monitoring.board import StatsBoard
 from streams.monitoring.stats import ExecutorStats, LogHistogram
-from streams.runtime.executor import Executor
+from streams.runtime.executor import Executor, ExecutorEnv
+from streams.spark.options import BoltSinkPlan
 from streams.wire.codec import encode_tuple
 from streams.wire.naming import component_topic
 
@@ -105,19 +105,13 @@ def start_bolt_query(
         reader = reader.option(f"kafka.{k}", str(v))
     processor = BoltProcessor(topology_file, name, overrides, service_conf, component)
     out = reader.load().mapInArrow(processor, OUT_SCHEMA_DDL)
-    plan = {
-        "component": component,
-        "name": name,
-        "ackers": conf.ackers,
-        "worker": worker,
-        "topology_file": topology_file,
-        "overrides": overrides,
-        "service_conf": service_conf,
-    }
+    plan = BoltSinkPlan(
+        component=component, name=name, ackers=conf.ackers, worker=worker, topology_file=topology_file, overrides=overrides, service_conf=service_conf
+    )
     writer = (
         out.writeStream.format("squall-bolt")
         .option("bootstrap.servers", bootstrap)
-        .option("squall.plan", json.dumps(plan))
+        .option("squall.plan", plan.model_dump_json())
         .option("kafka.linger.ms", str(conf.linger_ms))
         .option("checkpointLocation", checkpoint)
         .trigger(processingTime=f"{int(conf.spark_trigger_secs * 1000)} milliseconds")
@@ -159,10 +153,9 @@ class SparkBoltExecutor(Executor):
 
     kind = "spark"
 
-    def __init__(self, *args: Any, plan: dict[str, Any], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.plan = plan
-        default_dir = Path(plan.get("workdir", ".")) / "spark"
+    def __init__(self, env: ExecutorEnv) -> None:
+        super().__init__(env)
+        default_dir = env.workdir / "spark"
         self.checkpoint = str(Path(self.conf.spark_checkpoint_dir or default_dir) / self.topology.name / self.component)
         self.query: Any = None
         self._last_batch = -1
@@ -212,14 +205,14 @@ class SparkBoltExecutor(Executor):
         try:
             self.query = start_bolt_query(
                 spark,
-                topology_file=self.plan["topology_file"],
+                topology_file=self.env.topology_file,
                 name=self.topology.name,
                 component=self.component,
                 conf=self.conf,
                 bootstrap=self.bootstrap,
                 checkpoint=self.checkpoint,
-                overrides=self.plan.get("topology_overrides", {}),
-                service_conf=self.plan.get("service_conf", {}),
+                overrides=dict(self.env.topology_overrides),
+                service_conf=dict(self.env.service_conf),
                 worker=self.worker,
                 consumer=self.kafka.get("consumer"),
                 producer=self.kafka.get("producer"),

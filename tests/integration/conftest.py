@@ -131,18 +131,18 @@ def crash_and_recover(job: Job, component: str, after_acked: int, while_down: Ca
     again and wait until every record is committed. Always closes the job."""
     try:
         job.start()
-        assert job.supervisor is not None and job.board is not None
-        w = job.supervisor.worker_of(component)
-        assert job.supervisor.components(w) == [component]
+        assert job.cluster is not None and job.board is not None
+        w = job.cluster.worker_of(component)
+        assert job.cluster.components(w) == [component]
         deadline = time.monotonic() + 120
         while job.board.total("spout", "acked") < after_acked:
             assert time.monotonic() < deadline, "the topology made no progress"
             job.board.poll(0.2)
-        job.supervisor.kill(w)  # SIGKILL: no flush, no final commit
+        job.cluster.kill(w)  # SIGKILL: no flush, no final commit
         time.sleep(1.0)
         if while_down is not None:
             while_down()
-        job.supervisor.restart(w)
+        job.cluster.restart(w)
         return job.wait(300)
     finally:
         job.close()
@@ -159,8 +159,8 @@ def kill_workers(job: Job, workers: list[int], rng: random.Random, log: list[str
     apart), while ``job`` runs; its supervisor restarts each one, and the next kill waits
     for that. Each kill is logged in ``log`` with the trees in flight just before it.
     Returns the (started) thread."""
-    assert job.supervisor is not None
-    sup = job.supervisor
+    assert job.cluster is not None
+    sup = job.cluster
 
     def go() -> None:
         for w in workers:

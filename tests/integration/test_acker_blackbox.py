@@ -26,12 +26,12 @@ from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from service.admin import ensure_topology_topics
 from service.config import ServiceSettings
-from service.supervisor import worker_plan
+from service.scheduling import ExecutorAssignment, worker_plan
 from streams.config import resolve
 from streams.kafka.clients import new_consumer, new_producer
 from streams.model.loader import load_topology
 from streams.wire.acker import OP_ACK, OP_FAIL, OP_INIT, RESULT_FAIL, decode_results, encode_ops
-from streams.wire.naming import ack_result_topic, acker_changelog_topic, acker_topic
+from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_changelog_topic, acker_topic
 
 pytestmark = pytest.mark.broker
 
@@ -52,9 +52,9 @@ class BlackBox:
         conf = resolve(service_conf, topology.conf)
         ensure_topology_topics(bootstrap, topology, conf)
         plan = worker_plan(ACKER_ONLY, topology, conf, bootstrap, workdir, service_conf=service_conf)
-        plan["workers"] = [[["__acker", [0]]]]  # only the acker runs: the test is its spout and bolts
+        plan = plan.model_copy(update={"workers": ((ExecutorAssignment(ACKER_COMPONENT, (0,)),),)})  # only the acker runs: the test is its spout and bolts
         self.plan = workdir / "plan.json"
-        self.plan.write_text(json.dumps(plan))
+        self.plan.write_text(plan.to_json())
         self.proc: subprocess.Popen[bytes] | None = None
         self.lives = 0
         self.producer = new_producer({"bootstrap.servers": bootstrap, "linger.ms": 5})

@@ -62,8 +62,8 @@ def test_three_kill9s_of_random_workers_lose_nothing(settings: ServiceSettings, 
     kills: list[str] = []
     try:
         job.start()
-        assert job.supervisor is not None
-        workers = [rng.randrange(len(job.supervisor.workers)) for _ in range(3)]
+        assert job.cluster is not None
+        workers = [rng.randrange(len(job.cluster.workers)) for _ in range(3)]
         killer = kill_workers(job, workers, rng, kills, pause_s=(1.0, 2.5))
         summary = job.wait(600)
         killer.join(5)
@@ -107,7 +107,7 @@ def test_garbage_on_every_wire_is_dead_lettered_and_nothing_crashes(settings: Se
     }
     try:
         job.start()
-        assert job.board is not None and job.supervisor is not None
+        assert job.board is not None and job.cluster is not None
         while job.board.total("spout", "acked") < 3000:
             job.board.poll(0.2)
         producer = new_producer({"bootstrap.servers": job.bootstrap})
@@ -116,8 +116,8 @@ def test_garbage_on_every_wire_is_dead_lettered_and_nothing_crashes(settings: Se
                 producer.produce(topic, value, key=b"abc" if topic.endswith("changelog") else None, partition=0)
         assert producer.flush(10) == 0
         time.sleep(1.0)
-        acker_worker = job.supervisor.worker_of(ACKER_COMPONENT)
-        os.kill(job.supervisor.procs[acker_worker].pid, signal.SIGKILL)  # its restore reads the bad changelog record
+        acker_worker = job.cluster.worker_of(ACKER_COMPONENT)
+        os.kill(job.cluster.procs[acker_worker].pid, signal.SIGKILL)  # its restore reads the bad changelog record
         summary = job.wait(300)
     finally:
         job.close()

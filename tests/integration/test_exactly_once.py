@@ -21,7 +21,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from service.config import ServiceSettings
 from service.runner import Job
-from streams.wire.naming import coordinator_topic
+from streams.wire.naming import ACKER_COMPONENT, coordinator_topic
 from tests.integration.conftest import EXAMPLES, TOPOLOGIES, corpus_slice, direct_count, kill_workers
 
 pytestmark = pytest.mark.broker
@@ -97,11 +97,11 @@ def test_kill9_of_spout_committer_and_acker_workers_stays_exact_and_commits_in_o
     killer: list[threading.Thread] = []
 
     def during(j: Job) -> None:
-        assert j.supervisor is not None
-        workers = {i: j.supervisor.components(i) for i in range(len(j.supervisor.workers))}
-        spout = j.supervisor.worker_of("lines")
+        assert j.cluster is not None
+        workers = {i: j.cluster.components(i) for i in range(len(j.cluster.workers))}
+        spout = j.cluster.worker_of("lines")
         committers = [i for i, comps in workers.items() if "count" in comps and i != spout]
-        acker = j.supervisor.worker_of("__acker")
+        acker = j.cluster.worker_of(ACKER_COMPONENT)
         order = [spout, committers[0], acker]
         rng.shuffle(order)
         killer.append(kill_workers(j, order, rng, kills))

@@ -190,8 +190,8 @@ def test_every_dashboard_query_returns_data_and_quantiles_match_squall_run(binar
         settings = ServiceSettings(bootstrap_servers=bootstrap, data_dir=tmp_path / "run", metrics_port=metrics_port)
         job = Job(EXAMPLES / "wordcount_spark.py", corpus_slice(corpus, tmp_path / "in.txt", 3_000), tmp_path / "counts.json", settings)
         job.start(produce_input=False)
-        assert job.supervisor is not None
-        targets = [f"127.0.0.1:{http}"] + [f"127.0.0.1:{metrics_port + i}" for i in range(len(job.supervisor.workers))]
+        assert job.cluster is not None
+        targets = [f"127.0.0.1:{http}"] + [f"127.0.0.1:{metrics_port + i}" for i in range(len(job.cluster.workers))]
         prom = Prometheus(binaries["prometheus"], tmp_path, targets)
         job.wait_ready(180)
         job.produce_input()

@@ -147,7 +147,7 @@ def test_topology_overrides_reach_the_workers(settings: ServiceSettings, src: Pa
     from tests.integration.conftest import EXAMPLES
 
     job, summary = run_job(EXAMPLES / "wordcount.py", src, tmp_path / "out.json", settings, topology_overrides={"topology.acker.executors": 0})
-    assert job.supervisor is not None
-    assert job.supervisor.plan["topology_overrides"] == {"topology.acker.executors": 0}
+    assert job.cluster is not None
+    assert job.cluster.plan.topology_overrides == {"topology.acker.executors": 0}
     assert acker_ops(job) == []  # the workers saw 0 ackers, so nothing was sent to __acker
     assert summary.trees_acked == 1500 and summary.trees_failed == 0

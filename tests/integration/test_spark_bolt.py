@@ -79,16 +79,16 @@ def test_committer_spark_bolt_skips_a_replayed_batch_id(settings: ServiceSetting
     job = Job(TOPOLOGIES / "spark_committer.py", src, None, settings)
     try:
         job.start()
-        assert job.supervisor is not None
-        w = job.supervisor.worker_of("count")
-        proc = job.supervisor.procs[w]
+        assert job.cluster is not None
+        w = job.cluster.worker_of("count")
+        proc = job.cluster.procs[w]
         deadline = time.monotonic() + 240
         while proc.poll() is None:  # the injected crash kills the query, then the worker
             assert time.monotonic() < deadline, "the injected crash never happened"
             time.sleep(0.5)
         assert proc.returncode != 0 and (crash / "crashed").exists()
-        job.supervisor.expected_down.add(w)
-        job.supervisor.restart(w)  # resumes from the checkpoint: the same batch id again
+        job.cluster.expected_down.add(w)
+        job.cluster.restart(w)  # resumes from the checkpoint: the same batch id again
         summary = job.wait(300)
     finally:
         job.close()
@@ -111,8 +111,8 @@ def test_spark_bolt_runs_on_a_standalone_cluster_master(settings: ServiceSetting
     job, summary = run_job(EXAMPLES / "wordcount_spark.py", src, out, settings, topology_overrides={"spark.master": master})
     assert json.loads(out.read_text()) == dict(direct_count(src))
     assert summary.trees_acked == summary.records == 2000 and summary.trees_failed == 0
-    assert job.supervisor is not None
-    log = job.supervisor.log_path(job.supervisor.worker_of("split")).read_text()
+    assert job.cluster is not None
+    log = job.cluster.log_path(job.cluster.worker_of("split")).read_text()
     assert f"Spark query started (master {master}" in log
     apps = list(work.glob("app-*/*/stderr"))  # the cluster's worker ran this app's executor
     assert apps, f"no executor ran on the standalone worker under {work}"

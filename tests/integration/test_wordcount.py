@@ -104,12 +104,12 @@ def test_a_worker_stopped_mid_run_and_started_again_replays_nothing(settings: Se
     job = Job(EXAMPLES / "wordcount.py", src, out, settings)
     try:
         job.start()
-        assert job.supervisor is not None and job.board is not None
-        w = next(i for i in range(len(job.supervisor.workers)) if job.supervisor.components(i) == ["count"])
+        assert job.cluster is not None and job.board is not None
+        w = next(i for i in range(len(job.cluster.workers)) if job.cluster.components(i) == ["count"])
         while job.board.total("spout", "acked") < 3000:
             job.board.poll(0.2)
-        job.supervisor.kill(w, signal.SIGTERM)  # graceful: cleanup, flush, commit
-        job.supervisor.restart(w)
+        job.cluster.kill(w, signal.SIGTERM)  # graceful: cleanup, flush, commit
+        job.cluster.restart(w)
         summary = job.wait(300)
     finally:
         job.close()

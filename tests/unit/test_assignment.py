@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.scheduling import ExecutorAssignment, executor_tasks
-from service.supervisor import parse_plan_workers, plan_json, plan_workers
+from service.scheduling import ExecutorAssignment, WorkerPlan, executor_tasks, plan_workers, worker_plan
 from streams.config import resolve
 from streams.model.loader import load_topology
 from streams.wire.naming import ACKER_COMPONENT
@@ -39,7 +38,9 @@ def test_a_plan_gives_every_task_of_every_component_to_exactly_one_executor(work
     topology.components["count"].parallelism = count_executors
     conf = resolve(topology.conf, {"topology.workers": workers, "topology.acker.executors": ackers})
     plan = plan_workers(topology, conf)
-    assert parse_plan_workers(plan_json(plan)) == plan  # the plan file round-trips
+    typed = worker_plan(EXAMPLES / "wordcount.py", topology, conf, "127.0.0.1:1", EXAMPLES)
+    assert WorkerPlan.model_validate_json(typed.to_json()) == typed  # the plan file round-trips
+    assert [list(w) for w in typed.workers] == plan
     owned: dict[str, list[int]] = {}
     for worker in plan:
         for e in worker:

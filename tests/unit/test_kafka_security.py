@@ -87,12 +87,12 @@ def test_librdkafka_accepts_the_settings(monkeypatch: pytest.MonkeyPatch, tmp_pa
 def test_workers_inherit_the_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import subprocess
 
-    from service import supervisor
+    from service import spawn
 
     seen: dict[str, Any] = {}
     monkeypatch.setattr(subprocess, "Popen", lambda *a, **kw: seen.update(kw))
     monkeypatch.setenv("SQUALL_KAFKA_SASL_PASSWORD", "s3cret")
-    supervisor.spawn_worker(tmp_path / "plan.json", 0, tmp_path / "w0.log")
+    spawn.spawn_worker(tmp_path / "plan.json", 0, tmp_path / "w0.log")
     assert seen["env"]["SQUALL_KAFKA_SASL_PASSWORD"] == "s3cret"
 
 

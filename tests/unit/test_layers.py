@@ -259,7 +259,8 @@ def _with_line(module: str, line: str) -> list[Edge]:
 
 def test_a_forbidden_import_is_reported() -> None:
     wrong = violations(_with_line("streams.model.spec", "from streams.runtime.executor import Executor"))
-    assert wrong == [f"streams.model.spec:{len(all_modules()['streams.model.spec'].read_text().splitlines()) + 2} imports streams.runtime.executor (model -> runtime, module)"]
+    line = len(all_modules()["streams.model.spec"].read_text().splitlines()) + 2
+    assert wrong == [f"streams.model.spec:{line} imports streams.runtime.executor (model -> runtime, module)"]
 
 
 def test_runtime_and_transactional_may_not_import_each_other() -> None:

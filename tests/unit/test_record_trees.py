@@ -7,14 +7,14 @@ records and a recording collector; the ledger and trees-in-flight halves are pur
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acker.ledger import Ledger
-from streams import KafkaSpout, RecordTranslator
+from streams import KafkaSpout, RecordTranslator, TopologyBuilder, TopologyContext
+from streams.config import resolve
 from streams.kafka.fetch_gaps import FakeRecord as Msg  # a stand-in for a consumed confluent_kafka.Message
 from streams.kafka.source import KafkaMessageId, KafkaRecordsId, SourceIO
 from streams.monitoring.spout_ledger import TaskLedger
@@ -109,8 +109,11 @@ class Poison(RecordTranslator):
 def open_spout(tree_records: int, max_retries: int = 5) -> tuple[KafkaSpout, Recorder, list[Any]]:
     spout = KafkaSpout(translator=Poison())
     rec, letters = Recorder(), []
-    conf = {"squall.spout.tree.records": tree_records, "squall.spout.max.retries": max_retries}
-    spout.open(conf, SimpleNamespace(this_component_id="lines"), rec)  # type: ignore[arg-type]
+    config = resolve({"squall.spout.tree.records": tree_records, "squall.spout.max.retries": max_retries})
+    builder = TopologyBuilder()
+    builder.set_spout("lines", spout)
+    context = TopologyContext(builder.create_topology("trees"), "lines", 0, config=config)
+    spout.open(config.as_dict(), context, rec)  # type: ignore[arg-type]
     spout.bind(SourceIO(lambda msg, reason, attempts: letters.append((msg.offset(), reason, attempts))))
     return spout, rec, letters
 

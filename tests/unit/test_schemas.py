@@ -8,6 +8,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from pydantic import BaseModel
 
 from acker.durable import DurableLedger
 from acker.ledger import Ledger
@@ -123,3 +124,45 @@ def test_spout_ledger() -> None:
     assert TaskLedger.from_json(ledger.to_json()).to_json() == ledger.to_json()  # round-trips
     with pytest.raises(jsonschema.ValidationError):
         check("ledger.schema.json", json.dumps({**ledger.to_json(), "replayed": {"fail": 1}}).encode())
+
+
+def test_worker_plan_schema_is_the_model_s_and_a_real_plan_validates(tmp_path: Path) -> None:
+    from service.scheduling import WorkerPlan, worker_plan
+    from streams.config import resolve
+    from streams.model.loader import load_topology
+
+    assert_generated("worker-plan.schema.json", WorkerPlan)
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    topology = load_topology(examples / "wordcount.py")
+    plan = worker_plan(examples / "wordcount.py", topology, resolve(topology.conf), "127.0.0.1:9092", tmp_path, control=True, metrics_port=9500)
+    check("worker-plan.schema.json", plan.to_json().encode())
+    assert WorkerPlan.read(_write(tmp_path / "plan.json", plan.to_json())) == plan
+    with pytest.raises(jsonschema.ValidationError):
+        check("worker-plan.schema.json", json.dumps({**json.loads(plan.to_json()), "workers": [[["count", "0"]]]}).encode())
+    with pytest.raises(jsonschema.ValidationError):
+        check("worker-plan.schema.json", json.dumps({**json.loads(plan.to_json()), "shutdown_timeout_sec": 3}).encode())
+
+
+def assert_generated(name: str, model: type[BaseModel]) -> None:
+    """The schema file is the model's own (so the two cannot drift)."""
+    on_file = schema(name)
+    generated = model.model_json_schema()
+    assert {k: v for k, v in on_file.items() if k not in ("$schema", "$id", "title", "description")} == {
+        k: v for k, v in generated.items() if k not in ("title", "description")
+    }, f"schemas/{name} is out of date: regenerate it from {model.__name__}.model_json_schema()"
+
+
+def test_spark_bolt_sink_plan() -> None:
+    from streams.spark.options import BoltSinkPlan
+
+    assert_generated("spark-bolt-plan.schema.json", BoltSinkPlan)
+    plan = BoltSinkPlan(component="split", name="wc", ackers=2, topology_file="/t/wc.py", overrides={"topology.workers": 2})
+    check("spark-bolt-plan.schema.json", plan.model_dump_json().encode())
+    assert BoltSinkPlan.model_validate_json(plan.model_dump_json()) == plan
+    with pytest.raises(jsonschema.ValidationError):
+        check("spark-bolt-plan.schema.json", json.dumps({**plan.model_dump(), "ackers": -1}).encode())
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path

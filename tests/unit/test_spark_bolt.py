@@ -235,10 +235,11 @@ def test_driver_folds_each_batch_snapshot_once_and_forgets_it() -> None:
     from streams.config import resolve
     from streams.model.loader import load_topology
     from streams.monitoring.stats import ExecutorStats
+    from streams.runtime.executor import ExecutorEnv
     from streams.spark.runtime import SparkBoltExecutor
 
     topology = load_topology(TOPOLOGIES / "spark_wordcount.py", NAME)
-    ex = SparkBoltExecutor(topology, "split", resolve({}), "127.0.0.1:1", plan={"workdir": "/tmp"})
+    ex = SparkBoltExecutor(ExecutorEnv(topology=topology, component="split", conf=resolve({}), bootstrap="127.0.0.1:1", workdir=Path("/tmp")))
 
     class Board:
         def __init__(self) -> None:

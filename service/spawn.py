@@ -1,0 +1,50 @@
+"""Starting worker processes (``python -m service.worker PLAN INDEX``) that die with the
+process that started them, as a machine's workers die with it.
+
+Used by :class:`service.local.LocalCluster` (``squall run``) and by the supervisor
+(:mod:`service.daemon`, ``squall serve``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL this worker when its supervisor dies (Linux
+    ``PR_SET_PDEATHSIG``), as a machine's workers die with it. Elsewhere a no-op. It only
+    calls a function looked up in the parent (no imports or locks after the fork)."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def spawn_worker(plan_path: Path, index: int, log_path: Path) -> subprocess.Popen[bytes]:
+    """Start worker ``index`` of the plan at ``plan_path``; its output goes to ``log_path``.
+    The worker is killed if the process that started it dies."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    with open(log_path, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "service.worker", str(plan_path), str(index)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=_die_with_parent,
+        )
+
+
+def log_tail(path: Path, chars: int = 3000) -> str:
+    """The last ``chars`` characters of a worker's log (empty if there is none)."""
+    try:
+        return path.read_text(errors="replace")[-chars:]
+    except OSError:
+        return ""
