@@ -1,5 +1,7 @@
-"""What both acker runtimes (native and faust) share: the component id, restoring one
-acker task's ledger from the changelog, and turning an outcome into an ack result.
+"""What both acker runtimes (native and faust) share.
+
+The component id, restoring one acker task's ledger from the changelog, and turning an
+outcome into an ack result.
 
 The runtimes only move bytes; the state machine is :mod:`acker.ledger` and the crash-safety
 discipline is :mod:`acker.durable`.
@@ -93,11 +95,13 @@ def restored_ledger(
     on_poison: PoisonHandler | None = None,
     persist_after_s: float = 0.0,
 ) -> DurableLedger:
-    """A new ledger for acker task ``p``, restored from its changelog partition, counted
-    in ``stats`` (``restored_records``, ``restored_trees``; undecodable records: ``poison``,
-    and passed to ``on_poison``). Ledger clock: wall time, so start times survive a
+    """A new ledger for acker task ``p``, restored from its changelog partition.
+
+    Counted in ``stats`` (``restored_records``, ``restored_trees``; undecodable records:
+    ``poison``, and passed to ``on_poison``). Ledger clock: wall time, so start times survive a
     restore. ``persist_after_s``: see :class:`acker.durable.DurableLedger` (0 for a
-    runtime that commits its input offsets by itself). Raises :class:`RestoreError`."""
+    runtime that commits its input offsets by itself). Raises :class:`RestoreError`.
+    """
     dl = DurableLedger(Ledger(conf.message_timeout_secs, clock=time.time, buckets=conf.acker_buckets), persist_after_s=persist_after_s)
     changelog = acker_changelog_topic(topology)
 
@@ -115,9 +119,12 @@ def restored_ledger(
 
 
 def publish_ledger_stats(ledgers: dict[int, DurableLedger], stats: ExecutorStats) -> None:
-    """Put the acker tasks' state into ``stats`` (both runtimes): gauges ``pending`` (trees),
-    ``tasks``, ``table_bytes`` (bytes of the pending-tree tables); counters ``skipped`` (ops
-    already applied, replayed after a crash) and ``changelog_written`` (live changelog records)."""
+    """Put the acker tasks' state into ``stats`` (both runtimes).
+
+    Gauges ``pending`` (trees), ``tasks``, ``table_bytes`` (bytes of the pending-tree
+    tables); counters ``skipped`` (ops already applied, replayed after a crash) and
+    ``changelog_written`` (live changelog records).
+    """
     stats.gauges["pending"] = sum(len(dl) for dl in ledgers.values())
     stats.gauges["tasks"] = len(ledgers)
     stats.gauges["table_bytes"] = sum(dl.ledger.nbytes for dl in ledgers.values())
@@ -127,8 +134,9 @@ def publish_ledger_stats(ledgers: dict[int, DurableLedger], stats: ExecutorStats
 
 
 def record_outcomes(outs: list[Outcome], stats: ExecutorStats, results: dict[int, list[list[Any]]]) -> None:
-    """Count ``outs`` and queue each one's ack result for its spout task in ``results``
-    (``task -> [[code, root, latency_s], ...]``; latency in seconds, to the microsecond).
+    """Count ``outs`` and queue each one's ack result for its spout task in ``results``.
+
+    ``results`` is ``task -> [[code, root, latency_s], ...]`` (latency in seconds, to the microsecond).
 
     Counters: one per :class:`~acker.ledger.Reason` (``complete``, ``fail``, ``timeout``,
     ``late``); a tree whose init never arrived has nobody to tell: it is counted as

@@ -67,12 +67,12 @@ def _changelog_problem(value: list[Any]) -> str | None:
 
 
 def decode_changelog(key: bytes | None, raw: bytes | None, *, component: str, topic: str, partition: int, offset: int) -> tuple[int, list[Any] | None]:
-    """Decode a changelog record into ``(root, value)`` (``None``: a tombstone).
+    r"""Decode a changelog record into ``(root, value)`` (``None``: a tombstone).
 
     Raises:
       DecodeError: naming the record, for a key that is not 8 bytes or a bad value.
 
-    >>> decode_changelog(b"\\x00" * 7 + b"\\x05", b"[9, 1, 12.5, 40]", component="__acker", topic="c", partition=0, offset=7)
+    >>> decode_changelog(b"\x00" * 7 + b"\x05", b"[9, 1, 12.5, 40]", component="__acker", topic="c", partition=0, offset=7)
     (5, [9, 1, 12.5, 40])
     """
     if key is None or len(key) != 8:
@@ -88,10 +88,12 @@ def decode_changelog(key: bytes | None, raw: bytes | None, *, component: str, to
 
 
 def tag_of(offset: int, index: int) -> int:
+    """The changelog tag of op ``index`` of the record at ``offset`` (offset and index in one int)."""
     return (offset << TAG_BITS) | index
 
 
 def offset_of(tag: int) -> int:
+    """The input offset a changelog tag came from (see :func:`tag_of`)."""
     return tag >> TAG_BITS
 
 
@@ -282,9 +284,11 @@ class DurableLedger:
         return True
 
     def commit_offset(self, next_offset: int) -> int:
-        """How far the input may be committed, given the next offset to read: below the
-        first op of every live tree that is not in the changelog (call after
-        :meth:`changelog`'s records are confirmed)."""
+        """How far the input may be committed, given the next offset to read.
+
+        Below the first op of every live tree that is not in the changelog (call after
+        :meth:`changelog`'s records are confirmed).
+        """
         return min(next_offset, self._young[0].first_offset) if self._young else next_offset
 
     def gc(self, committed_offset: int) -> list[tuple[int, bytes | None]]:

@@ -46,6 +46,7 @@ class FaustAckerExecutor(Executor):
         self.dead_letter(msg, str(exc), 0)
 
     def build_app(self) -> Any:
+        """The faust app: an agent over ``__acker`` and a Table changelogged to ``__acker.changelog``."""
         import faust
 
         faust_compat.patch_fetch_wait(self.conf.fetch_wait_max_ms)

@@ -34,6 +34,8 @@ def _zeros(n: int) -> array[int]:
 
 
 class CompactTable:
+    """The acker's pending trees in parallel arrays with open addressing (about 67 bytes a tree; Storm's RotatingMap, compacted)."""
+
     __slots__ = ("aux", "keys", "mask", "meta", "size", "vals")
 
     def __init__(self, capacity: int = 16) -> None:
@@ -60,6 +62,7 @@ class CompactTable:
 
     @staticmethod
     def pack_meta(task: int | None, start: float) -> int:
+        """``task`` (or None: no init yet) and ``start`` (Unix seconds, ms resolution) packed into one int."""
         if task is None:
             t = _NO_TASK
         elif 0 <= task <= _MAX_TASK - 1:
@@ -70,8 +73,10 @@ class CompactTable:
 
     @staticmethod
     def with_task(meta: int, task: int) -> int:
-        """``meta`` with its spout task set to ``task`` (start time kept). Raises ValueError
-        for a task outside ``0 .. 65533``."""
+        """``meta`` with its spout task set to ``task`` (start time kept).
+
+        Raises ValueError for a task outside ``0 .. 65533``.
+        """
         return (meta & ~0xFFFF) | (CompactTable.pack_meta(task, 0.0) & 0xFFFF)
 
     @staticmethod
@@ -86,10 +91,12 @@ class CompactTable:
 
     @staticmethod
     def persisted_of(aux: int) -> bool:
+        """Whether the tree is in the changelog already (a flag of ``aux``)."""
         return bool(aux & _PERSISTED)
 
     @staticmethod
     def failed_of(aux: int) -> bool:
+        """Whether the tree has failed (a flag of ``aux``)."""
         return bool(aux & _FAILED)
 
     @staticmethod
@@ -109,11 +116,13 @@ class CompactTable:
 
     @staticmethod
     def task_of(meta: int) -> int | None:
+        """The spout task packed in ``meta`` (None: no init seen yet)."""
         t = meta & 0xFFFF
         return None if t == _NO_TASK else t - 1
 
     @staticmethod
     def start_of(meta: int) -> float:
+        """The start time packed in ``meta`` (Unix seconds)."""
         return (meta >> 16) / 1000.0
 
     def find(self, root: int) -> int:

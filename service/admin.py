@@ -53,18 +53,19 @@ COMPACTED = {"cleanup.policy": "compact", "retention.ms": "-1", "retention.bytes
 
 
 def ensure_topology_topics(bootstrap: str, topology: Topology, conf: TopologyConfig) -> None:
-    """Create the topology's missing topics (:func:`topology_topics`); the coordinator topic
-    and the spout ledger topic are compacted. Raises BrokerError (see :func:`ensure_topics`)."""
+    """Create the topology's missing topics (:func:`topology_topics`); the coordinator topic and the spout ledger topic are compacted.
+
+    Raises BrokerError (see :func:`ensure_topics`).
+    """
     compacted = {coordinator_topic(topology.name): COMPACTED, ledger_topic(topology.name): COMPACTED}
     ensure_topics(bootstrap, topology_topics(topology, conf), configs=compacted)
 
 
 def ensure_topics(bootstrap: str, topics: dict[str, int], timeout_s: float = 30.0, configs: dict[str, dict[str, str]] | None = None) -> None:
-    """Create missing topics (``configs[topic]`` replaces the default topic config); check
-    existing ones have the partitions asked for.
+    """Create missing topics (``configs[topic]`` replaces the default topic config); check existing ones have the partitions asked for.
 
-    Raises BrokerError naming the topic when a count differs (tasks are fixed at submit),
-    or naming the broker when it does not answer.
+    Raises BrokerError naming the topic when a count differs (tasks are fixed at submit), or
+    naming the broker when it does not answer.
     """
     admin = new_admin({"bootstrap.servers": bootstrap, "log_level": 0})
     try:

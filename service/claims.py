@@ -53,12 +53,10 @@ def task_refs(executors: Iterable[ExecutorAssignment]) -> frozenset[TaskRef]:
 
 
 class ClaimBook:
-    """Open claims, fed with the events of ``squall.__events`` (in any order of arrival;
-    applying an event twice is harmless).
+    """Open claims, fed with the events of ``squall.__events`` (in any order of arrival; applying an event twice is harmless).
 
-    Args:
-      startup_grace_s: how long after its start a claim holds without live stats (seconds;
-        covers a worker's start-up before its executors publish their first snapshot).
+    Args: startup_grace_s: how long after its start a claim holds without live stats
+    (seconds; covers a worker's start-up before its executors publish their first snapshot).
     Not thread-safe.
     """
 
@@ -83,8 +81,10 @@ class ClaimBook:
             self._closed.add(key)
 
     def blocking(self, topology: str, tasks: Iterable[TaskRef], now: float, live: Callable[[Claim], bool]) -> list[Claim]:
-        """The open claims on any of ``tasks`` of ``topology`` that still hold at ``now``
-        (wall-clock seconds); ``live(claim)`` tells whether its executors publish live stats."""
+        """The open claims on any of ``tasks`` of ``topology`` that still hold at ``now`` (wall-clock seconds).
+
+        ``live(claim)`` tells whether its executors publish live stats.
+        """
         want = frozenset(tasks)
         out = []
         for claim in self.open.values():

@@ -46,6 +46,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class State:
+    """Process-wide CLI state: ``--verbose`` (tracebacks on user errors)."""
+
     verbose = False
 
 
@@ -70,18 +72,23 @@ Bootstrap = Annotated[str | None, typer.Option("--bootstrap-servers", envvar="SQ
 
 @app.callback()
 def main_options(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="print tracebacks")] = False) -> None:
+    """Options for every verb (``--verbose``)."""
     State.verbose = verbose
 
 
 def settings(bootstrap: str | None) -> ServiceSettings:
-    """The service settings; a service file's ``kafka: {security: ...}`` goes to the env, so
-    every Kafka client of this process and of the workers it starts uses it."""
+    """The service settings.
+
+    A service file's ``kafka: {security: ...}`` goes to the env, so every Kafka client of
+    this process and of the workers it starts uses it.
+    """
     s = ServiceSettings(bootstrap_servers=bootstrap) if bootstrap else ServiceSettings()
     s.export_kafka_security()
     return s
 
 
 def client(bootstrap: str | None) -> Client:
+    """A control-plane client for the verbs, from the service settings."""
     s = settings(bootstrap)
     return Client(s.resolved_bootstrap() or DEFAULT_BOOTSTRAP, s.topology_layer(), s.kafka_overrides(), ControlTopics(s.control_namespace))
 
@@ -256,6 +263,7 @@ def ms(seconds: float | None) -> str:
 
 
 def main() -> None:
+    """The ``squall`` entry point: a user's mistake prints one line and exits 2."""
     app()
 
 

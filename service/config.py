@@ -2,6 +2,7 @@
 
 =========================  ==========================  =====================================
 setting                    env var                     meaning (unit; default)
+
 =========================  ==========================  =====================================
 ``bootstrap_servers``      ``SQUALL_BOOTSTRAP_SERVERS`` Kafka to use; set => no embedded broker
 ``config_file``            ``SQUALL_CONFIG``            service file (path; ``./squall.yaml`` if present)
@@ -23,6 +24,7 @@ setting                    env var                     meaning (unit; default)
 ``restart_give_up_after``  ``SQUALL_RESTART_GIVE_UP_AFTER`` crashes within the window after which
                                                         a worker is given up on (default 5)
 ``restart_window_secs``    ``SQUALL_RESTART_WINDOW_SECS`` that window (seconds; default 300)
+
 =========================  ==========================  =====================================
 
 The service file may hold ``bootstrap.servers``, a ``topology:`` mapping of Storm keys
@@ -51,6 +53,8 @@ from streams.kafka.clients import SECURITY_ENV
 
 
 class ServiceSettings(BaseSettings):
+    """The service layer's settings: ``squall.yaml`` (``SQUALL_CONFIG``), then ``SQUALL_*`` env vars, then flags."""
+
     model_config = SettingsConfigDict(env_prefix="SQUALL_", extra="ignore")
 
     bootstrap_servers: str | None = Field(None, description="Kafka bootstrap servers; set => no embedded broker")
@@ -69,9 +73,11 @@ class ServiceSettings(BaseSettings):
     restart_window_secs: float = Field(300.0, gt=0, description="the crash-counting window (seconds)")
 
     def state_layer(self, topology: str) -> dict[str, Any]:
-        """The service layer's default state store for ``topology`` (``squall.state.url``):
+        """The service layer's default state store for ``topology`` (``squall.state.url``).
+
         ``sqlite:///<data_dir>/state/<topology>.db``, one file per topology on this machine.
-        Topologies whose committers run on several machines need ``postgresql://...``."""
+        Topologies whose committers run on several machines need ``postgresql://...``.
+        """
         return {"squall.state.url": f"sqlite:///{(self.data_dir / 'state' / f'{topology}.db').resolve()}"}
 
     def restart_policy(self) -> RestartPolicy:
@@ -102,9 +108,11 @@ class ServiceSettings(BaseSettings):
         return {k: v for k, v in (self.service_file().get("kafka") or {}).items() if k != "security"}
 
     def export_kafka_security(self, environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
-        """Put the service file's ``kafka: {security: {librdkafka key: value}}`` into the env as
-        ``SQUALL_KAFKA_*`` (:class:`streams.kafka.clients.KafkaSecurity`), unless the env sets it
-        already. Returns what it set. Raises ConfigError naming an unknown key."""
+        """Put the service file's ``kafka: {security: {librdkafka key: value}}`` into the env.
+
+        As ``SQUALL_KAFKA_*`` (:class:`streams.kafka.clients.KafkaSecurity`), unless the env sets
+        it already. Returns what it set. Raises ConfigError naming an unknown key.
+        """
         env = os.environ if environ is None else environ
         section = (self.service_file().get("kafka") or {}).get("security") or {}
         set_now: dict[str, str] = {}
@@ -117,4 +125,5 @@ class ServiceSettings(BaseSettings):
         return set_now
 
     def resolved_bootstrap(self) -> str | None:
+        """``bootstrap.servers``: the flag or env var, else the service file's; None: start the embedded broker."""
         return self.bootstrap_servers or self.service_file().get("bootstrap.servers")

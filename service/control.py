@@ -67,6 +67,7 @@ class TopologyRecord(BaseModel):
 
     @staticmethod
     def new(name: str, source: str, file_name: str, conf: dict[str, Any], now: float) -> TopologyRecord:
+        """A new topology record, ACTIVE, version 1."""
         return TopologyRecord(name=name, source=source, file_name=file_name, conf=dict(conf), submitted_at=now, changed_at=now)
 
     @property
@@ -79,6 +80,7 @@ class TopologyRecord(BaseModel):
         return self.status == Status.KILLED and self.kill_at is not None and now >= self.kill_at
 
     def encode(self) -> bytes:
+        """The record's JSON value on the control topic (``schemas/control.schema.json``)."""
         return self.model_dump_json().encode()
 
     @staticmethod

@@ -5,6 +5,7 @@
 ``squall.__slots``     SLOTS part. never written; its group ``squall.__supervisors`` splits the slots
 ``squall.__events``    1 part.     worker starts and exits (JSON, ``schemas/event.schema.json``): task
                                   claims (:mod:`service.claims`), crashes for ``squall status``
+
 =====================  ==========  ================================================================
 
 ``squall`` is the default *namespace* (``SQUALL_CONTROL_NAMESPACE``): several independent
@@ -46,18 +47,22 @@ class ControlTopics:
 
     @property
     def control(self) -> str:
+        """The compacted topic of topology records."""
         return f"{self.namespace}.__control"
 
     @property
     def slots(self) -> str:
+        """The topic whose partitions are the worker slots."""
         return f"{self.namespace}.__slots"
 
     @property
     def events(self) -> str:
+        """The topic of worker events (started, stopped, crashed)."""
         return f"{self.namespace}.__events"
 
     @property
     def group(self) -> str:
+        """The supervisors' group (it splits the slots)."""
         return f"{self.namespace}.__supervisors"
 
 
@@ -86,8 +91,10 @@ def probe(bootstrap: str, timeout_s: float = 5.0) -> None:
 
 
 class TopicTail:
-    """Reads a one-partition topic from its beginning and knows when it has caught up (the
-    Fetch high watermark; ListOffsets can under-report on the embedded broker).
+    """Reads a one-partition topic from its beginning and knows when it has caught up.
+
+    Caught up means read to the Fetch high watermark (ListOffsets can under-report on the
+    embedded broker).
 
     Args:
       bootstrap: ``bootstrap.servers``.
@@ -125,6 +132,7 @@ class TopicTail:
         return high is not None and high >= 0 and self.position >= high
 
     def close(self) -> None:
+        """Close the consumer."""
         self.consumer.close()
 
 
@@ -187,8 +195,7 @@ class EventLog(TopicTail):
 
 
 class ControlWriter:
-    """Writes records and tombstones to ``squall.__control`` and events to ``squall.__events``,
-    each confirmed by the broker (raises BrokerError otherwise)."""
+    """Writes records and tombstones to ``squall.__control`` and events to ``squall.__events``, each confirmed by the broker (raises BrokerError otherwise)."""
 
     def __init__(self, bootstrap: str, names: ControlTopics, overrides: dict[str, Any] | None = None) -> None:
         self.bootstrap = bootstrap
@@ -203,10 +210,13 @@ class ControlWriter:
             raise BrokerError(f"[control] write to {topic} on {self.bootstrap} not confirmed: {errors[0] if errors else 'timed out'}")
 
     def put(self, rec: TopologyRecord) -> None:
+        """Write topology record ``rec`` (confirmed). Raises BrokerError."""
         self._send(self.names.control, rec.name, rec.encode())
 
     def remove(self, name: str) -> None:
+        """Remove topology ``name`` (a tombstone). Raises BrokerError."""
         self._send(self.names.control, name, None)
 
     def event(self, topology: str, event: dict[str, Any]) -> None:
+        """Write a worker event of ``topology`` (confirmed). Raises BrokerError."""
         self._send(self.names.events, topology, json.dumps({"topology": topology, **event}).encode())

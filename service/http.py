@@ -63,8 +63,10 @@ class HealthServer:
         self.thread = threading.Thread(target=self.server.serve_forever, name="http", daemon=True)
 
     def start(self) -> None:
+        """Serve in a daemon thread."""
         self.thread.start()
 
     def close(self) -> None:
+        """Stop serving and close the socket."""
         self.server.shutdown()
         self.server.server_close()

@@ -70,14 +70,17 @@ class LocalCluster:
         raise KeyError(f"[{component}] runs in no worker")
 
     def log_path(self, i: int) -> Path:
+        """Worker ``i``'s log file."""
         return self.workdir / f"worker-{i}.log"
 
     def spawn(self, i: int) -> None:
+        """Start worker ``i`` (again)."""
         self.procs[i] = spawn_worker(self.plan_path, i, self.log_path(i))
         self.expected_down.discard(i)
         self.restart_at.pop(i, None)
 
     def start(self) -> None:
+        """Start every worker of the plan."""
         for i in range(len(self.workers)):
             self.spawn(i)
 
@@ -89,11 +92,14 @@ class LocalCluster:
         proc.wait(30)
 
     def restart(self, i: int) -> None:
+        """Start worker ``i`` after :meth:`kill`."""
         self.spawn(i)
 
     def check(self) -> None:
-        """Restart workers that exited unexpectedly, after their backoff. Raises
-        WorkerDied once a worker crashed ``give_up_after`` times within the window."""
+        """Restart workers that exited unexpectedly, after their backoff.
+
+        Raises WorkerDied once a worker crashed ``give_up_after`` times within the window.
+        """
         now = self.clock()
         for i, proc in list(self.procs.items()):
             if i in self.expected_down:

@@ -13,16 +13,19 @@ from typing import Any
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+from typing_extensions import override
 
 from streams.monitoring.spout_ledger import REPLAY_CAUSES
 from streams.monitoring.stats import ExecutorStats, LogHistogram, process_usage
 
 
 def _bounds() -> tuple[float, ...]:
-    """Latency bucket upper bounds (seconds): 1 ms to 5 minutes, ten per decade
-    (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 7.5 x 10^k), so ``histogram_quantile``'s linear
-    interpolation inside a bucket is off by at most about a quarter of the value,
-    from a millisecond to past the message timeout."""
+    """Latency bucket upper bounds (seconds).
+
+    1 ms to 5 minutes, ten per decade (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 7.5 x 10^k), so
+    ``histogram_quantile``'s linear interpolation inside a bucket is off by at most about a
+    quarter of the value, from a millisecond to past the message timeout.
+    """
     steps = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 7.5)
     out = [round(m * 10.0**e, 6) for e in range(-3, 3) for m in steps]
     return (*(b for b in out if b < 300.0), 300.0)
@@ -95,12 +98,12 @@ def _buckets(h: LogHistogram) -> list[tuple[str, float]]:
 
 
 class StatsCollector(Collector):
-    """Yields ``squall_*`` families from the executors ``source()`` returns (Storm UI's
-    numbers per component, plus each worker's CPU and memory)."""
+    """Yields ``squall_*`` families from the executors ``source()`` returns (Storm UI's numbers per component, plus each worker's CPU and memory)."""
 
     def __init__(self, source: Callable[[], Iterable[ExecutorStats]]) -> None:
         self.source = source
 
+    @override
     def collect(self) -> Iterable[Metric]:
         stats = list(self.source())
         counters = {k: CounterMetricFamily(f"squall_{k}", v, labels=LABELS) for k, v in COUNTERS.items()}
@@ -155,12 +158,15 @@ class StatsCollector(Collector):
 
 
 class ProcessStats(Collector):
-    """A supervisor's own CPU seconds and resident memory, labelled with its id
-    (``squall_supervisor_cpu_seconds_total``, ``squall_supervisor_resident_memory_bytes``)."""
+    """A supervisor's own CPU seconds and resident memory, labelled with its id.
+
+    ``squall_supervisor_cpu_seconds_total`` and ``squall_supervisor_resident_memory_bytes``.
+    """
 
     def __init__(self, supervisor: str) -> None:
         self.supervisor = supervisor
 
+    @override
     def collect(self) -> Iterable[Metric]:
         cpu, rss = process_usage()
         c = CounterMetricFamily("squall_supervisor_cpu_seconds", "CPU time of the supervisor process (user + system)", labels=["supervisor"])
@@ -172,9 +178,11 @@ class ProcessStats(Collector):
 
 
 def merge_snapshots(snapshots: Iterable[dict[str, Any]]) -> list[ExecutorStats]:
-    """Stats snapshots (``schemas/stats.schema.json``) folded into one :class:`ExecutorStats`
-    per ``(topology, component, kind, worker)``: counters and gauges add up, histograms
-    merge, lag is per partition. A supervisor exposes its workers' executors this way."""
+    """Stats snapshots (``schemas/stats.schema.json``) folded into one :class:`ExecutorStats` per ``(topology, component, kind, worker)``.
+
+    Counters and gauges add up, histograms merge, lag is per partition. A supervisor exposes
+    its workers' executors this way.
+    """
     out: dict[tuple[str, str, str, str], ExecutorStats] = {}
     for snap in snapshots:
         key = (snap["topology"], snap["component"], snap["kind"], snap["worker"])

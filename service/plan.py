@@ -38,10 +38,12 @@ class TopologyPlan:
 
     @property
     def tasks(self) -> dict[str, int]:
+        """Tasks per component."""
         return {c.id: c.num_tasks for c in self.topology.components.values()}
 
     @property
     def executors(self) -> dict[str, int]:
+        """Executors per component (a SparkBolt has one: its driver)."""
         return {c.id: 1 if is_spark_bolt(c.obj) else c.parallelism for c in self.topology.components.values()}
 
 

@@ -26,6 +26,7 @@ class Progress:
         self.last_t = time.monotonic()
 
     def table(self, job: Job) -> Table:
+        """The live progress table of ``job``."""
         b = job.board
         assert b is not None
         now = time.monotonic()
@@ -47,6 +48,7 @@ class Progress:
         return t
 
     def __call__(self, job: Job) -> None:
+        """Refresh the display (at most every refresh interval)."""
         now = time.monotonic()
         if now - self.last < self.every_s:
             return
@@ -63,6 +65,7 @@ class Progress:
             print(" | ".join(f"{c.header}={next(iter(c.cells))}" for c in row), file=sys.stderr, flush=True)
 
     def close(self) -> None:
+        """Stop the live display."""
         if self.live is not None:
             self.live.stop()
             self.live = None

@@ -45,6 +45,7 @@ class WorkerSpec:
 
     @property
     def components(self) -> list[str]:
+        """The component ids of its executors."""
         return worker_components(self.executors)
 
 
@@ -58,6 +59,8 @@ class Running:
 
 @dataclass
 class Decision:
+    """Which workers this supervisor starts and stops in one round."""
+
     start: list[WorkerSpec] = field(default_factory=list)
     stop: list[WorkerKey] = field(default_factory=list)
 
@@ -65,8 +68,7 @@ class Decision:
 def desired_workers(
     records: Iterable[TopologyRecord], plans: Mapping[str, list[list[ExecutorAssignment]]], owned: set[int], now: float
 ) -> dict[WorkerKey, WorkerSpec]:
-    """The workers this supervisor should run: ``plans[name][i]`` lists worker ``i``'s
-    executors; a topology with no plan (it failed to load) runs nowhere."""
+    """The workers this supervisor should run: ``plans[name][i]`` lists worker ``i``'s executors; a topology with no plan (it failed to load) runs nowhere."""
     out: dict[WorkerKey, WorkerSpec] = {}
     for rec in records:
         workers = plans.get(rec.name)

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class RestartPolicy:
-    """Backoff for crashed workers (seconds): ``initial_s`` doubling to ``max_s``; give up
-    after ``give_up_after`` crashes within ``window_s``."""
+    """Backoff for crashed workers (seconds): ``initial_s`` doubling to ``max_s``; give up after ``give_up_after`` crashes within ``window_s``."""
 
     initial_s: float = 1.0
     max_s: float = 30.0
@@ -36,8 +35,7 @@ class CrashHistory:
         self.total = 0
 
     def crashed(self, now: float) -> float | None:
-        """Record a crash at ``now``; the delay before the restart (seconds), or ``None``
-        to give up."""
+        """Record a crash at ``now``; the delay before the restart (seconds), or ``None`` to give up."""
         self.total += 1
         self.crashes.append(now)
         while self.crashes and self.crashes[0] < now - self.policy.window_s:

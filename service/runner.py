@@ -44,6 +44,8 @@ log = logging.getLogger("squall.run")
 
 @dataclass
 class Summary:
+    """What ``squall run`` prints and writes with ``--json``: counts, rates, latencies and the output."""
+
     topology: str
     records: int
     trees_acked: int
@@ -70,6 +72,7 @@ class Summary:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
+        """The summary as the lines ``squall run`` prints."""
         return [
             f"topology            {self.topology}",
             f"records             {self.records}",
@@ -91,8 +94,7 @@ class Summary:
 
 
 def settled(owned: list[list[int]], tasks: int, executors: int) -> bool:
-    """True if ``owned`` (task lists, one per live executor instance) covers ``tasks``
-    tasks exactly once and at least ``executors`` executors own some."""
+    """True if ``owned`` (task lists, one per live executor instance) covers ``tasks`` tasks exactly once and at least ``executors`` executors own some."""
     flat = [t for lists in owned for t in lists]
     return len(flat) == tasks and len(set(flat)) == tasks and sum(1 for lists in owned if lists) >= executors
 
@@ -223,9 +225,11 @@ class Job:
         self.records += self.produce(self.spout_id, lines)
 
     def produce(self, spout_id: str, records: Iterable[bytes], topic: str | None = None, partitions: int | None = None) -> int:
-        """Produce raw ``records`` round-robin into ``topic`` (default: ``spout_id``'s own
-        topic, over its tasks); the job is done only once ``spout_id`` has committed every
-        one of them. Returns the count."""
+        """Produce raw ``records`` round-robin into ``topic`` (default: ``spout_id``'s own topic, over its tasks).
+
+        The job is done only once ``spout_id`` has committed every one of them. Returns the
+        count.
+        """
         topic = topic or component_topic(self.name, spout_id)
         tasks = partitions or self.topology.components[spout_id].input_partitions
         producer = new_producer(
@@ -271,6 +275,7 @@ class Job:
             c.close()
 
     def done(self) -> bool:
+        """True when every source record was produced and every spout committed past it."""
         for (spout_id, topic), ends in self.ends.items():
             committed = self.committed(spout_id, topic, max(ends) + 1 if ends else 1)
             if not all(committed.get(p, -1) >= end for p, end in ends.items()):
@@ -302,6 +307,7 @@ class Job:
         return self.summary()
 
     def summary(self) -> Summary:
+        """The run's :class:`Summary` (writes the output file too)."""
         assert self.board is not None
         b = self.board
         seconds = (self.finished if self.finished is not None else time.monotonic()) - self.started
@@ -337,8 +343,7 @@ class Job:
         }
 
     def results(self) -> dict[str, Any]:
-        """Fold every output topic into ``{key: value}`` (``sum`` or ``last`` per OutputDef),
-        and add every state output's ``key -> value``."""
+        """Fold every output topic into ``{key: value}`` (``sum`` or ``last`` per OutputDef), and add every state output's ``key -> value``."""
         merged: dict[str, Any] = {}
         for so in self.topology.state_outputs:
             merged.update({str(k): v for k, v in self.state(so.state, so.kind).items().items()})
@@ -355,6 +360,7 @@ class Job:
         return STATE_KINDS[kind](open_backend(url), f"{self.name}.{name}")
 
     def write_output(self) -> tuple[Path | None, int]:
+        """Write the topology's output (``set_output``, ``set_state_output``) as JSON; returns the path and key count."""
         if not self.topology.outputs and not self.topology.state_outputs:
             return None, 0
         merged = self.results()
@@ -369,6 +375,7 @@ class Job:
         return list(self._snapshots.values()) if self.board is None else list(self.board.latest.values())
 
     def close(self) -> None:
+        """Stop the workers, the stats reader and the embedded broker."""
         if self.board is not None:
             self._snapshots = dict(self.board.latest)
         if self.cluster is not None:
@@ -381,8 +388,7 @@ class Job:
 
 
 def fold(merged: dict[str, Any], out: OutputDef, obj: dict[str, Any]) -> None:
-    """Fold one output record into ``merged``: ``{key: value}`` for one value field,
-    ``{key: {field: value}}`` for several; ``sum`` adds, ``last`` replaces."""
+    """Fold one output record into ``merged``: ``{key: value}`` for one value field, ``{key: {field: value}}`` for several; ``sum`` adds, ``last`` replaces."""
     key = str(obj[out.key_field])
     if isinstance(out.value_field, str):
         merged[key] = merged.get(key, 0) + obj[out.value_field] if out.merge == "sum" else obj[out.value_field]
@@ -393,4 +399,5 @@ def fold(merged: dict[str, Any], out: OutputDef, obj: dict[str, Any]) -> None:
 
 
 def summary_json(summary: Summary) -> str:
+    """``summary`` as indented JSON."""
     return json.dumps(asdict(summary), indent=2)

@@ -1,11 +1,10 @@
-"""Storm's Nimbus scheduling: which tasks each executor runs, which executors each worker
-hosts, and the typed plan every worker process reads.
+"""Storm's Nimbus scheduling: which tasks each executor runs, which executors each worker hosts, and the typed plan every worker process reads.
 
-An executor owns a fixed, contiguous range of its component's tasks, as in Storm
-(``executor -> [start-task, end-task]``). Tasks are the partitions of the component's input
-topic, so an executor reads exactly its partitions with ``assign()``, never through a Kafka
-group rebalance. What moves tasks is a new plan (``rebalance``) or a restarted worker, and
-the control plane makes sure two running executors never claim the same task
+An executor owns a fixed, contiguous range of its component's tasks, as in Storm (``executor
+-> [start-task, end-task]``). Tasks are the partitions of the component's input topic, so an
+executor reads exactly its partitions with ``assign()``, never through a Kafka group
+rebalance. What moves tasks is a new plan (``rebalance``) or a restarted worker, and the
+control plane makes sure two running executors never claim the same task
 (:mod:`service.claims`).
 
 Why not Kafka groups: on the embedded broker a member that leaves while its group is
@@ -42,8 +41,11 @@ from streams.wire.naming import ACKER_COMPONENT
 
 
 class ExecutorAssignment(NamedTuple):
-    """One executor of a worker: its component id and the task indexes it owns (each is a
-    partition of the component's input topic; for ``__acker``, of ``__acker``)."""
+    """One executor of a worker.
+
+    Its component id and the task indexes it owns (each is a partition of the component's
+    input topic; for ``__acker``, of ``__acker``).
+    """
 
     component: str
     tasks: tuple[int, ...]
@@ -61,9 +63,11 @@ class ExecutorAssignment(NamedTuple):
 
 
 def executor_tasks(num_tasks: int, executors: int) -> list[tuple[int, ...]]:
-    """Split tasks ``0 .. num_tasks-1`` into ``executors`` contiguous ranges; the first
-    ``num_tasks % executors`` ranges get one task more (Storm's even split). Raises
-    ValueError unless ``1 <= executors <= num_tasks``."""
+    """Split tasks ``0 .. num_tasks-1`` into ``executors`` contiguous ranges.
+
+    The first ``num_tasks % executors`` ranges get one task more (Storm's even split).
+    Raises ValueError unless ``1 <= executors <= num_tasks``.
+    """
     if not 1 <= executors <= num_tasks:
         raise ValueError(f"executors must be 1..{num_tasks} (the task count), got {executors}")
     base, extra = divmod(num_tasks, executors)
@@ -118,8 +122,9 @@ def plan_workers(topology: Topology, conf: TopologyConfig) -> list[list[Executor
 
 
 class WorkerPlan(BaseModel):
-    """What every worker process of a topology reads (``python -m service.worker PLAN INDEX``),
-    written as ``plan.json`` (schema: ``schemas/worker-plan.schema.json``).
+    """What every worker process of a topology reads: ``python -m service.worker PLAN INDEX``.
+
+    Written as ``plan.json`` (schema: ``schemas/worker-plan.schema.json``).
 
     ``workers[i]`` lists worker ``i``'s executors, each ``[component, [task, ...]]``. The
     config layers are kept apart so that each worker resolves them the same way:
@@ -168,8 +173,10 @@ def worker_plan(
     workdir: Path,
     **options: Any,
 ) -> WorkerPlan:
-    """The plan of ``topology``, with the executors of each worker from :func:`plan_workers`;
-    ``options`` are the other :class:`WorkerPlan` fields. Raises ValidationError on a bad option."""
+    """The plan of ``topology``, with the executors of each worker from :func:`plan_workers`; ``options`` are the other :class:`WorkerPlan` fields.
+
+    Raises ValidationError on a bad option.
+    """
     return WorkerPlan(
         topology_file=str(Path(topology_file).resolve()),
         name=topology.name,

@@ -56,11 +56,13 @@ class SlotTable:
         self.rebalancing = False
 
     def assigned(self, slots: set[int], now: float) -> None:
+        """The group gave this supervisor ``slots`` at ``now`` (monotonic seconds)."""
         self.gained_at = {p: self.gained_at.get(p, now) if p in self.owned else now for p in slots}
         self.owned = set(slots)
         self.rebalancing = False
 
     def revoked(self) -> None:
+        """A rebalance started: start nothing until the next assignment."""
         self.rebalancing = True
 
     def startable(self, now: float) -> set[int]:
@@ -122,6 +124,7 @@ class SlotMembership:
 
     @property
     def owned(self) -> set[int]:
+        """The slots this supervisor owns."""
         return self.table.owned
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -130,14 +133,17 @@ class SlotMembership:
         log.info("[supervisor %s] owns slots %s", self.supervisor_id, sorted(self.owned))
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        """A rebalance (or, via ``on_lost``, an expired session, e.g. after a broker pause):
-        keep running what runs but start nothing until the new assignment. A slot that goes
+        """A rebalance (or, via ``on_lost``, an expired session, e.g. after a broker pause).
+
+        Keep running what runs but start nothing until the new assignment. A slot that goes
         elsewhere is stopped then, and its new owner waits for that (:mod:`service.claims`),
-        so no worker ever runs twice."""
+        so no worker ever runs twice.
+        """
         self.table.revoked()
         log.info("[supervisor %s] slots revoked: rejoining (workers keep running)", self.supervisor_id)
 
     def startable(self) -> set[int]:
+        """Owned slots whose workers may start now (settled after a rebalance)."""
         return self.table.startable(self.clock())
 
     def poll(self) -> None:

@@ -1,5 +1,4 @@
-"""Starting worker processes (``python -m service.worker PLAN INDEX``) that die with the
-process that started them, as a machine's workers die with it.
+"""Starting worker processes (``python -m service.worker PLAN INDEX``) that die with the process that started them, as a machine's workers die with it.
 
 Used by :class:`service.local.LocalCluster` (``squall run``) and by the supervisor
 (:mod:`service.daemon`, ``squall serve``).
@@ -19,16 +18,20 @@ _PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent() -> None:
-    """In the child, before exec: SIGKILL this worker when its supervisor dies (Linux
-    ``PR_SET_PDEATHSIG``), as a machine's workers die with it. Elsewhere a no-op. It only
-    calls a function looked up in the parent (no imports or locks after the fork)."""
+    """In the child, before exec: SIGKILL this worker when its supervisor dies (Linux ``PR_SET_PDEATHSIG``), as a machine's workers die with it.
+
+    Elsewhere a no-op. It only calls a function looked up in the parent (no imports or locks
+    after the fork).
+    """
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def spawn_worker(plan_path: Path, index: int, log_path: Path) -> subprocess.Popen[bytes]:
     """Start worker ``index`` of the plan at ``plan_path``; its output goes to ``log_path``.
-    The worker is killed if the process that started it dies."""
+
+    The worker is killed if the process that started it dies.
+    """
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")

@@ -32,6 +32,7 @@ class StatusWatcher:
             e.clear()
 
     def start(self) -> None:
+        """Start tailing the control topic in a daemon thread."""
         self.thread.start()
 
     def _run(self) -> None:
@@ -55,4 +56,5 @@ class StatusWatcher:
             self.log.close()
 
     def stop(self) -> None:
+        """Stop tailing and close the consumer."""
         self._stop.set()

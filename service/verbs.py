@@ -1,6 +1,7 @@
-"""Storm's verbs against a running service: submit, list, kill, activate, deactivate,
-rebalance and status. Each reads or writes the control topic (:mod:`service.control_log`)
-and reads the topology's stats topic; :mod:`service.cli` only parses and prints.
+"""Storm's verbs against a running service: submit, list, kill, activate, deactivate, rebalance and status.
+
+Each reads or writes the control topic (:mod:`service.control_log`) and reads the topology's
+stats topic; :mod:`service.cli` only parses and prints.
 
 Every user mistake raises a :class:`~streams.exceptions.SquallError` whose message is the
 one line the CLI prints: it names the file and line, the component, the config key, the
@@ -45,6 +46,7 @@ class Client:
         ensure_control_topics(self.bootstrap, self.names)
 
     def records(self) -> dict[str, TopologyRecord]:
+        """Every topology record, read to the end of the control topic."""
         log = ControlLog(self.bootstrap, self.names, self.kafka.get("consumer"))
         try:
             return dict(log.catch_up())
@@ -59,12 +61,15 @@ class Client:
         return rec
 
     def put(self, rec: TopologyRecord) -> None:
+        """Write ``rec`` to the control topic. Raises BrokerError."""
         ControlWriter(self.bootstrap, self.names, self.kafka.get("producer")).put(rec)
 
 
 def parse_conf(pairs: list[str]) -> dict[str, Any]:
-    """``-c key=value`` pairs; values are YAML scalars (``4`` is an int). Raises UsageError
-    naming an unknown key or a pair without ``=``."""
+    """``-c key=value`` pairs; values are YAML scalars (``4`` is an int).
+
+    Raises UsageError naming an unknown key or a pair without ``=``.
+    """
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
@@ -134,6 +139,7 @@ def list_topologies(client: Client, now: float) -> list[dict[str, Any]]:
 
 
 def set_active(client: Client, name: str, active: bool, now: float) -> str:
+    """Activate or deactivate topology ``name`` (Storm's verbs). Raises ControlError for an unknown one."""
     client.connect()
     rec = client.record(name)
     client.put(activate(rec, now) if active else deactivate(rec, now))
@@ -165,6 +171,7 @@ def kill_topology(client: Client, name: str, wait_s: float | None, now: float, s
 
 
 def parse_executors(pairs: list[str]) -> dict[str, int]:
+    """``-e comp=N`` pairs as ``{component: executors}``. Raises UsageError on another shape."""
     out: dict[str, int] = {}
     for pair in pairs:
         comp, sep, raw = pair.partition("=")

@@ -66,8 +66,10 @@ def executor_class(kind: str) -> Callable[[ExecutorEnv], Executor]:
 
 
 def build_executors(plan: WorkerPlan, index: int) -> list[Executor]:
-    """The executors of worker ``index``, one :class:`ExecutorEnv` each. Raises TopologyError
-    or ConfigError naming the file or component."""
+    """The executors of worker ``index``, one :class:`ExecutorEnv` each.
+
+    Raises TopologyError or ConfigError naming the file or component.
+    """
     topology = load_topology(plan.topology_file, plan.name)
     topology.conf.update(plan.topology_overrides)  # e.g. a benchmark's ackers=0
     local = LocalTasks()
@@ -94,9 +96,11 @@ def build_executors(plan: WorkerPlan, index: int) -> list[Executor]:
 
 
 def drain(plan: WorkerPlan, spouts: list[SpoutExecutor], threads: list[threading.Thread]) -> None:
-    """SIGTERM: let trees in flight finish before stopping (:mod:`service.drain`). Under
-    ``squall serve`` a worker also waits for spouts draining elsewhere; under ``squall
-    run`` only for its own spouts."""
+    """SIGTERM: let trees in flight finish before stopping (:mod:`service.drain`).
+
+    Under ``squall serve`` a worker also waits for spouts draining elsewhere; under ``squall
+    run`` only for its own spouts.
+    """
     timeout = plan.shutdown_timeout_secs
     deadline = time.monotonic() + timeout
     for s in spouts:
@@ -121,8 +125,10 @@ def drain(plan: WorkerPlan, spouts: list[SpoutExecutor], threads: list[threading
 
 
 def tune_gc(threshold: int) -> None:
-    """Set the young-generation threshold of Python's cyclic GC to ``threshold`` allocations
-    (``squall.worker.gc.threshold``; 0 leaves Python's 700), keeping the older generations'.
+    """Set the young-generation threshold of Python's cyclic GC to ``threshold`` allocations.
+
+    ``squall.worker.gc.threshold``; 0 leaves Python's 700. The older generations' thresholds
+    are kept.
 
     A reliable topology keeps many objects alive on purpose: a spout task's pending records
     (up to ``squall.spout.pending.max`` of them), a bolt's tuples held until its tick. Each
@@ -144,6 +150,7 @@ def tune_gc(threshold: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The worker process: ``python -m service.worker PLAN INDEX``; returns its exit code."""
     argv = sys.argv[1:] if argv is None else argv
     plan = WorkerPlan.read(argv[0])
     index = int(argv[1])

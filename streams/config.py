@@ -167,8 +167,7 @@ class TopologyConfig(BaseModel):
 
     @property
     def batches_in_flight(self) -> int:
-        """A transactional spout's batches in flight: ``topology.max.spout.pending``, else
-        :data:`TRANSACTIONAL_MAX_PENDING` (Trident users keep it small)."""
+        """A transactional spout's batches in flight: ``topology.max.spout.pending``, else :data:`TRANSACTIONAL_MAX_PENDING` (Trident users keep it small)."""
         return self.max_spout_pending or TRANSACTIONAL_MAX_PENDING
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -180,6 +179,7 @@ class TopologyConfig(BaseModel):
         return extra.get(key, default)
 
     def as_dict(self) -> dict[str, Any]:
+        """The config as a ``dict`` keyed by Storm's names (what ``open``/``prepare`` receive)."""
         return self.model_dump(by_alias=True)
 
 
@@ -187,8 +187,11 @@ KEYS = {f.alias: name for name, f in TopologyConfig.model_fields.items() if f.al
 
 
 def env_layer(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Storm keys from ``SQUALL_*`` env vars: ``topology.max.spout.pending`` is read from
-    ``SQUALL_TOPOLOGY_MAX_SPOUT_PENDING`` (and ``squall.x.y`` from ``SQUALL_X_Y``)."""
+    """Storm keys from ``SQUALL_*`` env vars.
+
+    ``topology.max.spout.pending`` is read from ``SQUALL_TOPOLOGY_MAX_SPOUT_PENDING`` (and
+    ``squall.x.y`` from ``SQUALL_X_Y``).
+    """
     environ = os.environ if environ is None else environ
     out: dict[str, Any] = {}
     for key in KEYS:

@@ -55,6 +55,8 @@ class StateError(FatalError):
 
 
 class BatchBehindStateError(FailedException):
-    """A batch arrived whose txid is older than what the state already holds for a key
-    (Trident: "batch is behind state"). The message names the state, the key and both
-    txids. It fails the batch (it is replayed) rather than stopping the worker."""
+    """A batch arrived whose txid is older than what the state already holds for a key (Trident: "batch is behind state").
+
+    The message names the state, the key and both txids. It fails the batch (it is replayed)
+    rather than stopping the worker.
+    """

@@ -31,6 +31,7 @@ class KafkaSecurity(BaseSettings):
 
     =========================================  ================================================
     env var                                    librdkafka setting (default: unset)
+
     =========================================  ================================================
     ``SQUALL_KAFKA_SECURITY_PROTOCOL``         ``security.protocol``: PLAINTEXT, SSL,
                                                SASL_PLAINTEXT or SASL_SSL
@@ -41,6 +42,7 @@ class KafkaSecurity(BaseSettings):
     ``SQUALL_KAFKA_SSL_CERTIFICATE_LOCATION``  ``ssl.certificate.location`` (client cert)
     ``SQUALL_KAFKA_SSL_KEY_LOCATION``          ``ssl.key.location``; ``..._SSL_KEY_PASSWORD``
     ``SQUALL_KAFKA_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM``  ``https`` (default) or ``none``
+
     =========================================  ================================================
 
     Example::
@@ -99,15 +101,17 @@ def new_admin(cfg: Mapping[str, Any]) -> AdminClient:
 
 
 def consumer_config(bootstrap: str, group: str, conf: TopologyConfig, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Consumer settings tuned for both real Kafka and the embedded broker (fetch wait
-    ``squall.kafka.fetch.wait.max.ms``, most bytes per partition per fetch
-    ``squall.kafka.max.partition.fetch.bytes``, session ``squall.kafka.session.timeout.ms``).
+    """Consumer settings tuned for both real Kafka and the embedded broker.
+
+    The fetch wait is ``squall.kafka.fetch.wait.max.ms``, the most bytes per partition per
+    fetch ``squall.kafka.max.partition.fetch.bytes``, the session ``squall.kafka.session.timeout.ms``.
 
     ``fetch.queue.backoff.ms`` is the fetch wait too (librdkafka's default is 1 s): when a
     consumer's prefetch queue is full (``queued.max.messages.kbytes``) because its reader holds
     back (a spout at its bound, :mod:`streams.kafka.feed`), librdkafka fetches again only after
     this long. Measured on the embedded broker, 20,000 records of 10 KB, a 2 MiB queue and a reader
-    taking 100 records every 10 ms: 65.9 s with 1 s (a gap of ~1 s every queue-full), 4.2 s with 50 ms."""
+    taking 100 records every 10 ms: 65.9 s with 1 s (a gap of ~1 s every queue-full), 4.2 s with 50 ms.
+    """
     cfg: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "group.id": group,
@@ -139,6 +143,7 @@ class DeliveryTracker:
         self._lock = threading.Lock()
 
     def __call__(self, err: KafkaError | None, msg: Message) -> None:
+        """The producer's delivery callback: count and log a failed delivery (naming the component)."""
         if err is not None:
             with self._lock:
                 self.failures += 1
@@ -146,9 +151,11 @@ class DeliveryTracker:
 
 
 def transit_s(msg: Message, now: float) -> float | None:
-    """Seconds from the producer's timestamp of ``msg`` to ``now`` (Unix seconds): one hop's
-    flush wait + broker + fetch wait. None without a timestamp. Assumes synchronised clocks
-    (true on one machine; NTP-level elsewhere)."""
+    """Seconds from the producer's timestamp of ``msg`` to ``now`` (Unix seconds): one hop's flush wait + broker + fetch wait.
+
+    None without a timestamp. Assumes synchronised clocks (true on one machine; NTP-level
+    elsewhere).
+    """
     kind, ms = msg.timestamp()
     if kind == TIMESTAMP_NOT_AVAILABLE or ms <= 0:
         return None
@@ -156,6 +163,7 @@ def transit_s(msg: Message, now: float) -> float | None:
 
 
 def producer_config(bootstrap: str, conf: TopologyConfig, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Producer settings: ``acks=all``, ``squall.kafka.linger.ms``, large local queues; ``overrides`` win."""
     cfg: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "linger.ms": conf.linger_ms,
@@ -169,6 +177,7 @@ def producer_config(bootstrap: str, conf: TopologyConfig, overrides: Mapping[str
 
 
 def make_producer(bootstrap: str, conf: TopologyConfig, component: str, overrides: Mapping[str, Any] | None = None) -> tuple[Producer, DeliveryTracker]:
+    """A producer for ``component`` and the :class:`DeliveryTracker` that counts its failed deliveries."""
     tracker = DeliveryTracker(component)
     cfg = producer_config(bootstrap, conf, overrides)
     cfg["on_delivery"] = tracker
@@ -176,8 +185,7 @@ def make_producer(bootstrap: str, conf: TopologyConfig, component: str, override
 
 
 def produce_fn(producer: Producer) -> Callable[..., None]:
-    """``produce(topic, value, key=None, partition=-1, headers=None)`` that waits (polls)
-    while the local queue is full instead of raising BufferError."""
+    """``produce(topic, value, key=None, partition=-1, headers=None)`` that waits (polls) while the local queue is full instead of raising BufferError."""
     p = producer.produce
     poll = producer.poll
 
@@ -196,8 +204,7 @@ def produce_fn(producer: Producer) -> Callable[..., None]:
 
 
 def at_high_watermarks(consumer: Consumer, tps: list[TopicPartition]) -> bool:
-    """Every partition's position is at its high watermark, as a Fetch response reported it
-    (unknown before the first Fetch answered: then False)."""
+    """Every partition's position is at its high watermark, as a Fetch response reported it (unknown before the first Fetch answered: then False)."""
     for tp, pos in zip(tps, consumer.position(tps), strict=True):
         high = consumer.get_watermark_offsets(tp, cached=True)[1]
         if high is None or high < 0 or (high > 0 and (pos.offset is None or pos.offset < high)):

@@ -36,16 +36,16 @@ of records not emitted yet: the feed then takes nothing from its consumer until 
 
 
 def sources_full(buffered: int, batch: int) -> bool:
-    """Whether the feed holds back this poll: the sources buffer more than
-    :data:`FULL_BATCHES` batches of ``batch`` records.
+    """Whether the feed holds back this poll: the sources buffer more than :data:`FULL_BATCHES` batches of ``batch`` records.
 
     Holding back is not pausing. The consumer keeps fetching in the background until
-    librdkafka's prefetch queue reaches ``queued.max.messages.kbytes`` (64 MiB by default; the
-    feed's memory bound, settable with the consumer overrides) or ``queued.min.messages``, then
-    stops by itself, and the next poll starts from the queued records. ``Consumer.pause`` would
-    drop that queue, and on resume every record is fetched again: a spout held back by its
-    bound on trees in flight paused and resumed about once a second, and each resume cost
-    0.3-0.6 s without a record (flights, acked: 51k -> 70k records/s without it).
+    librdkafka's prefetch queue reaches ``queued.max.messages.kbytes`` (64 MiB by default;
+    the feed's memory bound, settable with the consumer overrides) or
+    ``queued.min.messages``, then stops by itself, and the next poll starts from the queued
+    records. ``Consumer.pause`` would drop that queue, and on resume every record is fetched
+    again: a spout held back by its bound on trees in flight paused and resumed about once a
+    second, and each resume cost 0.3-0.6 s without a record (flights, acked: 51k -> 70k
+    records/s without it).
 
     >>> sources_full(10_000, 500), sources_full(10_001, 500)
     (False, True)
@@ -111,8 +111,10 @@ class SourceFeed:
         return out
 
     def assign_new(self) -> None:
-        """Start reading every source partition that belongs to an owned task and is not
-        read yet (new tasks, or partitions added to a source topic or matching a pattern)."""
+        """Start reading every source partition of an owned task that is not read yet.
+
+        New tasks, or partitions added to a source topic or matching a pattern.
+        """
         if not self.tasks:
             return
         new = [tp for tp in self._source_partitions() if tp not in self.owner and task_of(tp[0], tp[1], self.num_tasks) in self.tasks]
@@ -207,4 +209,5 @@ class SourceFeed:
         return out
 
     def close(self) -> None:
+        """Close the source consumer (commits are the caller's, before this)."""
         self.data.close()

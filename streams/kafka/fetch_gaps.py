@@ -43,6 +43,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from typing_extensions import override
+
 log = logging.getLogger("squall.fetch")
 
 DEFAULT_PATIENCE_S = 2.0
@@ -52,33 +54,49 @@ DEFAULT_PATIENCE_S = 2.0
 class Record(Protocol):
     """What :class:`FetchGaps` reads of a consumed record (``confluent_kafka.Message``)."""
 
-    def topic(self) -> str | None: ...
-    def partition(self) -> int | None: ...
-    def offset(self) -> int | None: ...
-    def error(self) -> Any: ...
+    def topic(self) -> str | None:
+        """The record's topic (None on an error event)."""
+        ...
+
+    def partition(self) -> int | None:
+        """The record's partition (None on an error event)."""
+        ...
+
+    def offset(self) -> int | None:
+        """The record's offset (None on an error event)."""
+        ...
+
+    def error(self) -> Any:
+        """The error of an error event, else None."""
+        ...
 
 
 R = TypeVar("R", bound=Record)
 
 
-class FakeRecord:
+class FakeRecord(Record):
     """A stand-in record for examples and tests: ``FakeRecord(topic, partition, offset)``."""
 
     def __init__(self, topic: str, partition: int, offset: int, value: bytes = b"") -> None:
         self._t, self._p, self._o, self._v = topic, partition, offset, value
 
+    @override
     def topic(self) -> str:
         return self._t
 
+    @override
     def partition(self) -> int:
         return self._p
 
+    @override
     def offset(self) -> int:
         return self._o
 
     def value(self) -> bytes:
+        """The record's value (bytes)."""
         return self._v
 
+    @override
     def error(self) -> None:
         return None
 
@@ -132,10 +150,12 @@ class FetchGaps:
         self._hole_since.pop((topic, partition), None)
 
     def check(self, msgs: Sequence[R]) -> tuple[list[R], list[tuple[str, int, int]]]:
-        """Split one consume call's records into those to process, in order, and the
-        ``(topic, partition, offset)`` seeks the caller must make (one per partition with a
-        hole). Error records pass through untouched. A partition seen for the first time is
-        taken as is (its first offset starts the expectation)."""
+        """Split one consume call's records into those to process and the seeks to make.
+
+        The records to process keep their order; the seeks are ``(topic, partition, offset)``,
+        one per partition with a hole. Error records pass through untouched. A partition seen for the first time is
+        taken as is (its first offset starts the expectation).
+        """
         nxt = self._next
         if msgs and self.single and len(nxt) == 1 and not self._hole_since:
             # Fast path (one partition read, the usual task per executor): the call is whole
@@ -182,9 +202,11 @@ class FetchGaps:
         return keep, seeks
 
     def consume(self, consumer: Any, n: int, timeout_s: float) -> list[Any]:
-        """``consumer.consume(n, timeout_s)`` (a ``confluent_kafka.Consumer``) through
-        :meth:`check`: seeks back where a fetch skipped offsets (librdkafka then drops what it
-        had prefetched for the partition) and returns the records to process, in order."""
+        """``consumer.consume(n, timeout_s)`` (a ``confluent_kafka.Consumer``) through :meth:`check`.
+
+        Seeks back where a fetch skipped offsets (librdkafka then drops what it had
+        prefetched for the partition) and returns the records to process, in order.
+        """
         msgs, seeks = self.check(consumer.consume(n, timeout_s))
         if seeks:
             from confluent_kafka import TopicPartition

@@ -1,5 +1,7 @@
-"""Contiguous-commit offset tracking for one source partition (storm-kafka-client's
-OffsetManager): only the run of finished offsets from the last commit is committed."""
+"""Contiguous-commit offset tracking for one source partition (storm-kafka-client's OffsetManager).
+
+Only the run of finished offsets from the last commit is committed.
+"""
 
 from __future__ import annotations
 
@@ -22,12 +24,14 @@ class OffsetTracker:
         self._next = start
 
     def emitted(self, offset: int) -> None:
+        """Track ``offset`` as emitted (a replay of a tracked offset is ignored)."""
         if offset < self._next:
             return  # a replay of an offset we already track
         self._inflight.append(offset)
         self._next = offset + 1
 
     def finished(self, offset: int) -> None:
+        """``offset``'s tree is done (acked, or given up on): the contiguous prefix may advance."""
         inflight = self._inflight
         if not inflight or offset < inflight[0]:
             return
@@ -37,8 +41,10 @@ class OffsetTracker:
 
     @property
     def committable(self) -> int:
+        """The offset to commit: the first one still in flight, else the next to emit."""
         return self._inflight[0] if self._inflight else self._next
 
     @property
     def in_flight(self) -> int:
+        """How many tracked offsets are not finished yet."""
         return len(self._inflight)

@@ -1,5 +1,4 @@
-"""Replay scheduling with exponential backoff (storm-kafka-client's
-KafkaSpoutRetryExponentialBackoff), pure logic with an injectable clock."""
+"""Replay scheduling with exponential backoff (storm-kafka-client's KafkaSpoutRetryExponentialBackoff), pure logic with an injectable clock."""
 
 from __future__ import annotations
 
@@ -13,8 +12,10 @@ from typing import Any
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Delay before replay number ``n`` (1-based): ``initial * multiplier**(n-1)`` capped
-    at ``max_delay`` (seconds). After ``max_retries`` replays a record is dead-lettered."""
+    """Delay before replay number ``n`` (1-based): ``initial * multiplier**(n-1)`` capped at ``max_delay`` (seconds).
+
+    After ``max_retries`` replays a record is dead-lettered.
+    """
 
     initial_delay_s: float = 0.0
     multiplier: float = 2.0
@@ -22,6 +23,7 @@ class RetryPolicy:
     max_retries: int = 5
 
     def delay(self, attempt: int) -> float:
+        """Seconds to wait before replay number ``attempt`` (1-based; 0 before the first failure)."""
         if attempt <= 0 or self.initial_delay_s <= 0:
             return 0.0
         return min(self.max_delay_s, self.initial_delay_s * self.multiplier ** (attempt - 1))
@@ -47,6 +49,7 @@ class RetryQueue:
         return due
 
     def pop_due(self) -> Any | None:
+        """The earliest queued item whose backoff has elapsed, removed from the queue; None if none is due."""
         if self._heap and self._heap[0][0] <= self.clock():
             return heapq.heappop(self._heap)[2]
         return None

@@ -83,8 +83,9 @@ class KafkaMessageId(NamedTuple):
 
 
 class KafkaRecordsId(NamedTuple):
-    """The message id of one tree that carries several records of one source partition
-    (``squall.spout.tree.records``, :meth:`streams.runtime.collectors.SpoutOutputCollector.emit_tree`).
+    """The message id of one tree that carries several records of one source partition.
+
+    See ``squall.spout.tree.records`` and :meth:`streams.model.collector.SpoutOutputCollector.emit_tree`.
 
     ``offsets`` are the records' offsets, ascending. The tree is acked only when every
     record's tuples are fully processed; if it fails, each record is replayed as a tree of
@@ -116,17 +117,17 @@ class KafkaRecordsId(NamedTuple):
 
 @dataclass(slots=True)
 class SourceCounters:
-    """What a source task counted, for the executor's metrics (replays are counted by the
-    executor, by cause: :mod:`streams.monitoring.spout_ledger`).
+    """What a source task counted, for the executor's metrics (replays are counted by the executor, by cause: :mod:`streams.monitoring.spout_ledger`).
 
-    ``poison``: records whose translation raised (dead-lettered at once).
-    ``dead_lettered``: records sent to the dead-letter topic (poison or out of retries).
+    ``poison``: records whose translation raised (dead-lettered at once). ``dead_lettered``:
+    records sent to the dead-letter topic (poison or out of retries).
     """
 
     poison: int = 0
     dead_lettered: int = 0
 
     def add(self, other: SourceCounters) -> None:
+        """Add ``other``'s counts to these (an executor sums its tasks')."""
         self.poison += other.poison
         self.dead_lettered += other.dead_lettered
 
@@ -193,8 +194,10 @@ def kafka_source(spout: Any) -> KafkaSource | None:
 
 
 def task_of(topic: str, partition: int, num_tasks: int) -> int:
-    """The spout task index (0-based) that owns source partition ``(topic, partition)``:
-    ``(crc32(topic) + partition) % num_tasks``, so a new partition always lands on the same task.
+    """The spout task index (0-based) that owns source partition ``(topic, partition)``.
+
+    ``(crc32(topic) + partition) % num_tasks``, so a new partition always lands on the same
+    task.
 
     >>> task_of("squall.t.lines", 0, 2) != task_of("squall.t.lines", 1, 2)
     True

@@ -53,6 +53,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from typing_extensions import override
+
 from streams.exceptions import DecodeError, FatalError, TopologyError
 from streams.kafka.offsets import OffsetTracker
 from streams.kafka.retry import RetryPolicy, RetryQueue
@@ -94,9 +96,11 @@ class RecordTranslator:
         self.stream = stream
 
     def streams(self) -> dict[str, tuple[str, ...]]:
+        """The streams it emits on, ``{stream: fields}`` (the spout declares them)."""
         return {self.stream: (self.field,)}
 
     def translate(self, msg: Message) -> tuple[str, list[Any]] | None:
+        """``(stream, values)`` for ``msg``, or None to skip it; raise to dead-letter it as poison."""
         value = msg.value()
         if value is None:
             return None
@@ -113,6 +117,7 @@ class KafkaSpout(Spout):
       retry: replay backoff; default from config (``squall.spout.retry.*``).
       processing_guarantee: ``at_least_once``, ``at_most_once`` or ``none``.
       first_poll_offset: ``committed``, ``earliest`` or ``latest``.
+
     Raises:
       TopologyError: from :meth:`validate` (called by ``set_spout`` with the component id)
         on both topics and pattern, a bad pattern, or an unknown option.
@@ -176,6 +181,7 @@ class KafkaSpout(Spout):
 
     @property
     def reads_own_topic(self) -> bool:
+        """True when it reads its own topic ``squall.T.<id>`` (no topics and no pattern given)."""
         return self.topics is None and self.pattern is None
 
     def source_topics(self, topology: str, component: str, available: list[str] | None = None) -> list[str]:
@@ -184,11 +190,13 @@ class KafkaSpout(Spout):
             return sorted(t for t in (available or []) if self.pattern.fullmatch(t) and not t.startswith("__"))
         return list(self.topics) if self.topics else [component_topic(topology, component)]
 
+    @override
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         for stream, fields in self.translator.streams().items():
             declarer.declare(fields, stream=stream)
 
     # -- lifecycle -------------------------------------------------------------------
+    @override
     def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
         self._collector = collector
         self.component = context.this_component_id
@@ -211,13 +219,16 @@ class KafkaSpout(Spout):
         self.counters = SourceCounters()
 
     def bind(self, io: SourceIO) -> None:
+        """Receive the executor's services (the dead-letter topic) before the first record."""
         self.io = io
 
     def on_records(self, msgs: list[Message]) -> None:
+        """Buffer records fetched for this task's source partitions (the executor's feed calls it)."""
         self._buffer.extend(msgs)
 
     @property
     def buffered(self) -> int:
+        """Records fetched and not emitted yet (the feed holds back above a mark)."""
         return len(self._buffer) + len(self._released)
 
     def committable(self) -> dict[TP, int]:
@@ -236,6 +247,7 @@ class KafkaSpout(Spout):
             raise FatalError(f"[{self.component}] KafkaSpout used before open()")
         return self._collector
 
+    @override
     def next_tuple(self) -> None:
         if self.processing_guarantee == "at_most_once":
             self._next_at_most_once()
@@ -265,15 +277,17 @@ class KafkaSpout(Spout):
             return
 
     def _emit_run(self, collector: SpoutOutputCollector) -> None:
-        """Emit the buffered records of one source partition, up to the partition's tree size
-        (:attr:`tree_size`, at most :attr:`tree_records`), as one tree (a single record keeps
-        its plain :class:`KafkaMessageId`). Like Storm's ``nextTuple``, one call may take the
+        """Emit buffered records of one source partition as one tree.
+
+        At most the partition's tree size (:attr:`tree_size`, at most :attr:`tree_records`);
+        a single record keeps its plain :class:`KafkaMessageId`. Like Storm's ``nextTuple``, one call may take the
         task past ``topology.max.spout.pending`` by less than one tree.
 
         The spout's hot path (every record of a reliable spout passes here): the partition,
         its tracker and the pending map are looked up once per tree, not once per record,
         and pending records are keyed by plain ``(topic, partition, offset)`` tuples (equal
-        to, and hashed as, their :class:`KafkaMessageId`)."""
+        to, and hashed as, their :class:`KafkaMessageId`).
+        """
         buffer = self._buffer
         if not buffer:
             return
@@ -351,6 +365,7 @@ class KafkaSpout(Spout):
         self.counters.poison += 1
         self._dead_letter(msg, str(err), 0, mid)
 
+    @override
     def ack(self, msg_id: KafkaMessageId | KafkaRecordsId) -> None:
         tp = msg_id.tp
         size = self.tree_size.get(tp)
@@ -369,8 +384,7 @@ class KafkaSpout(Spout):
                 tracker.finished(msg_id.offset)
 
     def fail(self, msg_id: KafkaMessageId | KafkaRecordsId) -> None:
-        """A tree failed: replay its record (each record of a :class:`KafkaRecordsId`, on its
-        own) after the backoff, or dead-letter it once out of retries."""
+        """A tree failed: replay its record (each record of a :class:`KafkaRecordsId`, on its own) after the backoff, or dead-letter it once out of retries."""
         size = msg_id.size if isinstance(msg_id, KafkaRecordsId) else 1
         if self.tree_records > 1:  # multiplicative decrease: half the failed tree's size
             self.tree_size[msg_id.tp] = max(1, min(self.tree_size.get(msg_id.tp, self.tree_records), size) // 2)

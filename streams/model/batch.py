@@ -1,10 +1,9 @@
-"""Transactional topologies (seed 003; Storm's transactional topologies and Trident): the
-programming model.
+"""Transactional topologies (seed 003; Storm's transactional topologies and Trident): the programming model.
 
-A transactional spout (:mod:`streams.transactional.spout`) cuts its input into batches,
-each with a txid that only grows. A batch is one tuple tree. Its tuples are processed in
-parallel with other batches (the *processing* phase); committer bolts then commit the
-batches strictly in txid order (the *commit* phase), writing to txid-aware state
+A transactional spout (:mod:`streams.transactional.spout`) cuts its input into batches, each
+with a txid that only grows. A batch is one tuple tree. Its tuples are processed in parallel
+with other batches (the *processing* phase); committer bolts then commit the batches
+strictly in txid order (the *commit* phase), writing to txid-aware state
 (:mod:`streams.state`), so a replayed batch is never counted twice.
 
 * :class:`BatchBolt` (Storm ``IBatchBolt``): a fresh copy per batch; ``execute`` per tuple,
@@ -62,17 +61,22 @@ SYSTEM_STREAMS = frozenset({BATCH_END_STREAM, COMMIT_STREAM})
 
 
 class BatchAttempt(NamedTuple):
-    """One emission of a batch (Storm's ``TransactionAttempt``): ``txid`` only grows from
-    batch to batch; ``attempt`` grows with every replay of the same txid."""
+    """One emission of a batch (Storm's ``TransactionAttempt``).
+
+    ``txid`` only grows from batch to batch; ``attempt`` grows with every replay of the same
+    txid.
+    """
 
     txid: int
     attempt: int
 
 
 class BatchOutputCollector:
-    """What a :class:`BatchBolt` emits with (Storm's ``BatchOutputCollector``): every emit is
-    anchored for it, to the tuple being executed or, in ``finish_batch``, to the batch's
-    coordination tuples. Not thread-safe."""
+    """What a :class:`BatchBolt` emits with (Storm's ``BatchOutputCollector``).
+
+    Every emit is anchored for it, to the tuple being executed or, in ``finish_batch``, to
+    the batch's coordination tuples. Not thread-safe.
+    """
 
     def __init__(self, emit: Any, emit_direct: Any) -> None:
         self._emit = emit
@@ -88,8 +92,10 @@ class BatchOutputCollector:
 
 
 class BatchBolt(Component):
-    """Processes one batch (Storm's ``IBatchBolt``). A fresh copy of the prototype is made for
-    every batch a task sees, so state on ``self`` is the batch's.
+    """Processes one batch (Storm's ``IBatchBolt``).
+
+    A fresh copy of the prototype is made for every batch a task sees, so state on ``self``
+    is the batch's.
 
     Lifecycle per batch and task: ``prepare(conf, context, collector, attempt)``, then
     ``execute(tuple)`` for each of the batch's tuples that reach this task (maybe none),
@@ -114,8 +120,7 @@ class BatchBolt(Component):
 
 
 class Committer:
-    """Marks a BatchBolt as a committer bolt (Storm's ``ICommitter``): its ``finish_batch``
-    runs only in the commit phase, strictly in txid order."""
+    """Marks a BatchBolt as a committer bolt (Storm's ``ICommitter``): its ``finish_batch`` runs only in the commit phase, strictly in txid order."""
 
 
 def is_committer(obj: Any) -> bool:

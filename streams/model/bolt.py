@@ -1,9 +1,10 @@
-"""The bolt base classes (Storm's ``IRichBolt``, ``IBasicBolt`` and ``BasicBoltExecutor``);
-their lifecycle is in :mod:`streams.model.component`."""
+"""The bolt base classes (Storm's ``IRichBolt``, ``IBasicBolt`` and ``BasicBoltExecutor``); their lifecycle is in :mod:`streams.model.component`."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from typing_extensions import override
 
 from streams.exceptions import FailedException
 from streams.model.collector import OutputCollector
@@ -27,8 +28,10 @@ class Bolt(Component):
         raise NotImplementedError
 
     def cleanup(self) -> None:
-        """Called when the worker stops cleanly (SIGTERM: rebalance, kill, drain); never
-        after a crash. It may still emit, ack and fail: a flush and commit follow."""
+        """Called when the worker stops cleanly (SIGTERM: rebalance, kill, drain); never after a crash.
+
+        It may still emit, ack and fail: a flush and commit follow.
+        """
 
 
 class BasicOutputCollector:
@@ -41,21 +44,26 @@ class BasicOutputCollector:
         self._input: Tuple | None = None
 
     def emit(self, values: list[Any], stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit ``values`` on ``stream`` anchored to the input being executed; returns the target tasks."""
         return self._collector.emit(values, anchors=self._input, stream=stream)
 
     def emit_direct(self, task: int, values: list[Any], stream: str = DEFAULT_STREAM) -> None:
+        """Emit to one global ``task`` on a direct stream, anchored to the input being executed."""
         self._collector.emit_direct(task, values, anchors=self._input, stream=stream)
 
 
 class BasicBolt(Component):
-    """A bolt that anchors every emit to its input and acks it after ``execute``
-    returns; raising :class:`~streams.exceptions.FailedException` fails it instead
-    (Storm's IBasicBolt / BasicBoltExecutor)."""
+    """A bolt that anchors every emit to its input and acks it after ``execute`` returns.
+
+    Raising :class:`~streams.exceptions.FailedException` fails it instead (Storm's
+    IBasicBolt / BasicBoltExecutor).
+    """
 
     def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
         """Called once per task before the first tuple."""
 
     def execute(self, tuple: Tuple, collector: BasicOutputCollector) -> None:  # noqa: A002
+        """Process one tuple; emits through ``collector`` are anchored to it, and it is acked on return."""
         raise NotImplementedError
 
     def cleanup(self) -> None:
@@ -72,21 +80,26 @@ class BasicBoltExecutor(Bolt):
     def __init__(self, inner: BasicBolt) -> None:
         self.inner = inner
 
+    @override
     def validate(self, component_id: str) -> None:
         self.inner.validate(component_id)
 
+    @override
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         self.inner.declare_output_fields(declarer)
 
+    @override
     def get_component_configuration(self) -> dict[str, Any] | None:
         return self.inner.get_component_configuration()
 
+    @override
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.collector = collector
         self.basic = BasicOutputCollector(collector)
         self.inner.prepare(conf, context)
 
-    def execute(self, tuple: Tuple) -> None:  # noqa: A002
+    @override
+    def execute(self, tuple: Tuple) -> None:
         self.basic._input = tuple
         try:
             self.inner.execute(tuple, self.basic)
@@ -97,5 +110,6 @@ class BasicBoltExecutor(Bolt):
             self.basic._input = None
         self.collector.ack(tuple)
 
+    @override
     def cleanup(self) -> None:
         self.inner.cleanup()

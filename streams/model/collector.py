@@ -39,8 +39,10 @@ class OutputCollector(Protocol):
     """A bolt task's collector (Storm's ``OutputCollector``)."""
 
     def emit(self, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
-        """Emit ``values`` on ``stream`` anchored to ``anchors``; returns the global task ids
-        it was sent to. Raises FatalError on an undeclared or direct stream."""
+        """Emit ``values`` on ``stream`` anchored to ``anchors``; returns the global task ids it was sent to.
+
+        Raises FatalError on an undeclared or direct stream.
+        """
         ...
 
     def emit_direct(self, task: int, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> None:
@@ -82,8 +84,10 @@ class SpoutOutputCollector(Protocol):
     """A spout task's collector (Storm's ``SpoutOutputCollector``)."""
 
     def emit(self, values: list[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
-        """Emit a spout tuple; with a ``msg_id`` (and ackers) it is tracked as a new tree,
-        and ``spout.ack(msg_id)`` or ``spout.fail(msg_id)`` follows. Returns the target tasks."""
+        """Emit a spout tuple; with a ``msg_id`` (and ackers) it is tracked as a new tree, and ``spout.ack(msg_id)`` or ``spout.fail(msg_id)`` follows.
+
+        Returns the target tasks.
+        """
         ...
 
     def emit_direct(self, task: int, values: list[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM) -> None:
@@ -91,8 +95,7 @@ class SpoutOutputCollector(Protocol):
         ...
 
     def emit_tree(self, tuples: Sequence[tuple[str, list[Any]]], msg_id: Any) -> list[int]:
-        """Emit several ``(stream, values)`` tuples as one tree under ``msg_id``; its weight
-        towards ``topology.max.spout.pending`` is ``len(tuples)``."""
+        """Emit several ``(stream, values)`` tuples as one tree under ``msg_id``; its weight towards ``topology.max.spout.pending`` is ``len(tuples)``."""
         ...
 
     def open_tree(self, msg_id: Any, batch: tuple[int, int]) -> BatchTree:

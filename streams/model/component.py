@@ -54,8 +54,7 @@ from streams.model.tuple import DEFAULT_STREAM
 
 @dataclass(frozen=True, slots=True)
 class StreamDef:
-    """One declared output stream: its field names and whether it is direct
-    (Storm's ``StreamInfo``)."""
+    """One declared output stream: its field names and whether it is direct (Storm's ``StreamInfo``)."""
 
     fields: tuple[str, ...]
     direct: bool = False
@@ -75,6 +74,7 @@ class OutputFieldsDeclarer:
         self.streams[stream] = StreamDef(tuple(fields), direct)
 
     def declare_stream(self, stream: str, fields: list[str] | tuple[str, ...], direct: bool = False) -> None:
+        """Declare ``fields`` on ``stream`` (Storm's ``declareStream``); see :meth:`declare`."""
         self.declare(fields, stream=stream, direct=direct)
 
 
@@ -82,8 +82,10 @@ class Component:
     """What spouts and bolts share: output declaration, component config, validation."""
 
     def validate(self, component_id: str) -> None:
-        """Check the constructor's options; raise :class:`TopologyError` naming
-        ``component_id``. Called by ``set_spout``/``set_bolt``; the default accepts all."""
+        """Check the constructor's options; raise :class:`TopologyError` naming ``component_id``.
+
+        Called by ``set_spout``/``set_bolt``; the default accepts all.
+        """
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         """Declare output streams; the default declares nothing."""

@@ -25,21 +25,27 @@ class LocalTasks:
         self._by_component: dict[str, set[int]] = {}
 
     def add(self, component: str, tasks: list[int]) -> None:
+        """``tasks`` (global ids) of ``component`` run in this worker now."""
         self._by_component.setdefault(component, set()).update(tasks)
 
     def remove(self, component: str, tasks: list[int]) -> None:
+        """``tasks`` of ``component`` stopped running in this worker."""
         self._by_component.get(component, set()).difference_update(tasks)
 
     def of(self, component: str) -> set[int]:
+        """The global task ids of ``component`` running in this worker."""
         return self._by_component.get(component, set())
 
 
 @dataclass
 class ExecutorIO:
-    """What a task may use of its executor: the Kafka it runs on (``bootstrap`` and client
-    overrides ``kafka = {"consumer": {...}, "producer": {...}}``), the dead-letter topic
-    (``dead_letter(message, reason, attempts)``), and the state stores it opened (one
-    backend per URL, shared by the executor's tasks)."""
+    """What a task may use of its executor.
+
+    The Kafka it runs on (``bootstrap`` and client overrides ``kafka = {"consumer": {...},
+    "producer": {...}}``), the dead-letter topic (``dead_letter(message, reason,
+    attempts)``), and the state stores it opened (one backend per URL, shared by the
+    executor's tasks).
+    """
 
     bootstrap: str = ""
     kafka: dict[str, Any] = field(default_factory=dict)
@@ -78,15 +84,19 @@ class TopologyContext:
         self.metrics: dict[str, Callable[[], float]] = {}
 
     def register_metric(self, name: str, read: Callable[[], float]) -> None:
-        """Publish ``read()`` as counter ``name`` (a total; Prometheus ``squall_<name>_total``)
-        with the executor's stats (Storm's ``TopologyContext.registerMetric``)."""
+        """Publish ``read()`` as counter ``name`` with the executor's stats.
+
+        A total: Prometheus ``squall_<name>_total`` (Storm's ``TopologyContext.registerMetric``).
+        """
         self.metrics[name] = read
 
     def state(self, name: str, kind: str = "opaque", combine: Callable[[Any, Any], Any] | None = None) -> State:
-        """The topology's state ``name`` (stored as ``<topology>.<name>``) with Trident's
-        semantics ``kind``: ``transactional``, ``opaque`` (default) or ``non-transactional``
+        """The topology's state ``name`` (stored as ``<topology>.<name>``) with Trident's semantics ``kind``.
+
+        ``transactional``, ``opaque`` (default) or ``non-transactional``
         (:mod:`streams.state`), in the store ``squall.state.url`` names. Commits are logged
-        under this task. Raises StateError (a bad URL or kind, an unreachable store)."""
+        under this task. Raises StateError (a bad URL or kind, an unreachable store).
+        """
         url = self.config.state_url
         if not url:
             raise StateError(f"[{self.this_component_id}] no state store: set squall.state.url")
@@ -113,4 +123,5 @@ class TopologyContext:
         return self.topology.component_of_task(task_id)
 
     def output_fields(self, stream: str = "default") -> tuple[str, ...]:
+        """The declared fields of this component's ``stream``. Raises KeyError for an undeclared stream."""
         return self.topology.fields(self.this_component_id, stream)

@@ -14,6 +14,8 @@ import zlib
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from typing_extensions import override
+
 from streams.exceptions import TopologyError
 from streams.model.context import LocalTasks, TopologyContext
 from streams.wire.codec import encode_json
@@ -25,13 +27,20 @@ class CustomStreamGrouping(Protocol):
     ``target_tasks`` and the returned ids are global task ids.
     """
 
-    def prepare(self, context: TopologyContext, stream: tuple[str, str], target_tasks: list[int]) -> None: ...
+    def prepare(self, context: TopologyContext, stream: tuple[str, str], target_tasks: list[int]) -> None:
+        """Called once per emitting task, with the target bolt's global ``target_tasks``."""
+        ...
 
-    def choose_tasks(self, task_id: int, values: list[Any]) -> list[int]: ...
+    def choose_tasks(self, task_id: int, values: list[Any]) -> list[int]:
+        """The global task ids (of ``target_tasks``) that get ``values``, emitted by ``task_id``."""
+        ...
 
 
 class Grouping:
+    """One subscription's grouping, as the runtime uses it: ``choose`` picks local task indexes."""
+
     def choose(self, values: list[Any]) -> Sequence[int]:
+        """The local task indexes (``0..n-1``, input partitions of the target) that get ``values``."""
         raise NotImplementedError
 
 
@@ -44,6 +53,7 @@ class ShuffleGrouping(Grouping):
         self.i = 0
         self.n = n
 
+    @override
     def choose(self, values: list[Any]) -> Sequence[int]:
         i = self.i
         if i >= self.n:
@@ -55,12 +65,14 @@ class ShuffleGrouping(Grouping):
 
 
 class FieldsGrouping(Grouping):
-    """The same values of ``fields`` always reach the same task, modulo the task count,
-    stable across processes and languages: one string field hashes as CRC-32 of its UTF-8
-    bytes; anything else as CRC-32 of the UTF-8 JSON array of the grouped values.
+    """The same values of ``fields`` always reach the same task, modulo the task count, stable across processes and languages.
+
+    One string field hashes as CRC-32 of its UTF-8 bytes; anything else as CRC-32 of the
+    UTF-8 JSON array of the grouped values.
 
     Results for single string keys are memoised (word counts repeat keys; bounded to
-    :data:`CACHE_SIZE` entries, then cleared)."""
+    :data:`CACHE_SIZE` entries, then cleared).
+    """
 
     CACHE_SIZE = 100_000
 
@@ -70,6 +82,7 @@ class FieldsGrouping(Grouping):
         self.single = self.indexes[0] if len(self.indexes) == 1 else None
         self._cache: dict[str, tuple[int]] = {}
 
+    @override
     def choose(self, values: list[Any]) -> Sequence[int]:
         single = self.single
         if single is not None:
@@ -88,9 +101,12 @@ class FieldsGrouping(Grouping):
 
 
 class AllGrouping(Grouping):
+    """Every task gets every tuple (Storm's all grouping)."""
+
     def __init__(self, n: int) -> None:
         self.all = tuple(range(n))
 
+    @override
     def choose(self, values: list[Any]) -> Sequence[int]:
         return self.all
 
@@ -98,6 +114,7 @@ class AllGrouping(Grouping):
 class GlobalGrouping(Grouping):
     """Everything to the lowest task id."""
 
+    @override
     def choose(self, values: list[Any]) -> Sequence[int]:
         return (0,)
 
@@ -105,6 +122,7 @@ class GlobalGrouping(Grouping):
 class DirectGrouping(Grouping):
     """Only ``emit_direct`` reaches a direct subscriber; ``emit`` chooses nothing."""
 
+    @override
     def choose(self, values: list[Any]) -> Sequence[int]:
         return ()
 
@@ -118,6 +136,7 @@ class LocalOrShuffleGrouping(Grouping):
         self.base = base
         self.local = local
 
+    @override
     def choose(self, values: list[Any]) -> Sequence[int]:
         here = self.local.of(self.component)
         if here:
@@ -126,6 +145,8 @@ class LocalOrShuffleGrouping(Grouping):
 
 
 class CustomGrouping(Grouping):
+    """A :class:`CustomStreamGrouping` adapted to local task indexes; raises TopologyError for a task not the target's."""
+
     def __init__(self, custom: CustomStreamGrouping, task_id: int, base: int, n: int, target: str) -> None:
         self.custom = custom
         self.task_id = task_id
@@ -133,6 +154,7 @@ class CustomGrouping(Grouping):
         self.n = n
         self.target = target
 
+    @override
     def choose(self, values: list[Any]) -> Sequence[int]:
         out = []
         for t in self.custom.choose_tasks(self.task_id, values):

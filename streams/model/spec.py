@@ -1,5 +1,7 @@
-"""The validated topology spec (Storm's ``StormTopology``): components with global task ids,
-their streams and subscriptions, and the outputs ``squall run`` writes.
+"""The validated topology spec (Storm's ``StormTopology``).
+
+Components with global task ids, their streams and subscriptions, and the outputs ``squall
+run`` writes.
 
 Task ids are global and fixed when the topology is built, as in Storm: spouts first in
 declaration order, then bolts. A component's task ``base + i`` is partition ``i`` of its
@@ -45,6 +47,8 @@ class Subscription:
 
 @dataclass
 class ComponentDef:
+    """One component of a topology: the user's object, its parallelism, tasks, inputs, config and declared streams."""
+
     id: str
     obj: Component
     parallelism: int
@@ -58,6 +62,7 @@ class ComponentDef:
 
     @property
     def task_ids(self) -> range:
+        """Its global task ids (``task_base .. task_base + num_tasks - 1``)."""
         return range(self.task_base, self.task_base + self.num_tasks)
 
     @property
@@ -72,8 +77,10 @@ class ComponentDef:
 
 @dataclass(frozen=True)
 class StateOutputDef:
-    """A committer's state that ``squall run`` writes to its output file (``{key: value}``):
-    ``state`` is the name given to ``context.state``, ``kind`` its semantics."""
+    """A committer's state that ``squall run`` writes to its output file (``{key: value}``).
+
+    ``state`` is the name given to ``context.state``, ``kind`` its semantics.
+    """
 
     state: str
     kind: str
@@ -81,10 +88,12 @@ class StateOutputDef:
 
 @dataclass(frozen=True)
 class OutputDef:
-    """Tuples emitted on ``(component, stream)`` are written to the external ``topic``
-    (``{topology}`` in the name is replaced by the topology name)
-    as JSON objects ``{field: value}``, keyed by ``key_field``. ``merge`` says how
-    ``squall run`` folds them into its output file: ``sum`` or ``last`` per key."""
+    """Tuples emitted on ``(component, stream)`` go to the external ``topic``.
+
+    ``{topology}`` in the name is replaced by the topology name. Each tuple is written as a
+    JSON object ``{field: value}``, keyed by ``key_field``. ``merge`` says how
+    ``squall run`` folds them into its output file: ``sum`` or ``last`` per key.
+    """
 
     topic: str
     component: str
@@ -95,6 +104,7 @@ class OutputDef:
 
     @property
     def value_fields(self) -> tuple[str, ...]:
+        """The value fields, as a tuple (one or several)."""
         return (self.value_field,) if isinstance(self.value_field, str) else tuple(self.value_field)
 
     def topic_for(self, topology: str) -> str:
@@ -188,22 +198,25 @@ class Topology:
 
     @property
     def spouts(self) -> list[ComponentDef]:
+        """The spouts, in task order."""
         return [d for d in self.components.values() if d.is_spout]
 
     @property
     def bolts(self) -> list[ComponentDef]:
+        """The bolts, in task order."""
         return [d for d in self.components.values() if not d.is_spout]
 
     @property
     def spout_tasks(self) -> int:
+        """How many spout tasks there are (partitions of ``__ack_result``)."""
         return sum(d.num_tasks for d in self.spouts)
 
     def fields(self, component: str, stream: str) -> tuple[str, ...]:
+        """The declared fields of ``(component, stream)``. Raises KeyError for an unknown one."""
         return self.components[component].streams[stream].fields
 
     def field_index(self, component: str, stream: str) -> dict[str, int]:
-        """``field -> position`` of ``(component, stream)`` (empty if unknown, e.g. ticks);
-        cached, since every input tuple needs one."""
+        """``field -> position`` of ``(component, stream)`` (empty if unknown, e.g. ticks); cached, since every input tuple needs one."""
         key = (component, stream)
         idx = self._field_index.get(key)
         if idx is None:

@@ -32,18 +32,20 @@ class Spout(Component):
         """The tree rooted at ``msg_id`` failed or timed out."""
 
     def close(self) -> None:
-        """Called when the worker stops cleanly (SIGTERM: rebalance, kill, drain); never
-        after a crash. Trees still in flight then (a drain waits for them
-        first) are replayed by the task's next run."""
+        """Called when the worker stops cleanly (SIGTERM: rebalance, kill, drain); never after a crash.
+
+        Trees still in flight then (a drain waits for them first) are replayed by the task's
+        next run.
+        """
 
     def extend_topology(self, component_id: str, defs: list[ComponentDef]) -> None:
-        """Rewrite the topology around this spout before it is frozen (Storm's
-        ``BatchSubtopologyBuilder.extendTopology``).
+        """Rewrite the topology around this spout before it is frozen (Storm's ``BatchSubtopologyBuilder.extendTopology``).
 
         ``defs`` is every component's definition (copies, in declaration order), to change
         in place: wrap bolts, add subscriptions. ``TopologyBuilder.create_topology`` calls
         it once for each spout; the default does nothing. A transactional spout wraps every
-        bolt in a coordinated bolt here (:func:`streams.transactional.wiring.wire_transactional`),
-        so the builder never imports the transactional machinery. Raises TopologyError
-        naming the component at fault.
+        bolt in a coordinated bolt here
+        (:func:`streams.transactional.wiring.wire_transactional`), so the builder never
+        imports the transactional machinery. Raises TopologyError naming the component at
+        fault.
         """

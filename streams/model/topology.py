@@ -1,6 +1,7 @@
-"""TopologyBuilder (Storm's ``TopologyBuilder``): declare spouts, bolts and their groupings,
-then :meth:`TopologyBuilder.create_topology` validates and freezes a
-:class:`~streams.model.spec.Topology`.
+"""TopologyBuilder (Storm's ``TopologyBuilder``).
+
+Declare spouts, bolts and their groupings, then :meth:`TopologyBuilder.create_topology`
+validates and freezes a :class:`~streams.model.spec.Topology`.
 
 The builder knows no runtime and no transactional machinery: each spout may extend the
 topology before it is frozen (:meth:`streams.model.spout.Spout.extend_topology`, after
@@ -44,6 +45,8 @@ class _Declarer:
 
 
 class SpoutDeclarer(_Declarer):
+    """Declares a spout's component config and task count (Storm's ``SpoutDeclarer``)."""
+
     pass
 
 
@@ -55,29 +58,37 @@ class BoltDeclarer(_Declarer):
         return self
 
     def shuffle_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Subscribe to ``component``'s ``stream``, spread evenly over this bolt's tasks (Storm's shuffle grouping)."""
         return self._add(Subscription(component, stream, GroupingKind.SHUFFLE))
 
     def fields_grouping(self, component: str, fields: Sequence[str], stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Subscribe so that equal values of ``fields`` always reach the same task (Storm's fields grouping)."""
         if isinstance(fields, str):
             fields = [fields]
         return self._add(Subscription(component, stream, GroupingKind.FIELDS, tuple(fields)))
 
     def all_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Subscribe so that every task gets every tuple (Storm's all grouping)."""
         return self._add(Subscription(component, stream, GroupingKind.ALL))
 
     def global_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Subscribe so that the lowest task gets every tuple (Storm's global grouping)."""
         return self._add(Subscription(component, stream, GroupingKind.GLOBAL))
 
     def none_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Subscribe without caring which task gets a tuple (Storm's none grouping; a shuffle here)."""
         return self._add(Subscription(component, stream, GroupingKind.NONE))
 
     def direct_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Subscribe to a direct stream: the emitter names the task (``emit_direct``)."""
         return self._add(Subscription(component, stream, GroupingKind.DIRECT))
 
     def local_or_shuffle_grouping(self, component: str, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Subscribe preferring this bolt's tasks in the emitting worker, else a shuffle (Storm's local-or-shuffle)."""
         return self._add(Subscription(component, stream, GroupingKind.LOCAL_OR_SHUFFLE))
 
     def custom_grouping(self, component: str, grouping: Any, stream: str = DEFAULT_STREAM) -> BoltDeclarer:
+        """Subscribe through a :class:`~streams.model.grouping.CustomStreamGrouping` (``choose_tasks``)."""
         return self._add(Subscription(component, stream, GroupingKind.CUSTOM, custom=grouping))
 
 
@@ -108,8 +119,7 @@ class TopologyBuilder:
         return SpoutDeclarer(self, self._add(id, spout, parallelism_hint, num_tasks, True))
 
     def set_bolt(self, id: str, bolt: Bolt | BasicBolt | BatchBolt, parallelism_hint: int = 1, num_tasks: int | None = None) -> BoltDeclarer:  # noqa: A002
-        """Add a bolt (a BasicBolt is wrapped to anchor and ack automatically; a BatchBolt
-        belongs in a transactional topology)."""
+        """Add a bolt (a BasicBolt is wrapped to anchor and ack automatically; a BatchBolt belongs in a transactional topology)."""
         wrapped: Component
         if isinstance(bolt, BasicBolt):
             wrapped = BasicBoltExecutor(bolt)
@@ -122,8 +132,10 @@ class TopologyBuilder:
         return BoltDeclarer(self, cdef)
 
     def set_committer_bolt(self, id: str, bolt: BatchBolt, parallelism_hint: int = 1, num_tasks: int | None = None) -> BoltDeclarer:  # noqa: A002
-        """Add a committer bolt (Storm's ``setCommitterBolt``): its ``finish_batch`` runs only
-        in the commit phase, in txid order. Raises TopologyError for anything but a BatchBolt."""
+        """Add a committer bolt (Storm's ``setCommitterBolt``): its ``finish_batch`` runs only in the commit phase, in txid order.
+
+        Raises TopologyError for anything but a BatchBolt.
+        """
         if not isinstance(bolt, BatchBolt):
             raise TopologyError(f"[{id}] a committer bolt must be a BatchBolt, got {type(bolt).__name__}")
         declarer = self.set_bolt(id, bolt, parallelism_hint, num_tasks)
@@ -139,7 +151,8 @@ class TopologyBuilder:
     ) -> None:
         """Write ``(component, stream)`` to the external ``topic`` (a leaf: no tracking).
 
-        ``value_field``: one field, or several (the output file then holds ``{field: value}`` per key)."""
+        ``value_field``: one field, or several (the output file then holds ``{field: value}`` per key).
+        """
         if merge not in ("sum", "last"):
             raise TopologyError(f"[{component}] output merge must be 'sum' or 'last', got {merge!r}")
         value = value_field if isinstance(value_field, str) else tuple(value_field)

@@ -79,6 +79,7 @@ class Tuple:
 
     @property
     def fields(self) -> Sequence[str]:
+        """The declared field names of the source's stream."""
         return tuple(self._index)
 
     def __getitem__(self, i: int) -> Any:
@@ -95,6 +96,7 @@ class Tuple:
             raise KeyError(f"field {field!r} not declared by {self.source_component!r} on stream {self.stream!r}") from None
 
     def value_by_field(self, field: str) -> Any:  # Storm spelling
+        """The value of ``field`` (Storm's ``getValueByField``); see :meth:`get`."""
         return self.get(field)
 
     @property
@@ -104,6 +106,7 @@ class Tuple:
 
     @property
     def where(self) -> str:
+        """``topic[partition]@offset`` of the record it was read from, for error messages."""
         return f"{self.topic}[{self.partition}]@{self.offset}"
 
     def __repr__(self) -> str:

@@ -1,5 +1,4 @@
-"""Aggregates executor stats snapshots read from ``squall.T.__metrics``, and spout task
-ledgers read from ``squall.T.__ledger`` (the durable spout totals)."""
+"""Aggregates executor stats snapshots read from ``squall.T.__metrics``, and spout task ledgers read from ``squall.T.__ledger`` (the durable spout totals)."""
 
 from __future__ import annotations
 
@@ -68,6 +67,7 @@ class StatsBoard:
         return {p: max(0, end - TAIL) for (_, p), end in ends.items()}
 
     def poll(self, timeout: float = 0.0) -> int:
+        """Read what arrived within ``timeout`` seconds (stats snapshots, ledgers); returns how many records."""
         n = 0
         for msg in self.consumer.consume(10000, timeout):
             value = msg.value()
@@ -91,8 +91,11 @@ class StatsBoard:
         return n
 
     def catch_up(self, quiet_s: float = 0.6, timeout_s: float = 10.0) -> None:
-        """Poll until every assigned partition is read to its high watermark (as known from a
-        Fetch response) and nothing new arrived for ``quiet_s`` seconds, or ``timeout_s`` passes."""
+        """Poll until every assigned partition is read to its high watermark, then quiet.
+
+        The watermark is known from a Fetch response; quiet means nothing new for ``quiet_s``
+        seconds. Gives up after ``timeout_s``.
+        """
         deadline = time.monotonic() + timeout_s
         quiet = 0.0
         while time.monotonic() < deadline:
@@ -105,13 +108,13 @@ class StatsBoard:
         return [s for s in list(self.latest.values()) if not s.get("final") and now - float(s.get("time", 0.0)) <= fresh_s]
 
     def total(self, kind: str, counter: str, component: str | None = None) -> float:
-        """``counter`` summed over ``kind``'s executors (of ``component``, if given); for
-        spouts and :data:`LEDGER_TOTALS`, over the spout tasks' ledgers."""
+        """``counter`` summed over ``kind``'s executors (of ``component``, if given); for spouts and :data:`LEDGER_TOTALS`, over the spout tasks' ledgers."""
         if kind == "spout" and counter in LEDGER_TOTALS and self.ledgers:
             return float(sum(led.totals()[counter] for led in self.ledgers.values() if component in (None, led.component)))
         return float(sum(s["counters"].get(counter, 0) for s in self.latest.values() if s["kind"] == kind and component in (None, s["component"])))
 
     def gauge(self, kind: str, gauge: str) -> float:
+        """``gauge`` summed over ``kind``'s live executors (final snapshots left out)."""
         return float(sum(s["gauges"].get(gauge, 0) for s in self.latest.values() if s["kind"] == kind and not s.get("final")))
 
     def hist(self, kind: str, name: str, component: str | None = None) -> LogHistogram:
@@ -123,8 +126,10 @@ class StatsBoard:
         return h
 
     def quantile(self, kind: str, name: str, q: float) -> float:
+        """The ``q`` quantile (0..1, seconds) of ``kind``'s histogram ``name``; 0 when it is empty."""
         v = self.hist(kind, name).quantile(q)
         return v if not math.isnan(v) else 0.0
 
     def close(self) -> None:
+        """Close the stats consumer."""
         self.consumer.close()

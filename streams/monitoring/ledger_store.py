@@ -1,5 +1,4 @@
-"""Reading spout task ledgers from ``squall.T.__ledger`` (the Kafka edge of
-:mod:`streams.monitoring.spout_ledger`).
+"""Reading spout task ledgers from ``squall.T.__ledger`` (the Kafka edge of :mod:`streams.monitoring.spout_ledger`).
 
 Partition *i* holds only spout task *i*'s records (key ``component:task``, compacted on a
 real Kafka), so a task's latest ledger is among the last records of its partition: a reader
@@ -51,6 +50,8 @@ def read_ledgers(
       partitions: spout global task ids.
       component: named in log lines and errors.
       overrides: consumer settings (security settings included).
+      timeout_s: how long to wait for the partitions' ends (seconds).
+
     Raises:
       TimeoutError: naming ``component`` if the partitions' ends are not known in time.
     """

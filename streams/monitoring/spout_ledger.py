@@ -98,8 +98,7 @@ class TaskLedger:
 
     # -- lives -------------------------------------------------------------------------
     def next_life(self) -> TaskLedger:
-        """The ledger a new life of this task starts with: the same totals, ``life + 1``,
-        and this life's ``high`` as the bar for restart replays."""
+        """The ledger a new life of this task starts with: the same totals, ``life + 1``, and this life's ``high`` as the bar for restart replays."""
         nxt = TaskLedger(self.component, self.task_id, self.life + 1, self.seq + 1, self.emitted, self.acked, self.failed, self.timeouts)
         nxt.replayed = dict(self.replayed)
         nxt.high = dict(self.high)
@@ -121,8 +120,10 @@ class TaskLedger:
 
     # -- events ------------------------------------------------------------------------
     def emitted_tracked(self, msg_id: Any) -> None:
-        """A tracked emit of ``msg_id``: a replay (counted by cause) if it is one, and the
-        partition's high-water mark. (Emits are counted by :meth:`set_emitted`.)"""
+        """A tracked emit of ``msg_id``: a replay (counted by cause) if it is one, and the partition's high-water mark.
+
+        (Emits are counted by :meth:`set_emitted`.)
+        """
         self.seq += 1
         if isinstance(msg_id, KafkaRecordsId):
             self._emitted_records(msg_id)
@@ -166,8 +167,7 @@ class TaskLedger:
         self.seq += 1
 
     def failed_tree(self, msg_id: Any, cause: str) -> None:
-        """The tree of ``msg_id`` failed for ``cause`` (``fail`` or ``timeout``); the
-        spout may emit it again (a replay of that cause)."""
+        """The tree of ``msg_id`` failed for ``cause`` (``fail`` or ``timeout``); the spout may emit it again (a replay of that cause)."""
         if cause not in REPLAY_CAUSES:
             raise ValueError(f"[{self.component}] unknown replay cause {cause!r}")
         members = msg_id.members() if isinstance(msg_id, KafkaRecordsId) else [msg_id]

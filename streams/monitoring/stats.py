@@ -1,5 +1,8 @@
-"""Executor statistics: plain counters on the hot path, read by Prometheus at scrape time
-(:mod:`service.metrics`) and published as JSON snapshots on ``squall.T.__metrics``."""
+"""Executor statistics.
+
+Plain counters on the hot path, read by Prometheus at scrape time (:mod:`service.metrics`)
+and published as JSON snapshots on ``squall.T.__metrics``.
+"""
 
 from __future__ import annotations
 
@@ -42,12 +45,14 @@ class LogHistogram:
         self.total = 0.0
 
     def record(self, seconds: float) -> None:
+        """Count one observation of ``seconds``."""
         i = int(math.log(seconds / self.MIN) / self._LOG) if seconds > self.MIN else 0
         self.counts[i] = self.counts.get(i, 0) + 1
         self.count += 1
         self.total += seconds
 
     def merge(self, other: LogHistogram) -> None:
+        """Add ``other``'s observations to this histogram."""
         for i, c in other.counts.items():
             self.counts[i] = self.counts.get(i, 0) + c
         self.count += other.count
@@ -66,13 +71,16 @@ class LogHistogram:
         return float(self.MIN * self.RATIO ** (max(self.counts) + 0.5))
 
     def upper_bound(self, i: int) -> float:
+        """The upper edge of bucket ``i`` in seconds (Prometheus ``le``)."""
         return self.MIN * self.RATIO ** (i + 1)
 
     def to_json(self) -> dict[str, Any]:
+        """``{"counts": {bucket: n}, "count": n, "sum": seconds}`` (the stats snapshot's form)."""
         return {"counts": {str(k): v for k, v in self.counts.items()}, "count": self.count, "sum": self.total}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LogHistogram:
+        """The histogram :meth:`to_json` wrote."""
         h = cls()
         h.counts = {int(k): int(v) for k, v in data.get("counts", {}).items()}
         h.count = int(data.get("count", 0))
@@ -103,9 +111,11 @@ class ExecutorStats:
         self.tasks: list[int] = []
 
     def inc(self, name: str, n: float = 1) -> None:
+        """Add ``n`` to counter ``name`` (a monotonic total)."""
         self.counters[name] = self.counters.get(name, 0) + n
 
     def hist(self, name: str) -> LogHistogram:
+        """Histogram ``name`` (seconds), created empty on first use."""
         h = self.hists.get(name)
         if h is None:
             h = self.hists[name] = LogHistogram()

@@ -1,5 +1,7 @@
-"""The acker ops an executor buffers between flushes (Storm's ``pending`` acks in
-``BoltOutputCollectorImpl``, sent as ``__ack_ack``/``__ack_fail``/``__ack_init``).
+"""The acker ops an executor buffers between flushes.
+
+Storm's ``BoltOutputCollectorImpl`` keeps them too, and sends them as
+``__ack_ack``/``__ack_fail``/``__ack_init``.
 
 Ops are XOR-coalesced per root until the executor flushes: one op per root per flush, one
 record per acker partition (XOR is associative, so acks of one root may be combined before
@@ -37,17 +39,21 @@ class AckBuffer:
         return len(self.acks) + len(self.fails) + len(self.inits) + len(self.resets)
 
     def init(self, root: int, val: int, spout_task: int) -> None:
+        """Queue the ``init`` of a new tree (Storm's ``__ack_init``): XOR of its edges, and the spout task to tell."""
         self.inits.append((root, val, spout_task))
 
     def ack(self, root: int, val: int) -> None:
+        """XOR ``val`` into ``root``'s pending ack (Storm's ``__ack_ack``; coalesced per root until the flush)."""
         acks = self.acks
         acks[root] = acks.get(root, 0) ^ val
 
     def fail(self, root: int) -> None:
+        """Queue a fail of ``root``'s tree (Storm's ``__ack_fail``); its pending acks are dropped."""
         self.fails.add(root)
         self.acks.pop(root, None)
 
     def reset(self, root: int) -> None:
+        """Queue a reset of ``root``'s timeout at the acker (Storm's ``__ack_reset_timeout``)."""
         self.resets.add(root)
 
     def drain(self) -> dict[int, list[list[int]]]:

@@ -1,5 +1,7 @@
-"""The collectors' implementations: Storm's anchoring algebra on Kafka (Storm's
-``executor/bolt/BoltOutputCollectorImpl`` and ``executor/spout/SpoutOutputCollectorImpl``).
+"""The collectors' implementations.
+
+Storm's anchoring algebra on Kafka (Storm's ``executor/bolt/BoltOutputCollectorImpl`` and
+``executor/spout/SpoutOutputCollectorImpl``).
 
 User code sees only the Protocols of :mod:`streams.model.collector`.
 
@@ -67,8 +69,10 @@ class _Emitter:
 
 
 class BoltOutputCollectorImpl(_Emitter):
-    """A bolt task's collector (Storm's ``BoltOutputCollectorImpl``), implementing
-    :class:`~streams.model.collector.OutputCollector`. Not thread-safe."""
+    """A bolt task's collector (Storm's ``BoltOutputCollectorImpl``), implementing :class:`~streams.model.collector.OutputCollector`.
+
+    Not thread-safe.
+    """
 
     def __init__(self, router: Router, task_id: int, produce: ProduceFn, acks: AckBuffer | None) -> None:
         super().__init__(router, task_id, produce)
@@ -110,11 +114,10 @@ class BoltOutputCollectorImpl(_Emitter):
         self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, ids, tagged), partition=local)
 
     def emit(self, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
-        """Emit ``values`` on ``stream`` anchored to ``anchors`` (a tuple, a list for
-        multi-anchoring, or None for an unanchored, untracked emit).
+        """Emit ``values`` on ``stream`` anchored to ``anchors`` (a tuple, a list for multi-anchoring, or None for an unanchored, untracked emit).
 
-        Returns the global task ids it was sent to. Raises FatalError on an undeclared
-        or direct stream.
+        Returns the global task ids it was sent to. Raises FatalError on an undeclared or
+        direct stream.
         """
         if self.router.direct.get(stream):
             self._check_direct(stream, False)
@@ -172,13 +175,12 @@ class BoltOutputCollectorImpl(_Emitter):
 
 
 class SpoutOutputCollectorImpl(_Emitter):
-    """A spout task's collector (Storm's ``SpoutOutputCollectorImpl``), implementing
-    :class:`~streams.model.collector.SpoutOutputCollector`.
+    """A spout task's collector (Storm's ``SpoutOutputCollectorImpl``), implementing :class:`~streams.model.collector.SpoutOutputCollector`.
 
     ``on_tracked(root, msg_id, weight)`` registers a tracked tree that carries ``weight``
-    message ids with the executor;
-    ``on_untracked_ack(msg_id, weight)`` schedules ``spout.ack(msg_id)`` when nothing will
-    track the tree (0 ackers, or no target task), as Storm does.
+    message ids with the executor; ``on_untracked_ack(msg_id, weight)`` schedules
+    ``spout.ack(msg_id)`` when nothing will track the tree (0 ackers, or no target task), as
+    Storm does.
     """
 
     def __init__(
@@ -224,6 +226,7 @@ class SpoutOutputCollectorImpl(_Emitter):
         return tasks
 
     def emit_direct(self, task: int, values: list[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM) -> None:
+        """Emit to one global ``task`` on a direct stream; tracked as a tree under ``msg_id`` if given."""
         self._check_direct(stream, True)
         route, local = self._direct_route(stream, task)
         tracked = msg_id is not None and self.acks is not None
@@ -244,12 +247,13 @@ class SpoutOutputCollectorImpl(_Emitter):
             self.on_untracked_ack(msg_id, 1)
 
     def emit_tree(self, tuples: Sequence[tuple[str, list[Any]]], msg_id: Any) -> list[int]:
-        """Emit several spout tuples, ``[(stream, values), ...]``, as **one** tree under
-        ``msg_id`` (with ackers): one root id, one edge per tuple and target task, one
-        ``init``; the tree is acked when every tuple is fully processed, and failed (the
-        spout's ``fail(msg_id)``) if any of them fails or it times out. Its weight towards
-        ``topology.max.spout.pending`` is ``len(tuples)``. Without ackers each tuple is sent
-        untracked and ``msg_id`` is acked at once, as :meth:`emit` does.
+        """Emit several spout tuples, ``[(stream, values), ...]``, as **one** tree under ``msg_id`` (with ackers).
+
+        One root id, one edge per tuple and target task, one ``init``; the tree is acked
+        when every tuple is fully processed, and failed (the spout's ``fail(msg_id)``) if
+        any of them fails or it times out. Its weight towards ``topology.max.spout.pending``
+        is ``len(tuples)``. Without ackers each tuple is sent untracked and ``msg_id`` is
+        acked at once, as :meth:`emit` does.
 
         Why: a tree costs the same acker ops, acker state and ack result whether it carries
         one record or a hundred; :class:`streams.kafka.spout.KafkaSpout` sends a run of
@@ -291,19 +295,23 @@ class SpoutOutputCollectorImpl(_Emitter):
         return tasks
 
     def open_tree(self, msg_id: Any, batch: tuple[int, int]) -> BatchTreeImpl:
-        """Start one tuple tree for a whole batch (``(txid, attempt)``): every tuple emitted
-        through it shares one root, and the tree is acked only when all of them are fully
-        processed (Storm's transactional spouts: a batch is one tree). Call
-        :meth:`BatchTreeImpl.close` after the last emit: it sends the one ``init``.
-        Raises FatalError when there are no ackers (a batch cannot be tracked)."""
+        """Start one tuple tree for a whole batch (``(txid, attempt)``).
+
+        Every tuple emitted through it shares one root, and the tree is acked only when all
+        of them are fully processed (Storm's transactional spouts: a batch is one tree).
+        Call :meth:`BatchTreeImpl.close` after the last emit: it sends the one ``init``.
+        Raises FatalError when there are no ackers (a batch cannot be tracked).
+        """
         if self.acks is None:
             raise FatalError(f"[{self.component}] a transactional spout needs ackers (topology.acker.executors > 0)")
         return BatchTreeImpl(self, msg_id, batch)
 
 
 class BatchTreeImpl:
-    """The tree of one batch (see :meth:`SpoutOutputCollectorImpl.open_tree`), implementing
-    :class:`~streams.model.collector.BatchTree`. Not thread-safe."""
+    """The tree of one batch (see :meth:`SpoutOutputCollectorImpl.open_tree`), implementing :class:`~streams.model.collector.BatchTree`.
+
+    Not thread-safe.
+    """
 
     def __init__(self, collector: SpoutOutputCollectorImpl, msg_id: Any, batch: tuple[int, int]) -> None:
         self.collector = collector
@@ -343,8 +351,10 @@ class BatchTreeImpl:
         self._send(route, local, stream, values)
 
     def close(self) -> int:
-        """Send the tree's ``init`` (the XOR of every edge) and start tracking it; returns
-        the root id. A batch that reached no task is acked at once."""
+        """Send the tree's ``init`` (the XOR of every edge) and start tracking it; returns the root id.
+
+        A batch that reached no task is acked at once.
+        """
         c = self.collector
         if self.emitted:
             assert c.acks is not None

@@ -47,8 +47,10 @@ C = TypeVar("C", bound=Component)
 
 
 class Every:
-    """A period timer on the caller's monotonic clock: :meth:`due` is True at most once
-    per ``period_s`` seconds (the first time at ``start + delay_s``).
+    """A period timer on the caller's monotonic clock.
+
+    :meth:`due` is True at most once per ``period_s`` seconds, the first time at
+    ``start + delay_s`` (default: one period after ``start``).
 
     >>> t = Every(1.0, start=10.0)
     >>> [t.due(now) for now in (10.5, 11.0, 11.2, 12.1)]
@@ -62,6 +64,7 @@ class Every:
         self.next_at = start + (period_s if delay_s is None else delay_s)
 
     def due(self, now: float) -> bool:
+        """True at most once per period, when ``now`` (monotonic seconds) reached the next time."""
         if now < self.next_at:
             return False
         self.next_at = now + self.period_s
@@ -70,8 +73,10 @@ class Every:
 
 @dataclass(frozen=True, kw_only=True)
 class ExecutorEnv:
-    """What an executor of any kind is built from (one typed path: the worker makes one per
-    executor and looks the kind's class up in one table, ``service.worker.EXECUTOR_KINDS``).
+    """What an executor of any kind is built from.
+
+    One typed path: the worker makes one per executor and looks the kind's class up in one
+    table, ``service.worker.EXECUTOR_KINDS``.
 
     Attributes:
       topology: the validated topology (every worker loads the same one).
@@ -162,8 +167,7 @@ class Executor:
         raise NotImplementedError
 
     def _task_count(self) -> int:
-        """How many tasks the component has (the acker, not a declared component, has
-        ``topology.acker.executors``)."""
+        """How many tasks the component has (the acker, not a declared component, has ``topology.acker.executors``)."""
         cdef = self.topology.components.get(self.component)
         return cdef.num_tasks if cdef is not None else self.conf.ackers
 
@@ -172,15 +176,19 @@ class Executor:
         self.assigned.set()
 
     def _assign(self, consumer: Consumer, topic: str) -> list[TopicPartition]:
-        """Start reading this executor's tasks: partitions :attr:`tasks` of ``topic``, each
-        from the group's committed offset (else the earliest). Returns them."""
+        """Start reading this executor's tasks: partitions :attr:`tasks` of ``topic``, each from the group's committed offset (else the earliest).
+
+        Returns them.
+        """
         partitions = [TopicPartition(topic, p) for p in self.tasks]
         consumer.assign(partitions)
         return partitions
 
     def _task_copy(self, partition: int, kind: type[C]) -> tuple[int, TopologyContext, C]:
-        """A fresh copy of the component for the task at input ``partition``: its global task
-        id, its context and the copy. Raises FatalError if the copy is not a ``kind``."""
+        """A fresh copy of the component for the task at input ``partition``: its global task id, its context and the copy.
+
+        Raises FatalError if the copy is not a ``kind``.
+        """
         cdef = self.topology.components[self.component]
         task_id = cdef.task_base + partition
         ctx = TopologyContext(self.topology, self.component, task_id, self.worker, self.local, self.io, self.conf)
@@ -221,8 +229,7 @@ class Executor:
         self.stats.counters.update(totals)
 
     def _process_gauges(self) -> None:
-        """The worker process's CPU seconds and resident memory (bytes), in every executor's
-        snapshot (exported once per worker)."""
+        """The worker process's CPU seconds and resident memory (bytes), in every executor's snapshot (exported once per worker)."""
         cpu, rss = process_usage()
         self.stats.gauges["process_cpu_seconds"] = cpu
         self.stats.gauges["process_rss_bytes"] = rss

@@ -26,9 +26,12 @@ from typing import Any
 
 @dataclass(slots=True)
 class InFlight:
-    """One tracked tree: its root id, the spout task that emitted it, the spout's message
-    id, the emit time (seconds on the map's clock), and its weight: the message ids it
-    carries (1, or the records of a :class:`streams.kafka.source.KafkaRecordsId`)."""
+    """One tracked tree.
+
+    Its root id, the spout task that emitted it, the spout's message id, the emit time
+    (seconds on the map's clock), and its weight: the message ids it carries (1, or the
+    records of a :class:`streams.kafka.source.KafkaRecordsId`).
+    """
 
     root: int
     task_id: int
@@ -57,8 +60,11 @@ class InFlightTrees:
         return len(self._trees)
 
     def pending(self, task_id: int) -> int:
-        """Message ids in flight emitted by ``task_id`` (the sum of its trees' weights: what
-        ``topology.max.spout.pending`` bounds, as Storm's pending tuples)."""
+        """Message ids in flight emitted by ``task_id``.
+
+        The sum of its trees' weights: what ``topology.max.spout.pending`` bounds, as Storm's
+        pending tuples.
+        """
         return self._per_task.get(task_id, 0)
 
     def message_ids(self) -> int:
@@ -71,8 +77,10 @@ class InFlightTrees:
         self._per_task[task_id] = self._per_task.get(task_id, 0) + weight
 
     def settle(self, root: int) -> InFlight | None:
-        """Stop tracking ``root`` (its outcome arrived). ``None`` (and counted in
-        :attr:`ignored`) if it is not in flight."""
+        """Stop tracking ``root`` (its outcome arrived).
+
+        ``None`` (and counted in :attr:`ignored`) if it is not in flight.
+        """
         tree = self._trees.pop(root, None)
         if tree is None:
             self.ignored += 1
@@ -87,8 +95,7 @@ class InFlightTrees:
         return self.clock() - next(iter(self._trees.values())).emitted_at
 
     def expired(self, timeout_s: float) -> list[InFlight]:
-        """Remove and return every tree emitted at least ``timeout_s`` seconds ago, oldest
-        first (Storm's spout-side ``topology.message.timeout.secs``)."""
+        """Remove and return every tree emitted at least ``timeout_s`` seconds ago, oldest first (Storm's spout-side ``topology.message.timeout.secs``)."""
         deadline = self.clock() - timeout_s
         trees = self._trees
         out: list[InFlight] = []

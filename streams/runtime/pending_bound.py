@@ -61,6 +61,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from typing_extensions import override
+
 
 class PendingBound(Protocol):
     """What the spout executor asks of a bound (per spout task, the same for all its tasks)."""
@@ -83,35 +85,43 @@ class PendingBound(Protocol):
         ...
 
     def adjust(self, oldest_age_s: float) -> str:
-        """Maybe change the bound (called often; acts once per window). ``oldest_age_s``: the
-        age of the oldest tree in flight (0 if none). Returns what it did."""
+        """Maybe change the bound (called often; acts once per window).
+
+        ``oldest_age_s``: the age of the oldest tree in flight (0 if none). Returns what it
+        did.
+        """
         ...
 
 
-class FixedBound:
+class FixedBound(PendingBound):
     """``topology.max.spout.pending`` set by the user: a fixed bound (Storm's semantics)."""
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
 
+    @override
     @property
     def limit(self) -> int:
         return self._limit
 
+    @override
     def completed(self, latency_s: float, weight: int = 1) -> None:
         pass
 
+    @override
     def timed_out(self) -> None:
         pass
 
+    @override
     def hit(self) -> None:
         pass
 
+    @override
     def adjust(self, oldest_age_s: float) -> str:
         return "fixed"
 
 
-class AdaptiveBound:
+class AdaptiveBound(PendingBound):
     """Trees in flight per task, adapted to a complete latency target (see the module docstring).
 
     Args:
@@ -156,10 +166,12 @@ class AdaptiveBound:
         self.changes = 0
         """How many times the bound changed (for the executor's metrics)."""
 
+    @override
     @property
     def limit(self) -> int:
         return self._limit
 
+    @override
     def completed(self, latency_s: float, weight: int = 1) -> None:
         self._done += 1
         if latency_s > self._slowest:
@@ -174,12 +186,15 @@ class AdaptiveBound:
             return
         self.slow_start = False
 
+    @override
     def timed_out(self) -> None:
         self._timeouts += 1
 
+    @override
     def hit(self) -> None:
         self._hit = True
 
+    @override
     def adjust(self, oldest_age_s: float) -> str:
         now = self.clock()
         if now < self._window_end:

@@ -1,6 +1,7 @@
-"""Routing (Storm's ``executor/`` grouper wiring): for each stream a task emits on, the
-subscribers' topics with the grouping that picks their partitions (tasks), and the
-external outputs (``set_output``).
+"""Routing (Storm's ``executor/`` grouper wiring).
+
+For each stream a task emits on, the subscribers' topics with the grouping that picks their
+partitions (tasks), and the external outputs (``set_output``).
 
 One :class:`Router` per emitting task; one grouping object per subscription
 (:func:`make_grouping`), since shuffle and custom groupings keep per-task state.
@@ -43,6 +44,8 @@ class Route:
 
 @dataclass
 class Output:
+    """An external output of a stream (``set_output``): its topic, key field position and fields."""
+
     topic: str
     key_index: int
     fields: tuple[str, ...]
@@ -82,6 +85,7 @@ class Router:
             ]
 
     def stream(self, stream: str) -> list[Route]:
+        """The routes of ``stream``. Raises FatalError naming the component for an undeclared stream."""
         try:
             return self.routes[stream]
         except KeyError:

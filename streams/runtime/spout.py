@@ -106,9 +106,12 @@ class SpoutExecutor(Executor):
         )
 
     def _make_bound(self) -> PendingBound:
-        """``topology.max.spout.pending`` if set (fixed, as in Storm), else an
+        """The bound on message ids in flight per task.
+
+        ``topology.max.spout.pending`` if set (fixed, as in Storm), else an
         :class:`~streams.runtime.pending_bound.AdaptiveBound` aiming at
-        ``squall.spout.pending.target.latency.secs`` (never above a fifth of the message timeout)."""
+        ``squall.spout.pending.target.latency.secs`` (never above a fifth of the message timeout).
+        """
         conf = self.conf
         if conf.max_spout_pending is not None:
             return FixedBound(conf.max_spout_pending)
@@ -118,8 +121,7 @@ class SpoutExecutor(Executor):
 
     # -- tasks -----------------------------------------------------------------------
     def _open_tasks(self) -> None:
-        """A spout copy per task, opened (Storm: ``open`` once per task); a Kafka-reading
-        spout's source partitions start being read."""
+        """A spout copy per task, opened (Storm: ``open`` once per task); a Kafka-reading spout's source partitions start being read."""
         added: list[SpoutTask] = []
         base = self.cdef.task_base
         previous = read_ledgers(
@@ -236,8 +238,10 @@ class SpoutExecutor(Executor):
                 task.spout.fail(tree.msg_id)
 
     def drain(self) -> None:
-        """Stop emitting for good (SIGTERM): trees in flight finish, and their offsets are
-        committed, before the executor is stopped. Thread-safe."""
+        """Stop emitting for good (SIGTERM): trees in flight finish, and their offsets are committed, before the executor is stopped.
+
+        Thread-safe.
+        """
         self.draining = True
         self.active.clear()
 
@@ -278,8 +282,10 @@ class SpoutExecutor(Executor):
         self.producer.poll(0)
 
     def _write_ledgers(self) -> None:
-        """Write each task's ledger that changed (after the flush's tuples and acker ops, on
-        the same producer): a ``kill -9`` loses at most the last flush interval's counts."""
+        """Write each task's ledger that changed (after the flush's tuples and acker ops, on the same producer).
+
+        A ``kill -9`` loses at most the last flush interval's counts.
+        """
         for task in self.by_task.values():
             ledger = task.ledger
             ledger.set_emitted(task.collector.emitted)

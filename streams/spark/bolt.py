@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from typing_extensions import override
+
 from streams.config import resolve
 from streams.exceptions import DecodeError, FailedException, FatalError
 from streams.model.bolt import Bolt
@@ -67,8 +69,7 @@ OUT_SCHEMA_DDL = "kind tinyint, topic string, partition int, key binary, value b
 
 @functools.cache
 def out_arrow_schema() -> Any:
-    """The Arrow form of :data:`OUT_SCHEMA_DDL` (pyarrow is imported only where Spark runs,
-    so topologies load without the spark extra)."""
+    """The Arrow form of :data:`OUT_SCHEMA_DDL` (pyarrow is imported only where Spark runs, so topologies load without the spark extra)."""
     import pyarrow as pa
 
     return pa.schema(
@@ -95,13 +96,13 @@ def to_signed(v: int) -> int:
 
 
 def to_unsigned(v: int) -> int:
+    """A 64-bit id from Spark's signed long back to Squall's unsigned form."""
     return v + _U64 if v < 0 else v
 
 
 @dataclass
 class Emit:
-    """One output of a rows-mode function: ``values`` on ``stream``; ``task`` for a direct
-    stream; ``anchored=False`` for an unanchored (untracked) emit."""
+    """One output of a rows-mode function: ``values`` on ``stream``; ``task`` for a direct stream; ``anchored=False`` for an unanchored (untracked) emit."""
 
     values: list[Any]
     stream: str = DEFAULT_STREAM
@@ -136,19 +137,22 @@ class SparkBolt(Bolt):
         self.batch = batch
         self.committer = committer
 
+    @override
     def validate(self, component_id: str) -> None:
         if not callable(self.fn):
             raise SparkBoltError(f"[{component_id}] SparkBolt needs a callable, got {type(self.fn).__name__}")
         if self.batch not in BATCH_MODES:
             raise SparkBoltError(f"[{component_id}] SparkBolt batch must be one of {BATCH_MODES}, not {self.batch!r}")
 
+    @override
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         if self.output_fields is not None:
             declarer.declare(list(self.output_fields))
         for name, fields in self.extra_streams.items():
             declarer.declare(list(fields), stream=name)
 
-    def execute(self, tuple: Tuple) -> None:  # noqa: A002
+    @override
+    def execute(self, tuple: Tuple) -> None:
         raise FatalError("a SparkBolt runs in a Spark query (streams.spark.runtime), not in a Python bolt executor")
 
 
@@ -244,11 +248,13 @@ class BoltProcessor:
         return {**self.__dict__, "_state": None}
 
     def state(self) -> _ProcessorState:
+        """The topology, bolt and collectors of this Python worker, loaded on first use."""
         if self._state is None:
             self._state = _ProcessorState.load(self.topology_file, self.name, self.overrides, self.service_conf, self.component)
         return self._state
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        """Run the bolt over one task's Arrow batches (Spark's ``mapInArrow``); yields output rows."""
         return self.state().run(batches)
 
 
@@ -474,5 +480,5 @@ class _ProcessorState:
 
 
 def _plain(values: list[Any]) -> list[Any]:
-    """numpy scalars -> Python values (the envelope is JSON)."""
+    """Numpy scalars -> Python values (the envelope is JSON)."""
     return [v.item() if hasattr(v, "item") else v for v in values]

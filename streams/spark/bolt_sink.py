@@ -33,6 +33,7 @@ import pyarrow as pa
 from confluent_kafka import TopicPartition
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, DataSourceStreamWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
+from typing_extensions import override
 
 from streams.monitoring.stats import ExecutorStats, LogHistogram
 from streams.runtime.acks import AckBuffer
@@ -49,8 +50,11 @@ log = logging.getLogger("squall.spark.bolt_sink")
 
 @dataclass
 class BoltCommit(WriterCommitMessage):
-    """One write task's result: coalesced ``acks`` (root -> val), ``fails``, committer
-    ``state`` (JSON key -> delta list), delivered ``records`` and task ``stats``."""
+    """One write task's result.
+
+    Coalesced ``acks`` (root -> val), ``fails``, committer ``state`` (JSON key -> delta
+    list), delivered ``records`` and task ``stats``.
+    """
 
     acks: dict[int, int] = field(default_factory=dict)
     fails: set[int] = field(default_factory=set)
@@ -124,6 +128,7 @@ class BoltStreamWriter(DataSourceStreamArrowWriter):
         self.producer_conf = opt.kafka_settings(options, opt.SINK_DEFAULTS, self.where)
         self.flush_timeout_s = opt.number(options, "flushTimeoutSecs", 60.0, self.where) or 60.0
 
+    @override
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         delivery = Delivery(self.producer_conf, self.where, self.flush_timeout_s)
         out = write_bolt_rows(delivery, iterator)
@@ -134,6 +139,7 @@ class BoltStreamWriter(DataSourceStreamArrowWriter):
             out.acks.clear()
         return out
 
+    @override
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         merged = merge_commits(messages)
         started = time.time()
@@ -203,9 +209,11 @@ def _fold(combine: Any, deltas: list[Any]) -> Any:
 class SquallBoltDataSource(DataSource):
     """``format("squall-bolt")``: the sink of a SparkBolt query (internal)."""
 
+    @override
     @classmethod
     def name(cls) -> str:
         return "squall-bolt"
 
+    @override
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         return BoltStreamWriter(self.options)

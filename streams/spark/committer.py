@@ -1,5 +1,7 @@
-"""Committer SparkBolts: the micro-batch id is the txid, and the state is Squall's
-txid-aware state (:mod:`streams.state`, the same implementation committer bolts use).
+"""Committer SparkBolts.
+
+The micro-batch id is the txid, and the state is Squall's txid-aware state
+(:mod:`streams.state`, the same implementation committer bolts use).
 
 Storm's transactional topologies (and Trident's transactional state) store
 ``key -> (txid, value)``: applying batch ``txid`` to a key whose stored txid is already

@@ -15,6 +15,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, DataSourceStreamWriter
 from pyspark.sql.types import StructType
+from typing_extensions import override
 
 from streams.spark.sink import KafkaStreamWriter
 from streams.spark.source import SCHEMA, KafkaStreamReader
@@ -23,16 +24,20 @@ from streams.spark.source import SCHEMA, KafkaStreamReader
 class SquallKafkaDataSource(DataSource):
     """``format("squall-kafka")``: read and write Kafka topics from PySpark."""
 
+    @override
     @classmethod
     def name(cls) -> str:
         return "squall-kafka"
 
+    @override
     def schema(self) -> str:
         return SCHEMA
 
+    @override
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return KafkaStreamReader(self.options)
 
+    @override
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         return KafkaStreamWriter(self.options)
 

@@ -21,6 +21,7 @@
                              ``kafka.fetch.queue.backoff.ms`` (source default 50, not
                              librdkafka's 1 s: the watermark consumer's queue fills between
                              triggers, and each full queue would stall its fetches 1 s)
+
 ===========================  ==============================================================
 """
 
@@ -50,6 +51,7 @@ def _get(options: Mapping[str, str], key: str) -> str | None:
 
 
 def bootstrap(options: Mapping[str, str], where: str) -> str:
+    """``bootstrap.servers`` (or ``kafka.bootstrap.servers``). Raises ConfigError naming ``where`` when missing."""
     value = _get(options, "bootstrap.servers") or _get(options, "kafka.bootstrap.servers")
     if not value:
         raise ConfigError(f"[{where}] option bootstrap.servers is required")
@@ -67,11 +69,13 @@ def kafka_settings(options: Mapping[str, str], defaults: Mapping[str, Any], wher
 
 
 def text(options: Mapping[str, str], key: str, default: str | None = None) -> str | None:
+    """Option ``key`` as text, or ``default``."""
     value = _get(options, key)
     return default if value is None or value == "" else value
 
 
 def number(options: Mapping[str, str], key: str, default: float | None, where: str) -> float | None:
+    """Option ``key`` as a number, or ``default``. Raises ConfigError naming ``where`` for a non-number."""
     value = _get(options, key)
     if value is None or value == "":
         return default
@@ -82,6 +86,7 @@ def number(options: Mapping[str, str], key: str, default: float | None, where: s
 
 
 def topics(options: Mapping[str, str], where: str) -> list[str]:
+    """The ``subscribe`` option's topics. Raises ConfigError naming ``where`` when there are none."""
     value = _get(options, "subscribe")
     names = [t.strip() for t in (value or "").split(",") if t.strip()]
     if not names:
@@ -90,6 +95,7 @@ def topics(options: Mapping[str, str], where: str) -> list[str]:
 
 
 def max_tasks(options: Mapping[str, str], where: str) -> int:
+    """The ``maxTasks`` option (default: the cores). Raises ConfigError naming ``where`` below 1."""
     n = number(options, "maxTasks", float(os.cpu_count() or 1), where)
     assert n is not None
     if n < 1:
@@ -98,9 +104,11 @@ def max_tasks(options: Mapping[str, str], where: str) -> int:
 
 
 class BoltSinkPlan(BaseModel):
-    """What a SparkBolt's driver tells the ``squall-bolt`` sink's writers, in the
-    ``squall.plan`` option (schema: ``schemas/spark-bolt-plan.schema.json``): the bolt, its
-    topology (loaded again where the committer runs) and where its acks go. Frozen."""
+    """What a SparkBolt's driver tells the ``squall-bolt`` sink's writers, in the ``squall.plan`` option (schema: ``schemas/spark-bolt-plan.schema.json``).
+
+    The bolt, its topology (loaded again where the committer runs) and where its acks go.
+    Frozen.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -24,6 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import override
+
 from streams.exceptions import FatalError
 from streams.model.tuple import SYSTEM_COMPONENT
 from streams.monitoring.board import StatsBoard
@@ -164,12 +166,15 @@ class SparkBoltExecutor(Executor):
         self.bolt_stats = ExecutorStats(self.topology.name, self.component, "bolt", self.worker)
         self._board: Any = None
 
+    @override
     def all_stats(self) -> list[ExecutorStats]:
         return [self.stats, self.bolt_stats]
 
     def _fold_bolt_stats(self) -> None:
-        """Add the per-batch snapshots published since the last call (each is a delta with
-        its own instance) to ``bolt_stats``, then forget them: O(new batches), bounded memory."""
+        """Add the per-batch snapshots published since the last call (each is a delta with its own instance) to ``bolt_stats``, then forget them.
+
+        O(new batches), bounded memory.
+        """
         if self._board is None:
             self._board = StatsBoard(self.bootstrap, self.topology.name)
         self._board.poll(0)

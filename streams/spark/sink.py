@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
+from typing_extensions import override
 
 from streams.kafka.clients import produce_fn
 from streams.spark import clients
@@ -52,8 +53,11 @@ class Delivery:
         self.records = 0
 
     def finish(self) -> bool:
-        """Wait for every delivery. True if all were delivered; raises SparkSinkError if
-        the flush timed out (records may still be queued)."""
+        """Wait for every delivery.
+
+        True if all were delivered; raises SparkSinkError if the flush timed out (records
+        may still be queued).
+        """
         left = self.producer.flush(self.flush_timeout_s)
         if left:
             raise SparkSinkError(f"[{self.where}] {left} records still undelivered after {self.flush_timeout_s} s")
@@ -89,6 +93,7 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         self.topic = opt.text(options, "topic")
         self.flush_timeout_s = opt.number(options, "flushTimeoutSecs", 60.0, self.where) or 60.0
 
+    @override
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         delivery = Delivery(self.producer_conf, self.where, self.flush_timeout_s)
         for batch in iterator:
@@ -97,6 +102,7 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
             raise SparkSinkError(f"[{self.where}] {delivery.tracker.failures - delivery.failures_before} deliveries failed; the batch will be retried")
         return SinkCommit(delivery.records)
 
+    @override
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         n = sum(m.records for m in messages if isinstance(m, SinkCommit))
         log.debug("[%s] batch %d committed: %d records", self.where, batchId, n)

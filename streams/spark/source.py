@@ -25,6 +25,7 @@ import pyarrow as pa
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+from typing_extensions import override
 
 from streams.kafka.clients import new_consumer
 from streams.spark import clients
@@ -125,6 +126,7 @@ class EndOffsets:
             self.consumer.consume(1, 0.05)
 
     def close(self) -> None:
+        """Close the reader's consumers."""
         self.consumer.close()
 
 
@@ -177,8 +179,11 @@ def read_ranges(conf: Mapping[str, Any], ranges: Sequence[Range], timeout_s: flo
 
 # -- the Spark reader ------------------------------------------------------------------
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Spark's side of the source (see the module doc). Pickled to executors: the Kafka
-    clients are created lazily and dropped in ``__getstate__``."""
+    """Spark's side of the source (see the module doc).
+
+    Pickled to executors: the Kafka clients are created lazily and dropped in
+    ``__getstate__``.
+    """
 
     def __init__(self, options: Mapping[str, str]) -> None:
         where = "squall-kafka"
@@ -226,14 +231,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             out[t][str(p)] = e
         return out
 
+    @override
     def initialOffset(self) -> dict[str, Any]:
         if self.starting == "latest":
             return self._latest()
         return {t: {str(p): 0 for tt, p in self._partitions() if tt == t} for t in self.topics}
 
+    @override
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
 
+    @override
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         latest = self._latest()
         # partitions that appeared since ``start`` begin at 0
@@ -245,15 +253,19 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             end = cap_ranges(start, end, limit.max_rows)
         return end
 
+    @override
     def reportLatestOffset(self) -> dict[str, Any] | None:
         return self._latest()
 
+    @override
     def prepareForTriggerAvailableNow(self) -> None:
         self.target = self._latest()
 
+    @override
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         return [InputPartition(ranges) for ranges in plan_ranges(start, end, self.tasks)]
 
+    @override
     def commit(self, end: dict[str, Any]) -> None:
         if not self.group:
             return
@@ -263,12 +275,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except Exception as exc:  # lag dashboards only: never fail the query for it
             log.warning("[squall-kafka] committing %s to group %s failed: %s", end, self.group, exc)
 
+    @override
     def stop(self) -> None:
         if self._ends is not None:
             self._ends.close()
             self._ends = None
 
     # executor side
+    @override
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         ranges: list[Range] = [tuple(r) for r in partition.value]
         yield from read_ranges(self.consumer_conf, ranges, self.read_timeout_s)

@@ -1,8 +1,7 @@
-"""Trident's state for exactly-once batches: ``key -> (txid, value)`` or
-``key -> (txid, prev, curr)``, on SQLite (embedded, on disk) or PostgreSQL.
+"""Trident's state for exactly-once batches: ``key -> (txid, value)`` or ``key -> (txid, prev, curr)``, on SQLite (embedded, on disk) or PostgreSQL.
 
-A committer bolt applies each batch's updates in one database transaction together with
-the last committed txid (:meth:`State.apply`). Which semantics to choose:
+A committer bolt applies each batch's updates in one database transaction together with the
+last committed txid (:meth:`State.apply`). Which semantics to choose:
 
 * :class:`TransactionalState` when a txid always replays the same tuples (a transactional
   spout): an update whose txid equals the stored one is skipped.

@@ -10,6 +10,7 @@ Both keep three tables, shared by every state of a database (``name`` tells them
                            task) committed into that state
 ``squall_state_commits``   one row per :meth:`StateTx.commit`: ``(seq, name, writer, txid,
                            written, skipped)``, in commit order (what a committer did, when)
+
 =========================  ==============================================================
 
 A batch's reads and writes and its txid go into one database transaction
@@ -38,6 +39,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import override
+
 from streams.exceptions import StateError
 
 SQLITE_SCHEMA = (
@@ -64,13 +67,11 @@ class StateTx(ABC):
 
     @abstractmethod
     def read(self, keys: list[str]) -> dict[str, Any]:
-        """The stored JSON values of ``keys`` (absent keys are left out); rows are locked
-        for the rest of the transaction where the database supports it."""
+        """The stored JSON values of ``keys`` (absent keys are left out); rows are locked for the rest of the transaction where the database supports it."""
 
     @abstractmethod
     def write(self, txid: int, rows: dict[str, Any]) -> None:
-        """Insert or replace ``key -> value`` rows (values are JSON-serialisable), written
-        by this writer in batch ``txid``."""
+        """Insert or replace ``key -> value`` rows (values are JSON-serialisable), written by this writer in batch ``txid``."""
 
     @abstractmethod
     def delete(self, keys: list[str]) -> None:
@@ -90,8 +91,10 @@ class StateTx(ABC):
 
 
 class StateBackend(ABC):
-    """A database holding states. Safe to share between threads (each thread gets its own
-    connection); picklable (it reconnects from its URL), so Spark tasks can carry it.
+    """A database holding states.
+
+    Safe to share between threads (each thread gets its own connection); picklable (it
+    reconnects from its URL), so Spark tasks can carry it.
 
     Raises :class:`StateError` naming the store when it cannot be reached.
     """
@@ -170,8 +173,7 @@ class _SqliteTx(StateTx):
 
 
 class SqliteBackend(StateBackend):
-    """State in one SQLite file (WAL mode; ``BEGIN IMMEDIATE`` per batch, so writers on
-    several threads or processes of one machine take turns)."""
+    """State in one SQLite file (WAL mode; ``BEGIN IMMEDIATE`` per batch, so writers on several threads or processes of one machine take turns)."""
 
     def __init__(self, url: str, path: str) -> None:
         self.url = url
@@ -209,6 +211,7 @@ class SqliteBackend(StateBackend):
         except (sqlite3.Error, OSError) as exc:
             raise StateError(f"[state] cannot open {self.url}: {exc}") from exc
 
+    @override
     @contextmanager
     def transaction(self, name: str, writer: str = "") -> Iterator[StateTx]:
         with self._lock if self.path == ":memory:" else _nolock():
@@ -221,14 +224,17 @@ class SqliteBackend(StateBackend):
                 raise
             db.execute("COMMIT")
 
+    @override
     def get(self, name: str, key: str) -> Any | None:
         row = self._db().execute("SELECT value FROM squall_state WHERE name = ? AND key = ?", (name, key)).fetchone()
         return None if row is None else json.loads(row[0])
 
+    @override
     def items(self, name: str) -> Iterator[tuple[str, Any]]:
         for k, v in self._db().execute("SELECT key, value FROM squall_state WHERE name = ?", (name,)).fetchall():
             yield k, json.loads(v)
 
+    @override
     def last_txid(self, name: str, writer: str | None = None) -> int | None:
         if writer is None:
             row = self._db().execute("SELECT MAX(txid) FROM squall_state_txid WHERE name = ?", (name,)).fetchone()
@@ -236,10 +242,12 @@ class SqliteBackend(StateBackend):
             row = self._db().execute("SELECT txid FROM squall_state_txid WHERE name = ? AND writer = ?", (name, writer)).fetchone()
         return None if row is None or row[0] is None else int(row[0])
 
+    @override
     def commits(self, name: str) -> list[tuple[str, int, int, int]]:
         rows = self._db().execute("SELECT writer, txid, written, skipped FROM squall_state_commits WHERE name = ? ORDER BY seq", (name,)).fetchall()
         return [(str(wr), int(t), int(w), int(s)) for wr, t, w, s in rows]
 
+    @override
     def close(self) -> None:
         db = getattr(self._local, "db", None)
         if db is not None:
@@ -300,8 +308,11 @@ class _PostgresTx(StateTx):
 
 
 class PostgresBackend(StateBackend):
-    """State in PostgreSQL (psycopg 3). Rows a batch reads are locked ``FOR UPDATE`` until
-    it commits, so committer tasks on several machines never lose an update."""
+    """State in PostgreSQL (psycopg 3).
+
+    Rows a batch reads are locked ``FOR UPDATE`` until it commits, so committer tasks on
+    several machines never lose an update.
+    """
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -331,6 +342,7 @@ class PostgresBackend(StateBackend):
             self._local.conn = conn
         return conn
 
+    @override
     @contextmanager
     def transaction(self, name: str, writer: str = "") -> Iterator[StateTx]:
         conn = self._conn()
@@ -342,14 +354,17 @@ class PostgresBackend(StateBackend):
             cur.execute(sql, args)
             return list(cur.fetchall())
 
+    @override
     def get(self, name: str, key: str) -> Any | None:
         rows = self._rows("SELECT value FROM squall_state WHERE name = %s AND key = %s", (name, key))
         return json.loads(rows[0][0]) if rows else None
 
+    @override
     def items(self, name: str) -> Iterator[tuple[str, Any]]:
         for k, v in self._rows("SELECT key, value FROM squall_state WHERE name = %s", (name,)):
             yield k, json.loads(v)
 
+    @override
     def last_txid(self, name: str, writer: str | None = None) -> int | None:
         if writer is None:
             rows = self._rows("SELECT MAX(txid) FROM squall_state_txid WHERE name = %s", (name,))
@@ -357,10 +372,12 @@ class PostgresBackend(StateBackend):
             rows = self._rows("SELECT txid FROM squall_state_txid WHERE name = %s AND writer = %s", (name, writer))
         return int(rows[0][0]) if rows and rows[0][0] is not None else None
 
+    @override
     def commits(self, name: str) -> list[tuple[str, int, int, int]]:
         rows = self._rows("SELECT writer, txid, written, skipped FROM squall_state_commits WHERE name = %s ORDER BY seq", (name,))
         return [(str(wr), int(t), int(w), int(s)) for wr, t, w, s in rows]
 
+    @override
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
@@ -378,8 +395,10 @@ def _redact(url: str) -> str:
 
 
 def open_backend(url: str) -> StateBackend:
-    """The backend named by ``url`` (see the module docstring). Raises StateError for an
-    unknown scheme."""
+    """The backend named by ``url`` (see the module docstring).
+
+    Raises StateError for an unknown scheme.
+    """
     if url == "memory://":
         return SqliteBackend(url, ":memory:")
     if url.startswith("sqlite://"):

@@ -16,6 +16,8 @@ import operator
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from typing_extensions import override
+
 from streams.exceptions import BatchBehindStateError
 from streams.state.backend import StateBackend, StateTx
 
@@ -118,8 +120,7 @@ class State:
         raise NotImplementedError
 
     def apply(self, txid: int, updates: Iterable[tuple[Any, Any]]) -> ApplyResult:
-        """Apply batch ``txid``'s ``(key, delta)`` updates (keys may repeat) in one database
-        transaction, with ``txid`` as the state's last committed batch.
+        """Apply batch ``txid``'s ``(key, delta)`` updates (keys may repeat) in one database transaction, with ``txid`` as the state's last committed batch.
 
         Raises BatchBehindStateError (a replay of an older batch), StateError (the store).
         """
@@ -170,21 +171,26 @@ class State:
 
 
 class TransactionalState(State):
-    """``key -> (txid, value)`` (Trident ``TransactionalMap``). Exactly once only if every
-    replay of a txid carries the same tuples (a transactional spout)."""
+    """``key -> (txid, value)`` (Trident ``TransactionalMap``).
+
+    Exactly once only if every replay of a txid carries the same tuples (a transactional
+    spout).
+    """
 
     kind = "transactional"
 
     def _update(self, key: str, row: Any, txid: int, delta: Any) -> Any:
         return transactional_update(self.name, key, row, txid, delta, self.combine)
 
+    @override
     def value_of(self, row: Any) -> Any:
         return row[1]
 
 
 class OpaqueState(State):
-    """``key -> (txid, prev, curr)`` (Trident ``OpaqueMap``). Exactly once even when a
-    replayed txid carries other tuples (an opaque spout).
+    """``key -> (txid, prev, curr)`` (Trident ``OpaqueMap``).
+
+    Exactly once even when a replayed txid carries other tuples (an opaque spout).
 
     One step beyond Trident: when a writer applies its last txid again, the keys its earlier
     attempt wrote that this attempt does not touch go back to ``prev`` (or away, if that
@@ -204,6 +210,7 @@ class OpaqueState(State):
         tx.delete(gone)
         tx.write(txid, {k: [txid, rows[k][1], rows[k][1]] for k in stale if rows[k][1] is not None})
 
+    @override
     def value_of(self, row: Any) -> Any:
         return row[2]
 

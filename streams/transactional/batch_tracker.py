@@ -98,9 +98,11 @@ class BatchTracker:
 
     def data(self, txid: int, attempt: int, source_task: int, epoch: int = 0) -> TaskBatch | None:
         """A data tuple of the batch arrived from ``source_task`` (in its life ``epoch``).
+
         None when it is stale, or arrives after the input was complete: a duplicate (an
         upstream task that restarted re-sent what it had sent), which must not reach the
-        bolt. A batch whose upstream task changed lives mid-batch comes back ``broken``."""
+        bolt. A batch whose upstream task changed lives mid-batch comes back ``broken``.
+        """
         b = self.batch(txid, attempt)
         if b is None or b.input_done:
             return None
@@ -110,7 +112,9 @@ class BatchTracker:
 
     def marker(self, txid: int, attempt: int, source_task: int, count: int, tuple: Any, epoch: int = 0) -> TaskBatch | None:  # noqa: A002
         """``source_task``'s end marker: it sent this task ``count`` tuples of the batch.
-        None when stale or after the input was complete (a duplicate); maybe ``broken``."""
+
+        None when stale or after the input was complete (a duplicate); maybe ``broken``.
+        """
         b = self.batch(txid, attempt)
         if b is None or b.input_done:
             return None
@@ -126,8 +130,11 @@ class BatchTracker:
         return not b.broken
 
     def commit(self, txid: int, attempt: int, tuple: Any) -> TaskBatch | None:  # noqa: A002
-        """A committer's commit tuple. None when this task knows nothing of the batch: a
-        stale attempt, or one whose processing this task lost (it restarted)."""
+        """A committer's commit tuple.
+
+        None when this task knows nothing of the batch: a stale attempt, or one whose
+        processing this task lost (it restarted).
+        """
         done = self._finished.get(txid)
         if done is not None and attempt <= done:
             return None

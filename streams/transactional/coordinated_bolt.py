@@ -1,5 +1,7 @@
-"""CoordinatedBolt: runs any bolt of a transactional topology batch by batch (Storm's
-``CoordinatedBolt`` + ``BatchBoltExecutor``, as a wrapper the builder puts around every bolt).
+"""CoordinatedBolt: runs any bolt of a transactional topology batch by batch.
+
+Storm's ``CoordinatedBolt`` + ``BatchBoltExecutor``, as a wrapper that a transactional spout
+puts around every bolt (:mod:`streams.transactional.wiring`).
 
 Per batch and task:
 
@@ -28,6 +30,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from typing_extensions import override
+
 from streams.exceptions import FailedException, FatalError
 from streams.model.batch import BATCH_END_FIELDS, BATCH_END_STREAM, COMMIT_STREAM, SYSTEM_STREAMS, BatchAttempt, BatchBolt, BatchOutputCollector
 from streams.model.bolt import Bolt
@@ -42,8 +46,7 @@ log = logging.getLogger("squall.batch")
 
 
 class _Counting:
-    """An ordinary bolt's collector (:class:`~streams.model.collector.OutputCollector`),
-    counting what it emits per batch and target task."""
+    """An ordinary bolt's collector (:class:`~streams.model.collector.OutputCollector`), counting what it emits per batch and target task."""
 
     def __init__(self, collector: OutputCollector, owner: CoordinatedBolt) -> None:
         self._c = collector
@@ -111,17 +114,21 @@ class CoordinatedBolt(Bolt):
         self._current: TaskBatch | None = None
 
     # -- declaration ------------------------------------------------------------------
+    @override
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         self.inner.declare_output_fields(declarer)
         declarer.declare(list(BATCH_END_FIELDS), stream=BATCH_END_STREAM, direct=True)
 
+    @override
     def get_component_configuration(self) -> dict[str, Any] | None:
         return self.inner.get_component_configuration()
 
+    @override
     def validate(self, component_id: str) -> None:
         self.inner.validate(component_id)
 
     # -- lifecycle -------------------------------------------------------------------
+    @override
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.collector = collector
         self._conf = conf
@@ -144,13 +151,15 @@ class CoordinatedBolt(Bolt):
             assert isinstance(self.inner, Bolt)
             self.inner.prepare(conf, context, _Counting(collector, self))
 
+    @override
     def cleanup(self) -> None:
         if not self.batch_bolt:
             assert isinstance(self.inner, Bolt)
             self.inner.cleanup()
 
     # -- tuples ----------------------------------------------------------------------
-    def execute(self, tuple: Tuple) -> None:  # noqa: A002
+    @override
+    def execute(self, tuple: Tuple) -> None:
         if tuple.stream == BATCH_END_STREAM:
             txid, attempt, count = tuple.values
             b = self.tracker.marker(txid, attempt, tuple.source_task, count, tuple, tuple.epoch)
@@ -235,8 +244,11 @@ class CoordinatedBolt(Bolt):
             b.sent[t] = b.sent.get(t, 0) + 1
 
     def _broken(self, b: TaskBatch, t: Tuple) -> None:
-        """An upstream task restarted mid-batch and re-sent part of it: what this task holds
-        for the attempt cannot be trusted, so the tuple fails and the batch replays."""
+        """An upstream task restarted mid-batch and re-sent part of it.
+
+        What this task holds for the attempt cannot be trusted, so the tuple fails and the
+        batch replays.
+        """
         if b.bolt is not None:
             b.bolt = None
             log.warning(
@@ -313,8 +325,10 @@ class CoordinatedBolt(Bolt):
 
 
 def commit_phase_input(topology: Topology, component: str) -> bool:
-    """True if ``component`` receives tuples only in the commit phase: one of its inputs is
-    a committer, or is itself fed in the commit phase (seed point 14)."""
+    """True if ``component`` receives tuples only in the commit phase.
+
+    One of its inputs is a committer, or is itself fed in the commit phase (seed point 14).
+    """
     seen: set[str] = set()
 
     def fed_at_commit(c: str) -> bool:

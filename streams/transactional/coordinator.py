@@ -1,5 +1,6 @@
-"""The batch coordinator of a transactional spout (Storm's ``MasterBatchCoordinator`` with
-storm-kafka-client's per-partition batch metadata), as a pure state machine.
+"""The batch coordinator of a transactional spout, as a pure state machine.
+
+Storm's ``MasterBatchCoordinator``, with storm-kafka-client's per-partition batch metadata.
 
 It decides what the spout does next; the spout (:mod:`streams.transactional.spout`) does
 the I/O and persists :meth:`BatchCoordinator.snapshot` to the coordinator topic before it
@@ -56,6 +57,8 @@ CutHook = Callable[[int, int, dict[TP, Range]], dict[TP, Range]]
 
 
 class Phase(StrEnum):
+    """Where a batch is in its life: to emit, processing, processed, committing (Storm's transactional phases)."""
+
     TO_EMIT = "to_emit"
     """Cut (or to be emitted again); not in flight yet."""
     PROCESSING = "processing"
@@ -77,6 +80,7 @@ class BatchMeta:
     frozen: bool = False
 
     def records(self) -> int:
+        """How many records the batch's ranges hold."""
         return sum(end - first for first, end in self.ranges.values())
 
 
@@ -95,6 +99,8 @@ class CoordinatorState:
     attempts: dict[int, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
+        """The coordinator topic's JSON value (``schemas/coordinator.schema.json``)."""
+
         def tp(t: TP) -> str:
             return f"{t[0]}:{t[1]}"
 
@@ -170,17 +176,19 @@ class BatchCoordinator:
     # -- queries ---------------------------------------------------------------------
     @property
     def committed(self) -> int:
+        """The last committed txid (0: none)."""
         return self.state.committed
 
     def in_flight(self) -> list[BatchMeta]:
+        """The uncommitted batches, in txid order."""
         return [self.state.batches[t] for t in sorted(self.state.batches)]
 
     def snapshot(self) -> dict[str, Any]:
+        """The state to write to the coordinator topic before acting (see :meth:`CoordinatorState.to_json`)."""
         return self.state.to_json()
 
     def _cursor(self) -> dict[TP, int]:
-        """Where a new batch starts, per partition: the ends of the batches in flight, else
-        ``next_offsets``."""
+        """Where a new batch starts, per partition: the ends of the batches in flight, else ``next_offsets``."""
         cursor = dict(self.state.next_offsets)
         for b in self.in_flight():
             for tp, (_, end) in b.ranges.items():
@@ -189,8 +197,10 @@ class BatchCoordinator:
 
     # -- decisions -------------------------------------------------------------------
     def next_action(self, highs: Mapping[TP, int], starts: Mapping[TP, int]) -> Action | None:
-        """The next thing to do, given each partition's high watermark ``highs`` and the
-        first offset ``starts`` of partitions never read before. None: nothing now."""
+        """The next thing to do, given each partition's high watermark ``highs`` and the first offset ``starts`` of partitions never read before.
+
+        None: nothing now.
+        """
         batches = self.state.batches
         first = batches.get(self.state.committed + 1)
         if first is not None and first.phase == Phase.PROCESSED:
@@ -241,11 +251,13 @@ class BatchCoordinator:
         return b if b is not None and b.attempt == attempt and b.phase == phase else None
 
     def batch_acked(self, txid: int, attempt: int) -> None:
+        """The processing tree of ``txid.attempt`` completed: it may commit in its turn (a stale outcome is ignored)."""
         b = self._current(txid, attempt, Phase.PROCESSING)
         if b is not None:
             b.phase = Phase.PROCESSED
 
     def batch_failed(self, txid: int, attempt: int) -> None:
+        """The processing tree of ``txid.attempt`` failed or timed out: it and every later batch replay (rule 4)."""
         if self._current(txid, attempt, Phase.PROCESSING) is not None:
             self._replay_from(txid)
 
@@ -264,6 +276,7 @@ class BatchCoordinator:
         return b
 
     def commit_failed(self, txid: int, attempt: int) -> None:
+        """The commit of ``txid.attempt`` failed: it and every later batch replay (rule 4)."""
         if self._current(txid, attempt, Phase.COMMITTING) is not None:
             self._replay_from(txid)
 

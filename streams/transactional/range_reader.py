@@ -21,12 +21,9 @@ from streams.wire.naming import TP
 
 
 class RangeReader:
-    """Args:
-      consumer_config: the consumer's settings (a ``group.id`` is required by the client;
-        nothing is committed through this consumer).
-      partitions: the source partitions.
-      component: names errors.
-    Not thread-safe.
+    """Args: consumer_config: the consumer's settings (a ``group.id`` is required by the client; nothing is committed through this consumer).
+
+    partitions: the source partitions. component: names errors. Not thread-safe.
     """
 
     def __init__(self, consumer_config: dict[str, Any], partitions: list[TP], component: str) -> None:
@@ -38,8 +35,7 @@ class RangeReader:
         self.lows: dict[TP, int] = {}
 
     def highs(self) -> dict[TP, int]:
-        """Each partition's high watermark as last seen in a Fetch response (partitions not
-        fetched yet are absent)."""
+        """Each partition's high watermark as last seen in a Fetch response (partitions not fetched yet are absent)."""
         out: dict[TP, int] = {}
         for t, p in self.partitions:
             low, high = self.consumer.get_watermark_offsets(TopicPartition(t, p), cached=True)
@@ -54,8 +50,11 @@ class RangeReader:
         return {tp: self.lows.get(tp, 0) for tp in self.partitions}
 
     def read(self, ranges: dict[TP, Range], timeout_s: float = 60.0) -> dict[TP, list[Message]]:
-        """The records of each ``[first, end)`` range, in offset order. Raises FatalError
-        naming the partition if a range cannot be read within ``timeout_s``."""
+        """The records of each ``[first, end)`` range, in offset order.
+
+        Raises FatalError naming the partition if a range cannot be read within
+        ``timeout_s``.
+        """
         out: dict[TP, list[Message]] = {}
         missing: dict[TP, Range] = {}
         for tp, (first, end) in ranges.items():
@@ -98,4 +97,5 @@ class RangeReader:
         return None if pos is None or pos < 0 else int(pos)
 
     def close(self) -> None:
+        """Close the reader's consumer."""
         self.consumer.close()

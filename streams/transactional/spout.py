@@ -1,5 +1,6 @@
-"""Transactional and opaque transactional Kafka spouts (seed points 16-18; storm-kafka-client's
-Trident spouts): the batch coordinator and the batch emitter in one spout task.
+"""Transactional and opaque transactional Kafka spouts (seed points 16-18; storm-kafka-client's Trident spouts).
+
+The batch coordinator and the batch emitter in one spout task.
 
 Each :meth:`next_tuple` does at most one thing the coordinator (:mod:`streams.transactional.coordinator`)
 asks for, and persists the coordinator's state first (:mod:`streams.transactional.coordinator_store`):
@@ -41,6 +42,7 @@ from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
+from typing_extensions import override
 
 from streams.exceptions import FatalError, TopologyError
 from streams.kafka.clients import consumer_config, new_consumer
@@ -88,6 +90,7 @@ class TransactionalKafkaSpout(Spout):
         self.poisoned: set[tuple[str, int, int]] = set()
 
     # -- declaration -----------------------------------------------------------------
+    @override
     def validate(self, component_id: str) -> None:
         if self.partitions < 1:
             raise TopologyError(f"[{component_id}] {type(self).__name__} partitions must be >= 1, got {self.partitions}")
@@ -96,6 +99,7 @@ class TransactionalKafkaSpout(Spout):
         """Its own topic's partitions (the batches' source, not its task count)."""
         return self.partitions
 
+    @override
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         for stream, fields in self.translator.streams().items():
             declarer.declare(list(fields), stream=stream)
@@ -104,10 +108,13 @@ class TransactionalKafkaSpout(Spout):
 
     def extend_topology(self, component_id: str, defs: list[ComponentDef]) -> None:
         """Make the topology transactional (:func:`streams.transactional.wiring.wire_transactional`).
-        Raises TopologyError naming the component at fault."""
+
+        Raises TopologyError naming the component at fault.
+        """
         wire_transactional(component_id, defs)
 
     # -- lifecycle -------------------------------------------------------------------
+    @override
     def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
         self.collector = collector
         self.dead_letter = context.io.dead_letter
@@ -155,10 +162,12 @@ class TransactionalKafkaSpout(Spout):
         )
 
     def cut(self, txid: int, attempt: int, proposed: dict[TP, Range]) -> dict[TP, Range]:
-        """The ranges of a new batch (or of a replay cut again), given the ``proposed`` ones
-        (each partition from where the batch before ends, up to ``squall.batch.records``).
-        Only an opaque spout may change them; override to take less: what a batch leaves
-        out goes into a later one."""
+        """The ranges of a new batch, or of a replay cut again.
+
+        ``proposed``: each partition from where the batch before ends, up to
+        ``squall.batch.records``. Only an opaque spout may change them; override to take less: what a batch leaves
+        out goes into a later one.
+        """
         return proposed
 
     def _partitions(self, topics: list[str]) -> list[TP]:
@@ -173,6 +182,7 @@ class TransactionalKafkaSpout(Spout):
                 raise FatalError(f"[{self.component}] source topics {topics} not available")
             time.sleep(0.5)
 
+    @override
     def close(self) -> None:
         if self.reader is not None:
             self.reader.close()
@@ -180,6 +190,7 @@ class TransactionalKafkaSpout(Spout):
             self.group.close()
 
     # -- the coordinator's actions -----------------------------------------------------
+    @override
     def next_tuple(self) -> None:
         assert self.coordinator is not None and self.reader is not None and self.store is not None
         action = self.coordinator.next_action(self.reader.highs(), self.reader.starts())
@@ -248,6 +259,7 @@ class TransactionalKafkaSpout(Spout):
             log.warning("[%s] group offsets not committed (lag only): %s", self.component, exc)
 
     # -- outcomes --------------------------------------------------------------------
+    @override
     def ack(self, msg_id: Any) -> None:
         assert self.coordinator is not None
         kind, txid, attempt = msg_id
@@ -256,6 +268,7 @@ class TransactionalKafkaSpout(Spout):
         else:
             self._committed(txid, attempt)
 
+    @override
     def fail(self, msg_id: Any) -> None:
         assert self.coordinator is not None
         kind, txid, attempt = msg_id
@@ -267,8 +280,9 @@ class TransactionalKafkaSpout(Spout):
 
 
 class OpaqueKafkaSpout(TransactionalKafkaSpout):
-    """An opaque transactional spout: a replayed txid is cut again, so it may carry other
-    tuples than its first attempt (seed point 17). Pair it with
-    :class:`streams.state.OpaqueState`."""
+    """An opaque transactional spout: a replayed txid is cut again, so it may carry other tuples than its first attempt (seed point 17).
+
+    Pair it with :class:`streams.state.OpaqueState`.
+    """
 
     opaque = True

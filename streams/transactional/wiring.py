@@ -1,9 +1,8 @@
-"""How a transactional spout makes its topology transactional (Storm's
-``TransactionalTopologyBuilder`` and ``BatchSubtopologyBuilder.extendTopology``).
+"""How a transactional spout makes its topology transactional (Storm's ``TransactionalTopologyBuilder`` and ``BatchSubtopologyBuilder.extendTopology``).
 
 :class:`~streams.transactional.spout.TransactionalKafkaSpout` calls
-:func:`wire_transactional` from its :meth:`~streams.model.spout.Spout.extend_topology`
-hook, so :class:`~streams.model.topology.TopologyBuilder` never imports this package.
+:func:`wire_transactional` from its :meth:`~streams.model.spout.Spout.extend_topology` hook,
+so :class:`~streams.model.topology.TopologyBuilder` never imports this package.
 """
 
 from __future__ import annotations

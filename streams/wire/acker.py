@@ -49,6 +49,7 @@ def chunks(items: list[Any]) -> list[list[Any]]:
 
 
 def encode_ops(ops: list[list[int]]) -> bytes:
+    """One ``__acker`` record's value: a JSON list of ops (``schemas/acker-ops.schema.json``)."""
     return encode_json(ops)
 
 
@@ -66,6 +67,7 @@ def decode_list(raw: bytes | None, *, component: str, topic: str, partition: int
 
 
 def encode_results(results: list[list[Any]]) -> bytes:
+    """One ``__ack_result`` record's value: a JSON list of ``[code, root, latency]`` (``schemas/ack-result.schema.json``)."""
     return encode_json(results)
 
 
@@ -205,8 +207,9 @@ def murmur2(data: bytes) -> int:
 
 
 def murmur2_root(root: int) -> int:
-    """:func:`murmur2` of ``root.to_bytes(8, "big")``, unrolled for 8 bytes (about 3x faster:
-    two 4-byte blocks, no tail).
+    """:func:`murmur2` of ``root.to_bytes(8, "big")``, unrolled for 8 bytes.
+
+    About 3x faster: two 4-byte blocks, no tail.
 
     >>> all(murmur2_root(r) == murmur2(r.to_bytes(8, "big")) for r in (0, 1, 2**63 + 12345, 2**64 - 1))
     True
@@ -224,8 +227,10 @@ def murmur2_root(root: int) -> int:
 
 
 def acker_partition(root: int, ackers: int) -> int:
-    """The ``__acker`` partition (acker task) that owns ``root`` (a 64-bit unsigned id):
-    Kafka's murmur2 of its 8-byte key, as the Java client's default partitioner would pick."""
+    """The ``__acker`` partition (acker task) that owns ``root`` (a 64-bit unsigned id).
+
+    Kafka's murmur2 of its 8-byte key, as the Java client's default partitioner would pick.
+    """
     if ackers == 1:
         return 0
     return (murmur2_root(root) & 0x7FFFFFFF) % ackers

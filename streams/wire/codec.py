@@ -36,8 +36,10 @@ Envelope = tuple[str, str, int, list[Any], dict[int, int], tuple[int, int, int] 
 
 
 def encode_tuple(stream: str, component: str, task: int, values: list[Any], anchors: dict[int, int], batch: tuple[int, int, int] | None = None) -> bytes:
-    """Encode one tuple envelope. Raises ``TypeError`` for values JSON cannot hold
-    (including integers beyond 64 bits)."""
+    """Encode one tuple envelope.
+
+    Raises ``TypeError`` for values JSON cannot hold (including integers beyond 64 bits).
+    """
     flat: list[int] = []
     for root, edge in anchors.items():
         flat.append(root)
@@ -48,8 +50,10 @@ def encode_tuple(stream: str, component: str, task: int, values: list[Any], anch
 
 
 def encode_rooted(stream: str, component: str, task: int, values: list[Any], root: int, edge: int) -> bytes:
-    """:func:`encode_tuple` of a tuple in one tree, ``anchors == {root: edge}``, and no batch:
-    the same bytes, without building the map (the hot path of an anchored emit)."""
+    """:func:`encode_tuple` of a tuple in one tree, ``anchors == {root: edge}``, and no batch.
+
+    The same bytes, without building the map (the hot path of an anchored emit).
+    """
     return _dumps([VERSION, stream, component, task, values, [root, edge]])
 
 

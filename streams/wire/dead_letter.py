@@ -13,8 +13,10 @@ from __future__ import annotations
 
 
 def dead_letter_headers(reason: str, *, component: str, topic: str, partition: int, offset: int, attempts: int) -> list[tuple[str, str]]:
-    """The headers of a dead-letter record, as ``(name, value)`` strings (Kafka clients
-    encode them as UTF-8). ``attempts``: deliveries that failed (0 for a poison record)."""
+    """The headers of a dead-letter record, as ``(name, value)`` strings (Kafka clients encode them as UTF-8).
+
+    ``attempts``: deliveries that failed (0 for a poison record).
+    """
     return [
         ("squall.error", reason),
         ("squall.component", component),

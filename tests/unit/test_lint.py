@@ -1,4 +1,4 @@
-"""ruff and mypy --strict are clean (the configuration is pyproject.toml's)."""
+"""ruff (lint, with pydocstyle's Google convention for the packages, and format) and mypy --strict are clean (pyproject.toml configures them)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,19 @@ def test_ruff_is_clean() -> None:
     assert ruff is not None, "ruff is in the dev extra: pip install -e '.[dev]'"
     got = run(ruff, "check", ".")
     assert got.returncode == 0, got.stdout + got.stderr
+
+
+def test_ruff_format_is_clean() -> None:
+    ruff = shutil.which("ruff")
+    assert ruff is not None, "ruff is in the dev extra: pip install -e '.[dev]'"
+    got = run(ruff, "format", "--check", ".")
+    assert got.returncode == 0, "run `ruff format .`:\n" + got.stdout + got.stderr
+
+
+def test_pre_commit_runs_the_same_checks() -> None:
+    config = (ROOT / ".pre-commit-config.yaml").read_text()
+    for hook in ("id: ruff", "id: ruff-format", "id: mypy"):
+        assert hook in config, hook
 
 
 def test_mypy_strict_is_clean() -> None:
