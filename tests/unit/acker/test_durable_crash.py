@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from acker.durable import DurableLedger
 from acker.ledger import Ledger
 from streams.wire.acker import OP_ACK, OP_FAIL, OP_INIT
-from tests.unit.test_ledger_properties import build_tree
+from tests.unit.acker.test_ledger_properties import build_tree
 
 
 class Clock:

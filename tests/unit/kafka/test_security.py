@@ -20,7 +20,7 @@ from service.config import ServiceSettings
 from streams import ConfigError
 from streams.kafka import clients as kafka_io
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CLIENTS = {"Consumer", "Producer", "AdminClient"}
 ALLOWED = {
     "streams/kafka/clients.py",  # the factories

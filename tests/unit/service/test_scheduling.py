@@ -13,7 +13,7 @@ from streams.config import resolve
 from streams.model.loader import load_topology
 from streams.wire.naming import ACKER_COMPONENT
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 @given(st.integers(1, 200).flatmap(lambda n: st.tuples(st.just(n), st.integers(1, n))))

@@ -22,7 +22,7 @@ from streams.wire.codec import decode_tuple, encode_tuple
 from streams.wire.naming import component_topic
 from tests.unit.sim import apply_ops
 
-TOPOLOGIES = Path(__file__).resolve().parents[1] / "integration" / "topologies"
+TOPOLOGIES = Path(__file__).resolve().parents[2] / "integration" / "topologies"
 NAME = "t1"
 
 

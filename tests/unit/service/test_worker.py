@@ -1,0 +1,64 @@
+"""The worker builds every executor through one typed path: a WorkerPlan, one ExecutorEnv each, one table of kinds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from service.scheduling import worker_plan
+from service.worker import EXECUTOR_KINDS, build_executors, executor_class, executor_kind
+from streams.config import resolve
+from streams.model.loader import load_topology
+from streams.runtime.bolt import BoltExecutor
+from streams.runtime.executor import Executor
+from streams.runtime.spout import SpoutExecutor
+from streams.wire.naming import ACKER_COMPONENT
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize("kind", sorted(EXECUTOR_KINDS))
+def test_every_kind_is_an_executor_class(kind: str) -> None:
+    cls = executor_class(kind)
+    assert isinstance(cls, type) and issubclass(cls, Executor)
+
+
+def test_unknown_kind_is_refused() -> None:
+    with pytest.raises(KeyError):
+        executor_class("nimbus")
+
+
+def test_the_kind_of_each_component() -> None:
+    topology = load_topology(ROOT / "examples" / "wordcount_spark.py")
+    conf = resolve(topology.conf)
+    assert executor_kind(topology, "lines", conf) == "spout"
+    assert executor_kind(topology, "count", conf) == "bolt"
+    assert executor_kind(topology, "split", conf) == "spark"
+    assert executor_kind(topology, ACKER_COMPONENT, conf) == "acker"
+    assert executor_kind(topology, ACKER_COMPONENT, resolve({"squall.acker.runtime": "faust"})) == "acker-faust"
+
+
+def test_build_executors_gives_each_one_its_tasks_config_and_worker(tmp_path: Path) -> None:
+    path = ROOT / "examples" / "wordcount.py"
+    topology = load_topology(path, "wt")
+    conf = resolve(topology.conf, {"topology.workers": 1})
+    plan = worker_plan(
+        path, topology, conf, "127.0.0.1:1", tmp_path, topology_overrides={"topology.workers": 1}, service_conf={"squall.stats.interval.secs": 2}
+    )
+    executors = build_executors(plan, 0)
+    try:
+        spouts = [e for e in executors if isinstance(e, SpoutExecutor)]
+        assert {e.component for e in spouts} == {"lines"} and len(spouts) == topology.components["lines"].parallelism
+        assert sorted(t for e in spouts for t in e.tasks) == list(range(topology.components["lines"].num_tasks))
+        assert {e.component for e in executors} == {"lines", "split", "count", ACKER_COMPONENT}
+        bolts = [e for e in executors if isinstance(e, BoltExecutor)]
+        assert bolts and all(e.worker == "w0" and e.conf.stats_interval_secs == 2 for e in bolts)
+        assert len({id(e.local) for e in executors}) == 1  # one LocalTasks per worker (local-or-shuffle)
+        assert sorted(t for e in executors if e.component == "count" for t in e.tasks) == list(range(topology.components["count"].num_tasks))
+    finally:
+        for e in executors:
+            if isinstance(e, SpoutExecutor):
+                e.results.close()
+                if e.feed is not None:
+                    e.feed.close()
