@@ -110,7 +110,7 @@ def restored_ledger(
         if on_poison is not None:
             on_poison(msg, exc)
 
-    n = restore_partition(bootstrap, component_group(topology, "__acker.restore"), changelog, p, dl, conf, on_poison=poison)
+    n = restore_partition(bootstrap, component_group(topology, f"{ACKER_COMPONENT}.restore"), changelog, p, dl, conf, on_poison=poison)
     stats.inc("restored_records", n)
     if n:
         stats.inc("restored_trees", len(dl))

@@ -37,7 +37,7 @@ from streams.monitoring.spout_ledger import REPLAY_CAUSES
 from streams.state import State, open_backend
 from streams.state.semantics import STATE_KINDS
 from streams.transactional.spout import TransactionalKafkaSpout
-from streams.wire.naming import component_group, component_topic
+from streams.wire.naming import ACKER_COMPONENT, component_group, component_topic
 
 log = logging.getLogger("squall.run")
 
@@ -198,7 +198,7 @@ class Job:
             executors = 1 if is_spark_bolt(c.obj) else c.parallelism
             want[c.id] = (c.num_tasks, min(executors, c.num_tasks))
         if self.conf.ackers:
-            want["__acker"] = (self.conf.ackers, 1 if self.conf.acker_runtime == "faust" else self.conf.ackers)
+            want[ACKER_COMPONENT] = (self.conf.ackers, 1 if self.conf.acker_runtime == "faust" else self.conf.ackers)
         deadline = time.monotonic() + timeout_s
         while True:
             assert self.cluster is not None
