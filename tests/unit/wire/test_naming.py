@@ -40,7 +40,7 @@ def test_the_topic_partition_alias_is_defined_once() -> None:
         if isinstance(n, ast.Assign) and ast.unparse(n.value) == "tuple[str, int]" and ast.unparse(n.targets[0]) in ("TP", "TopicPartition", "TopicPart")
     ]
     assert defs == ["streams/wire/naming.py:28"]
-    assert TP == tuple[str, int]
+    assert tuple[str, int] == TP
 
 
 def test_names() -> None:
