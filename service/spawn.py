@@ -17,7 +17,7 @@ _PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("lin
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child, before exec: SIGKILL this worker when its supervisor dies (Linux ``PR_SET_PDEATHSIG``), as a machine's workers die with it.
 
     Elsewhere a no-op. It only calls a function looked up in the parent (no imports or locks
@@ -41,7 +41,7 @@ def spawn_worker(plan_path: Path, index: int, log_path: Path) -> subprocess.Pope
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
 
 
