@@ -18,6 +18,19 @@ from service.exceptions import BrokerError
 
 log = logging.getLogger("squall.broker")
 
+EMBEDDED_WARNING = (
+    "the embedded broker keeps every record in memory and never deletes one (no retention, compaction or DeleteRecords): "
+    "it is for trying Squall, not for production; run Apache Kafka (squall broker --kafka, or your own cluster)"
+)
+"""What ``squall serve --embedded-broker`` says at start-up."""
+
+EMBEDDED_EVENT_KEY = "__embedded_broker"
+"""The events-topic key under which a supervisor reports its embedded broker's memory."""
+
+EMBEDDED_LAYER = {"squall.topic.purge.interval.secs": 0}
+"""Config Squall adds on the embedded broker: it closes the connection on DeleteRecords, so
+consumed records are never purged there (it keeps every record in memory anyway)."""
+
 
 def free_port() -> int:
     """A free TCP port on 127.0.0.1 (the OS picks one)."""
@@ -41,6 +54,18 @@ class EmbeddedBroker:
         self.port = port or free_port()
         self.log_path = log_path
         self.proc: subprocess.Popen[bytes] | None = None
+
+    def resident_bytes(self) -> int:
+        """The broker process's resident memory (bytes; 0 when it is not running)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return 0
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        except OSError:
+            return 0
+        return 0
 
     @property
     def bootstrap(self) -> str:

@@ -22,7 +22,8 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from service.broker import EmbeddedBroker
+from service.apache_kafka import KAFKA_VERSION, ApacheKafka
+from service.broker import EMBEDDED_WARNING, EmbeddedBroker
 from service.config import ServiceSettings
 from service.control_log import ControlTopics
 from service.progress import Progress
@@ -121,15 +122,30 @@ def run(
 
 @app.command()
 @user_errors
-def broker(port: Annotated[int, typer.Option(help="TCP port")] = 9092) -> None:
-    """Run the embedded broker in the foreground (memory storage; for local use)."""
-    b = EmbeddedBroker(port=port)
-    b.start()
-    typer.echo(f"embedded broker at {b.bootstrap}; Ctrl-C to stop")
+def broker(
+    port: Annotated[int, typer.Option(help="TCP port (of the first node, with --kafka)")] = 9092,
+    kafka: Annotated[bool, typer.Option("--kafka", help="run Apache Kafka (KRaft, from Maven Central) instead of the embedded broker")] = False,
+    nodes: Annotated[int, typer.Option(help="with --kafka: how many nodes (3 gives replication 3, min.insync.replicas 2)")] = 1,
+    data_dir: Annotated[Path | None, typer.Option(help="with --kafka: where its logs and data go (default: a temporary folder, removed on exit)")] = None,
+) -> None:
+    """Run a broker in the foreground until SIGTERM or Ctrl-C: the embedded one (memory only, for trying Squall) or Apache Kafka."""
+    # Block the signals first: sigwait only receives a blocked signal; unblocked, SIGTERM's
+    # default action would end this process and leave the broker running.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    server: EmbeddedBroker | ApacheKafka
+    if kafka:
+        server = ApacheKafka(nodes=nodes, workdir=data_dir, config={}, ports_from=port)
+        where = server.start()
+        typer.echo(f"Apache Kafka {KAFKA_VERSION} at {where} ({nodes} node{'s' if nodes > 1 else ''}); Ctrl-C to stop", err=True)
+    else:
+        server = EmbeddedBroker(port=port)
+        where = server.start()
+        typer.echo(f"embedded broker at {where} (memory only: for trying Squall, not for production); Ctrl-C to stop", err=True)
     try:
-        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        got = signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        typer.echo(f"stopping the broker ({signal.Signals(got).name})", err=True)
     finally:
-        b.stop()
+        server.stop()
 
 
 @app.command()
@@ -152,7 +168,9 @@ def serve(
     logging.basicConfig(level=s.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     embedded = EmbeddedBroker(port=broker_port) if embedded_broker else None
     bootstrap = embedded.start() if embedded is not None else (s.resolved_bootstrap() or DEFAULT_BOOTSTRAP)
-    service = SupervisorService(s, bootstrap)
+    if embedded is not None:
+        typer.echo(f"warning: {EMBEDDED_WARNING}", err=True)
+    service = SupervisorService(s, bootstrap, embedded=embedded)
     signal.signal(signal.SIGTERM, lambda *_: service.stop())
     signal.signal(signal.SIGINT, lambda *_: service.stop())
     typer.echo(f"supervisor {service.id}: bootstrap {bootstrap}, http://{service.http.host}:{service.http.port}", err=True)
@@ -253,6 +271,9 @@ def status_cmd(
             f"{comp:<16} {c['executors']:>4} {c['tasks']:>5} {c['emitted']:>9} {c['executed']:>9} {c['acked']:>9} {c['failed']:>7} "
             f"{ms(c['execute_latency_p99_s']):>11} {c['capacity']:>8.3f} {c['lag']:>7}"
         )
+    broker = st.get("embedded_broker")
+    if broker:
+        typer.echo(f"embedded broker (supervisor {broker['supervisor']}): {broker['rss_bytes'] / 2**20:,.0f} MB resident and growing (for trying Squall only)")
     for e in st["errors"]:
         typer.echo(f"worker w{e['worker']} ({e['components']}) on {e['supervisor']} exited with {e['exit_code']}{' (gave up)' if e['gave_up'] else ''}")
 
