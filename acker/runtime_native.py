@@ -136,6 +136,8 @@ class AckerExecutor(Executor):
                 consumer.commit(offsets=offsets, asynchronous=False)
                 for tp in offsets:
                     self.committed[tp.partition] = tp.offset
+                self.purger.committed((tp.topic, tp.partition, tp.offset) for tp in offsets)
+                self.purger.maybe_purge()
             except KafkaException as exc:
                 log.warning("[%s] offset commit failed (will retry): %s", ACKER_COMPONENT, exc)
         for p, dl in self.ledgers.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
@@ -25,44 +26,85 @@ from streams.wire.naming import (
     metrics_topic,
 )
 
-# Explicit retention: the embedded broker returns empty DescribeConfigs otherwise.
-TOPIC_CONFIG = {"retention.ms": "-1", "retention.bytes": "-1"}
+DAY_MS = 24 * 3600 * 1000
+
+METRICS_RETENTION_MS = DAY_MS
+"""Stats snapshots are kept a day: ``status`` and ``squall run`` read the latest per executor."""
+
+COMPACTED = {"cleanup.policy": "compact", "retention.ms": "-1", "retention.bytes": "-1"}
+"""Topics whose latest value per key is the state: the acker's changelog, the spout ledgers,
+the coordinator and the control topic. Compaction keeps them bounded by their keys."""
 
 
-def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, int]:
-    """Every topic the topology needs, with its partition count."""
+def deleted_after(retention_ms: int) -> dict[str, str]:
+    """A delete-policy topic config kept ``retention_ms`` (-1: forever), with no size limit.
+
+    Explicit, because the embedded broker returns an empty DescribeConfigs otherwise (and
+    Quix's ``group_by`` then fails).
+    """
+    return {"cleanup.policy": "delete", "retention.ms": str(retention_ms), "retention.bytes": "-1"}
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """A topic Squall creates: its partitions, its config, and whether its consumers purge it.
+
+    ``purged``: the only consumer group of the topic deletes what it committed
+    (:mod:`streams.kafka.purge`), so its size follows the consumer lag, not the retention.
+    """
+
+    partitions: int
+    config: dict[str, str]
+    purged: bool = False
+
+
+def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, TopicSpec]:
+    """Every topic the topology needs, with its partitions and settings (docs/design.md, "Topics").
+
+    * between components (bolt inputs, ``__acker``, ``__ack_result``): deleted after
+      ``squall.topic.retention.ms``, and purged by their consumers after each commit;
+    * a KafkaSpout's own source topic: deleted after the retention, never purged (it is the
+      input; a replay may read it again);
+    * ``__acker.changelog``, ``__ledger``, ``__coordinator``: compacted;
+    * ``__metrics``: a day; ``__dlq`` and outputs: the retention.
+    """
     name = topology.name
-    topics: dict[str, int] = {}
+    keep = deleted_after(conf.topic_retention_ms)
+    topics: dict[str, TopicSpec] = {}
     for cdef in topology.components.values():
-        topics[component_topic(name, cdef.id)] = cdef.input_partitions
+        topics[component_topic(name, cdef.id)] = TopicSpec(cdef.input_partitions, keep, purged=not cdef.is_spout)
     ackers = max(conf.ackers, 1)
-    topics[acker_topic(name)] = ackers
-    topics[acker_changelog_topic(name)] = ackers
-    topics[ack_result_topic(name)] = max(topology.spout_tasks, 1)
-    topics[metrics_topic(name)] = 1
-    topics[ledger_topic(name)] = max(topology.spout_tasks, 1)
-    topics[dead_letter_topic(name)] = 1
+    topics[acker_topic(name)] = TopicSpec(ackers, keep, purged=True)
+    topics[acker_changelog_topic(name)] = TopicSpec(ackers, COMPACTED)
+    topics[ack_result_topic(name)] = TopicSpec(max(topology.spout_tasks, 1), keep, purged=True)
+    topics[metrics_topic(name)] = TopicSpec(1, deleted_after(METRICS_RETENTION_MS))
+    topics[ledger_topic(name)] = TopicSpec(max(topology.spout_tasks, 1), COMPACTED)
+    topics[dead_letter_topic(name)] = TopicSpec(1, keep)
     for out in topology.outputs:
-        topics.setdefault(out.topic_for(name), 1)
+        topics.setdefault(out.topic_for(name), TopicSpec(1, keep))
     if topology.transactional:
-        topics[coordinator_topic(name)] = 1
+        topics[coordinator_topic(name)] = TopicSpec(1, COMPACTED)
     return topics
 
 
-COMPACTED = {"cleanup.policy": "compact", "retention.ms": "-1", "retention.bytes": "-1"}
-
-
 def ensure_topology_topics(bootstrap: str, topology: Topology, conf: TopologyConfig) -> None:
-    """Create the topology's missing topics (:func:`topology_topics`); the coordinator topic and the spout ledger topic are compacted.
+    """Create the topology's missing topics (:func:`topology_topics`). Raises BrokerError (see :func:`ensure_topics`)."""
+    specs = topology_topics(topology, conf)
+    ensure_topics(
+        bootstrap,
+        {t: spec.partitions for t, spec in specs.items()},
+        configs={t: spec.config for t, spec in specs.items()},
+        replication=conf.topic_replication_factor,
+    )
 
-    Raises BrokerError (see :func:`ensure_topics`).
-    """
-    compacted = {coordinator_topic(topology.name): COMPACTED, ledger_topic(topology.name): COMPACTED}
-    ensure_topics(bootstrap, topology_topics(topology, conf), configs=compacted)
 
+def ensure_topics(
+    bootstrap: str, topics: dict[str, int], timeout_s: float = 30.0, configs: dict[str, dict[str, str]] | None = None, replication: int = -1
+) -> None:
+    """Create missing topics; check existing ones have the partitions asked for.
 
-def ensure_topics(bootstrap: str, topics: dict[str, int], timeout_s: float = 30.0, configs: dict[str, dict[str, str]] | None = None) -> None:
-    """Create missing topics (``configs[topic]`` replaces the default topic config); check existing ones have the partitions asked for.
+    ``configs[topic]`` is the topic's config (default: deleted after 7 days). ``replication``
+    is the replication factor (-1: the broker's ``default.replication.factor``).
 
     Raises BrokerError naming the topic when a count differs (tasks are fixed at submit), or
     naming the broker when it does not answer.
@@ -77,7 +119,8 @@ def ensure_topics(bootstrap: str, topics: dict[str, int], timeout_s: float = 30.
             have = len(existing[topic].partitions)
             if have != n:
                 raise BrokerError(f"[admin] topic {topic} has {have} partitions but the topology needs {n} (one per task)")
-    new = [NewTopic(t, n, 1, config=(configs or {}).get(t, TOPIC_CONFIG)) for t, n in topics.items() if t not in existing]
+    default = deleted_after(7 * DAY_MS)
+    new = [NewTopic(t, n, replication, config=(configs or {}).get(t, default)) for t, n in topics.items() if t not in existing]
     if new:
         for topic, fut in admin.create_topics(new).items():
             try:

@@ -27,7 +27,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 from pydantic import ValidationError
 
-from service.admin import ensure_topics
+from service.admin import COMPACTED, DAY_MS, deleted_after, ensure_topics
 from service.control import TopologyRecord
 from service.exceptions import BrokerError
 from streams.kafka.clients import new_admin, new_consumer, new_producer
@@ -68,15 +68,14 @@ class ControlTopics:
 
 def ensure_control_topics(bootstrap: str, names: ControlTopics, timeout_s: float = 30.0) -> None:
     """Create the control topics if missing. Raises BrokerError naming the broker."""
-    keep = {"retention.ms": "-1", "retention.bytes": "-1"}
     ensure_topics(
         bootstrap,
         {names.control: 1, names.slots: SLOTS, names.events: 1},
         timeout_s,
         configs={
-            names.control: {**keep, "cleanup.policy": "compact"},
-            names.slots: keep,
-            names.events: {"retention.ms": str(7 * 24 * 3600 * 1000), "retention.bytes": "-1"},
+            names.control: COMPACTED,  # the latest record per topology
+            names.slots: deleted_after(-1),  # never written: its group splits the slots
+            names.events: deleted_after(7 * DAY_MS),
         },
     )
 

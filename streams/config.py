@@ -151,6 +151,28 @@ class TopologyConfig(BaseModel):
         "(see docs/design.md, 'Linger')",
     )
     batch_size: int = Field(500, alias="squall.consume.batch", ge=1, description="records per consume call (count; default 500)")
+    topic_replication_factor: int = Field(
+        -1,
+        alias="squall.topic.replication.factor",
+        ge=-1,
+        description="replicas of each topic Squall creates (count; default -1: the broker's default.replication.factor; "
+        "min.insync.replicas is the broker's too)",
+    )
+    topic_retention_ms: int = Field(
+        7 * 24 * 3600 * 1000,
+        alias="squall.topic.retention.ms",
+        ge=-1,
+        description="retention of the topics between components, the dead-letter and output topics (ms; default 7 days; "
+        "-1 keeps everything): a backstop, since consumed records are purged (squall.topic.purge.interval.secs)",
+    )
+    purge_interval_secs: float = Field(
+        30.0,
+        alias="squall.topic.purge.interval.secs",
+        ge=0,
+        description="how often an executor deletes the records of its input that it has committed, with DeleteRecords "
+        "(seconds; default 30; 0 never purges; Kafka Streams purges its repartition topics the same way). The "
+        "embedded broker cannot purge: Squall turns it off there",
+    )
     spark_master: str = Field(
         "local[*]",
         alias="spark.master",

@@ -184,12 +184,29 @@ def make_producer(bootstrap: str, conf: TopologyConfig, component: str, override
     return new_producer(cfg), tracker
 
 
-def produce_fn(producer: Producer) -> Callable[..., None]:
-    """``produce(topic, value, key=None, partition=-1, headers=None)`` that waits (polls) while the local queue is full instead of raising BufferError."""
+class ProducedBytes:
+    """Bytes of keys and values handed to a producer: ``squall_produced_bytes_total``.
+
+    What an executor writes to the broker, before batching, compression and replication.
+    """
+
+    __slots__ = ("total",)
+
+    def __init__(self) -> None:
+        self.total = 0
+
+
+def produce_fn(producer: Producer, counter: ProducedBytes | None = None) -> Callable[..., None]:
+    """``produce(topic, value, key=None, partition=-1, headers=None)`` that waits (polls) while the local queue is full instead of raising BufferError.
+
+    With ``counter``, each record's key and value bytes are added to it.
+    """
     p = producer.produce
     poll = producer.poll
+    sent = counter if counter is not None else ProducedBytes()
 
     def produce(topic: str, value: bytes, key: bytes | None = None, partition: int = -1, headers: Any = None) -> None:
+        sent.total += len(value) + (len(key) if key else 0)
         while True:
             try:
                 if headers is None:

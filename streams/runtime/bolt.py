@@ -14,7 +14,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from streams.exceptions import DecodeError, FailedException
 from streams.kafka.clients import consumer_config, new_consumer, transit_s
@@ -163,6 +163,11 @@ class BoltExecutor(Executor):
         except KafkaException as exc:
             log.warning("[%s] offset commit failed (will retry): %s", self.component, exc)
 
+    def _on_commit(self, err: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        """The consumer's commit callback (on this thread, from ``consume``): confirmed offsets may be purged."""
+        if err is None:
+            self.purger.committed((tp.topic, tp.partition, tp.offset) for tp in partitions if tp.error is None and tp.offset >= 0)
+
     def _update_gauges(self) -> None:
         emitted = transferred = acked = failed = 0
         for t in self.by_partition.values():
@@ -184,7 +189,9 @@ class BoltExecutor(Executor):
 
     def _run(self) -> None:
         conf = self.conf
-        consumer = new_consumer(consumer_config(self.bootstrap, component_group(self.topology.name, self.component), conf, self.kafka.get("consumer")))
+        cfg = consumer_config(self.bootstrap, component_group(self.topology.name, self.component), conf, self.kafka.get("consumer"))
+        cfg["on_commit"] = self._on_commit  # only a commit the broker confirmed may be purged
+        consumer = new_consumer(cfg)
         self._open_tasks(self._assign(consumer, self.topic))
         gaps = FetchGaps(self.component, single=len(self.by_partition) == 1)  # a fetch that skips offsets is fetched again (streams.kafka.fetch_gaps)
         now = time.monotonic()
@@ -204,6 +211,7 @@ class BoltExecutor(Executor):
                     self._flush()
                 if commit.due(now):
                     self._commit(consumer)
+                    self.purger.maybe_purge()
                 self._maybe_stats(now)
         finally:
             # cleanup() first: a bolt that holds tuples (deferred acks, windows) can emit and
@@ -211,6 +219,7 @@ class BoltExecutor(Executor):
             self._cleanup(list(self.by_partition.values()))
             self._flush()
             self._commit(consumer, sync=True)
+            self.purger.close()
             self._maybe_stats(time.monotonic(), final=True)
             self.producer.flush(5)
             consumer.close()

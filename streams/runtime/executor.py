@@ -31,7 +31,8 @@ from confluent_kafka import Consumer, Message, TopicPartition
 
 from streams.config import TopologyConfig
 from streams.exceptions import FatalError
-from streams.kafka.clients import make_producer, produce_fn
+from streams.kafka.clients import ProducedBytes, make_producer, new_admin, produce_fn
+from streams.kafka.purge import Purger
 from streams.model.component import Component
 from streams.model.context import ExecutorIO, LocalTasks, TopologyContext
 from streams.model.spec import Topology
@@ -134,10 +135,15 @@ class Executor:
         self.stats = ExecutorStats(topology.name, component, self.kind, worker)
         self.stop_event = threading.Event()
         self.producer, self.delivery = make_producer(bootstrap, conf, component, self.kafka.get("producer"))
-        self.produce = produce_fn(self.producer)
+        self.produced = ProducedBytes()
+        self.produce = produce_fn(self.producer, self.produced)
         self.acks = AckBuffer(acker_topic(topology.name), conf.ackers) if conf.ackers > 0 else None
         self.tasks: tuple[int, ...] = tuple(range(self._task_count())) if tasks is None else tuple(tasks)
         self.io = ExecutorIO(bootstrap, self.kafka, self.dead_letter)
+        purging = conf.purge_interval_secs > 0
+        admin = new_admin({"bootstrap.servers": bootstrap, "log_level": 3, **self.kafka.get("admin", {})}) if purging else None
+        self.purger = Purger(component, conf.purge_interval_secs, admin)
+        """Deletes the input records this executor committed (:mod:`streams.kafka.purge`)."""
         self._contexts: list[TopologyContext] = []
         self._next_stats = 0.0
         self.error: BaseException | None = None
@@ -216,6 +222,8 @@ class Executor:
         if final or now >= self._next_stats:
             self._next_stats = now + self.conf.stats_interval_secs
             self._update_gauges()
+            self.stats.counters["purged_records"] = self.purger.purged_records
+            self.stats.counters["produced_bytes"] = self.produced.total
             self._read_metrics()
             self._process_gauges()
             self.produce(metrics_topic(self.topology.name), encode_json(self.stats.snapshot(final)), key=self.stats.instance.encode())

@@ -196,9 +196,11 @@ class SpoutExecutor(Executor):
         n = 0
         wall = time.time()
         transit = self.stats.hist("transit_latency")
+        read: dict[int, int] = {}
         for msg in msgs:
             if msg.error():
                 continue
+            read[msg.partition() or 0] = (msg.offset() or 0) + 1
             hop = transit_s(msg, wall)
             if hop is not None:
                 transit.record(hop)
@@ -227,6 +229,9 @@ class SpoutExecutor(Executor):
                 else:
                     task.ledger.failed_tree(tree.msg_id, "fail")
                     task.spout.fail(tree.msg_id)
+        # Ack results are read once, by this task only, and a new life starts at the end:
+        # what was read may be purged (streams.kafka.purge).
+        self.purger.committed((self.result_topic, p, off) for p, off in read.items())
         return n
 
     def _timeouts(self) -> None:
@@ -354,6 +359,7 @@ class SpoutExecutor(Executor):
                     self._flush()
                 if commit.due(now):
                     self._commit()
+                    self.purger.maybe_purge()
                 if self.feed is not None:
                     self.feed.refresh(now)
                 self._maybe_stats(now)

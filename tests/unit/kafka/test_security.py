@@ -25,6 +25,7 @@ CLIENTS = {"Consumer", "Producer", "AdminClient"}
 ALLOWED = {
     "streams/kafka/clients.py",  # the factories
     "service/broker.py",  # the embedded broker's readiness probe: a local plaintext broker by construction
+    "service/apache_kafka.py",  # the launcher's readiness and leader probes: a local plaintext cluster by construction
 }
 SCRAM = {
     "SQUALL_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
