@@ -37,6 +37,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from service.admin import ensure_topology_topics
+from service.broker import EMBEDDED_EVENT_KEY, EMBEDDED_LAYER, EMBEDDED_WARNING, EmbeddedBroker
 from service.claims import Claim, ClaimBook, task_refs
 from service.config import ServiceSettings
 from service.control_log import ControlLog, ControlTopics, ControlWriter, EventLog, ensure_control_topics
@@ -48,6 +49,7 @@ from service.restarts import CrashHistory, RestartPolicy
 from service.slots import SlotMembership, slot_of
 from service.spawn import log_tail, spawn_worker
 from streams.config import resolve
+from streams.exceptions import SquallError
 from streams.monitoring.board import StatsBoard
 
 log = logging.getLogger("squall.serve")
@@ -94,6 +96,7 @@ class SupervisorService:
         registry: CollectorRegistry | None = None,
         restart_policy: RestartPolicy | None = None,
         clock: Callable[[], float] = time.time,
+        embedded: EmbeddedBroker | None = None,
     ) -> None:
         self.settings = settings
         self.bootstrap = bootstrap
@@ -103,6 +106,11 @@ class SupervisorService:
         self.home.mkdir(parents=True, exist_ok=True)
         self.kafka = settings.kafka_overrides()
         self.service_conf = settings.topology_layer()
+        self.embedded = embedded
+        """The embedded broker this supervisor started (``--embedded-broker``), else None."""
+        self._next_broker_report = 0.0
+        if embedded is not None:
+            self.service_conf.update(EMBEDDED_LAYER)
         self.names = ControlTopics(settings.control_namespace)
         self.policy = restart_policy or settings.restart_policy()
         self.registry = registry or CollectorRegistry()
@@ -132,6 +140,12 @@ class SupervisorService:
         self.boards: dict[str, StatsBoard] = {}
         self.registry.register(StatsCollector(self.executor_stats))
         self.registry.register(ProcessStats(self.id))
+        self.m_broker = Gauge(
+            "squall_embedded_broker_resident_memory_bytes",
+            "Resident memory of the embedded broker a supervisor runs (it keeps every record in memory)",
+            labels,
+            registry=self.registry,
+        )
         self.http = HealthServer(settings.http_host, settings.http_port, self.registry, self.ready)
 
     # -- lifecycle -------------------------------------------------------------------
@@ -148,6 +162,8 @@ class SupervisorService:
         session_ms = resolve(self.service_conf, where=f"supervisor {self.id}").session_timeout_ms
         self.membership = SlotMembership(self.bootstrap, self.id, self.names, session_ms, self.kafka.get("consumer"))
         self.http.start()
+        if self.embedded is not None:
+            log.warning("[supervisor %s] %s", self.id, EMBEDDED_WARNING)
         log.info("[supervisor %s] serving on %s:%d (bootstrap %s)", self.id, self.http.host, self.http.port, self.bootstrap)
         try:
             while not self.stop_event.wait(TICK_S):
@@ -179,6 +195,19 @@ class SupervisorService:
             board.close()
         self.http.close()
         log.info("[supervisor %s] stopped", self.id)
+
+    def _report_broker(self, now: float) -> None:
+        """Every 30 s: the embedded broker's memory on /metrics and in the events topic (``squall status`` shows it)."""
+        if self.embedded is None or now < self._next_broker_report:
+            return
+        self._next_broker_report = now + 30.0
+        rss = self.embedded.resident_bytes()
+        self.m_broker.labels(self.id).set(rss)
+        if self.writer is not None:
+            try:
+                self.writer.event(EMBEDDED_EVENT_KEY, {"event": "embedded_broker", "supervisor": self.id, "rss_bytes": rss, "at": now})
+            except SquallError as exc:
+                log.warning("[supervisor %s] could not report the embedded broker's memory: %s", self.id, exc)
 
     def _heartbeat(self) -> None:
         if self.membership is not None:
@@ -224,6 +253,7 @@ class SupervisorService:
                 log.warning("[%s] worker w%d ignored SIGTERM for %.0f s: SIGKILL", w.spec.key.topology, w.spec.key.worker, self.settings.shutdown_timeout_secs)
                 w.proc.kill()
         self.m_workers.labels(self.id).set(len(self.procs))
+        self._report_broker(now)
         self.m_slots.labels(self.id).set(len(self.owned()))
         self.m_topologies.labels(self.id).set(len(self.control.records))
 

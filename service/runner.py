@@ -18,10 +18,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from service.admin import ensure_topology_topics, read_topic
-from service.broker import EmbeddedBroker
+from service.broker import EMBEDDED_LAYER, EmbeddedBroker
 from service.config import ServiceSettings
 from service.corpus import read_lines, shakespeare_texts
 from service.exceptions import InputError
@@ -150,6 +150,9 @@ class Job:
         self.bootstrap = ""
         self.spout_id = self.topology.spouts[0].id
         self._snapshots: dict[str, dict[str, Any]] = {}
+        self._readers: dict[str, Consumer] = {}
+        """One consumer per spout group, to read its committed offsets (done())."""
+        self._next_broker_warning = 0.0
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self, produce_input: bool = True) -> None:
@@ -160,6 +163,7 @@ class Job:
         if not bootstrap:
             self.broker = EmbeddedBroker(log_path=workdir / "broker.log")
             bootstrap = self.broker.start()
+            self.service_conf.update(EMBEDDED_LAYER)
         self.bootstrap = bootstrap
         ensure_topology_topics(bootstrap, self.topology, self.conf)
         plan = worker_plan(
@@ -256,7 +260,10 @@ class Job:
             n += 1
             if n % 10000 == 0:
                 producer.poll(0)
-        producer.flush(60)
+        waited = 0.0
+        while producer.flush(5) > 0:  # a paused or restarting broker: wait (librdkafka fails records only after delivery.timeout.ms)
+            waited += 5
+            log.warning("[%s] input records not yet confirmed by the broker after %.0f s; waiting", spout_id, waited)
         if errors:
             raise InputError(f"[{spout_id}] {len(errors)} input records were not delivered to {topic}: {errors[0]}")
         log.info("[%s] produced %d records into %s", spout_id, n, topic)
@@ -267,19 +274,29 @@ class Job:
         spout_id = spout_id or self.spout_id
         topic = topic or component_topic(self.name, spout_id)
         n = partitions or self.topology.components[spout_id].input_partitions
-        c = new_consumer({"bootstrap.servers": self.bootstrap, "group.id": component_group(self.name, spout_id), "log_level": 0})
-        try:
-            tps = c.committed([TopicPartition(topic, p) for p in range(n)], timeout=10)
-            return {tp.partition: tp.offset for tp in tps}
-        finally:
-            c.close()
+        c = self._readers.get(spout_id)
+        if c is None:
+            c = self._readers[spout_id] = new_consumer({"bootstrap.servers": self.bootstrap, "group.id": component_group(self.name, spout_id), "log_level": 0})
+        tps = c.committed([TopicPartition(topic, p) for p in range(n)], timeout=10)
+        return {tp.partition: tp.offset for tp in tps}
 
     def done(self) -> bool:
-        """True when every source record was produced and every spout committed past it."""
-        for (spout_id, topic), ends in self.ends.items():
-            committed = self.committed(spout_id, topic, max(ends) + 1 if ends else 1)
-            if not all(committed.get(p, -1) >= end for p, end in ends.items()):
-                return False
+        """True when every source record was produced and every spout committed past it.
+
+        A broker that does not answer (paused, restarting, failing over) is not an error: it
+        is said once every 10 s, and the job waits for it.
+        """
+        try:
+            for (spout_id, topic), ends in self.ends.items():
+                committed = self.committed(spout_id, topic, max(ends) + 1 if ends else 1)
+                if not all(committed.get(p, -1) >= end for p, end in ends.items()):
+                    return False
+        except KafkaException as exc:
+            now = time.monotonic()
+            if now >= self._next_broker_warning:
+                self._next_broker_warning = now + 10.0
+                log.warning("[%s] the broker does not answer (%s); waiting for it", self.name, exc)
+            return False
         return True
 
     def wait(self, timeout_s: float = 3600.0, on_progress: Callable[[Job], None] | None = None, poll_s: float = 0.5) -> Summary:
@@ -383,6 +400,9 @@ class Job:
         if self.board is not None:
             self.board.close()
             self.board = None
+        for reader in self._readers.values():
+            reader.close()
+        self._readers = {}
         if self.broker is not None:
             self.broker.stop()
 

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from service.admin import ensure_topology_topics, read_topic
+from service.broker import EMBEDDED_EVENT_KEY
 from service.control import TopologyRecord, activate, deactivate, kill, rebalance, rebalanced
 from service.control_log import ControlLog, ControlTopics, ControlWriter, ensure_control_topics, probe
 from service.exceptions import ControlError, UsageError
@@ -243,6 +244,7 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
     finally:
         board.close()
     running = executors_running(live)
+    every_event = read_topic(client.bootstrap, client.names.events)
     comps: dict[str, Any] = {}
     for comp, tasks in shape["tasks"].items():
         mine = [s for s in snaps if s["component"] == comp]
@@ -284,7 +286,16 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
         "components": comps,
         "errors": [
             {k: e.get(k) for k in ("at", "supervisor", "worker", "components", "exit_code", "gave_up", "log_tail")}
-            for e in events(client, name)
-            if e.get("event") == "crashed"
+            for e in every_event
+            if e.get("topology") == name and e.get("event") == "crashed"
         ][-5:],
+        "embedded_broker": embedded_broker(every_event, now),
     }
+
+
+def embedded_broker(every_event: list[dict[str, Any]], now: float, fresh_s: float = 120.0) -> dict[str, Any] | None:
+    """The latest report of an embedded broker's memory (``squall serve --embedded-broker``), if fresh (``fresh_s`` seconds)."""
+    reports = [
+        e for e in every_event if e.get("topology") == EMBEDDED_EVENT_KEY and e.get("event") == "embedded_broker" and now - float(e.get("at", 0)) <= fresh_s
+    ]
+    return {k: reports[-1][k] for k in ("supervisor", "rss_bytes", "at")} if reports else None
