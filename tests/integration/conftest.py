@@ -1,7 +1,16 @@
-"""Integration fixtures: one real broker per session, fresh topics and groups per test.
+"""Integration fixtures: real brokers, one per kind and session; fresh topics and groups per test.
 
-Broker choice: ``SQUALL_TEST_BOOTSTRAP`` if set; else testcontainers Kafka when a Docker
-engine answers; else the embedded tansu broker.
+The broker matrix:
+
+* every test runs on a single-node **Apache Kafka** (:class:`service.apache_kafka.ApacheKafka`);
+* tests marked ``embedded`` (what a user does on the embedded broker: the README job, the
+  service verbs, exactly once, chaos) run on **tansu** too;
+* tests marked ``cluster`` run on a three-node Apache Kafka cluster (replication 3,
+  ``min.insync.replicas`` 2) and nowhere else: they kill its nodes.
+
+``SQUALL_TEST_BROKER=kafka|tansu|kafka-cluster`` runs every unmarked and ``embedded`` test on
+that one broker instead; ``SQUALL_TEST_BOOTSTRAP`` names an outside cluster for them.
+A test's id says its broker: ``test_x[kafka]``, ``test_x[tansu]``.
 """
 
 from __future__ import annotations
@@ -17,14 +26,15 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from service.broker import EmbeddedBroker
+from service.apache_kafka import ApacheKafka
+from service.broker import EMBEDDED_LAYER, EmbeddedBroker
 from service.config import ServiceSettings
 from service.corpus import read_lines, shakespeare_texts
 from service.runner import Job, Summary
@@ -35,24 +45,123 @@ TOPOLOGIES = Path(__file__).parent / "topologies"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def _docker_ok() -> bool:
-    if shutil.which("docker") is None:
-        return False
-    return subprocess.run(["docker", "info"], capture_output=True).returncode == 0
+BROKER_KINDS = ("kafka", "tansu", "kafka-cluster")
+
+
+def broker_kinds(marks: set[str], environ: Mapping[str, str] = os.environ) -> list[str]:
+    """The brokers a test with ``marks`` runs on (see the module docstring).
+
+    >>> broker_kinds(set(), {}), broker_kinds({"embedded"}, {}), broker_kinds({"cluster"}, {"SQUALL_TEST_BROKER": "tansu"})
+    (['kafka'], ['kafka', 'tansu'], ['kafka-cluster'])
+    """
+    if "cluster" in marks:
+        return ["kafka-cluster"]
+    if environ.get("SQUALL_TEST_BOOTSTRAP"):
+        return ["external"]
+    chosen = environ.get("SQUALL_TEST_BROKER")
+    if chosen:
+        if chosen not in BROKER_KINDS:
+            raise pytest.UsageError(f"SQUALL_TEST_BROKER={chosen!r}: expected one of {', '.join(BROKER_KINDS)}")
+        return [chosen]
+    return ["kafka", "tansu"] if "embedded" in marks else ["kafka"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "broker_kind" in metafunc.fixturenames:
+        marks = {m.name for m in metafunc.definition.iter_markers()}
+        metafunc.parametrize("broker_kind", broker_kinds(marks), indirect=True, scope="session")
+
+
+class TestBroker:
+    """A broker the tests run on: its kind, bootstrap, and the faults a test may inject."""
+
+    __test__ = False  # not a test class
+
+    def __init__(self, kind: str, workdir: Path) -> None:
+        self.kind = kind
+        self.kafka: ApacheKafka | None = None
+        self.tansu: EmbeddedBroker | None = None
+        self.bootstrap = ""
+        if kind in ("kafka", "kafka-cluster"):
+            self.kafka = ApacheKafka(nodes=3 if kind == "kafka-cluster" else 1, workdir=workdir / kind, cache=CACHE)
+        elif kind == "tansu":
+            self.tansu = EmbeddedBroker(log_path=workdir / "tansu.log")
+        elif kind == "external":
+            self.bootstrap = os.environ["SQUALL_TEST_BOOTSTRAP"]
+        else:
+            raise pytest.UsageError(f"unknown broker kind {kind!r}")
+
+    def start(self) -> TestBroker:
+        if self.kafka is not None:
+            self.bootstrap = self.kafka.start()
+        elif self.tansu is not None:
+            self.bootstrap = self.tansu.start()
+        return self
+
+    def pause(self) -> None:
+        """SIGSTOP every broker process (a frozen broker: connections stay open, nothing answers)."""
+        if self.kafka is not None:
+            for node in self.kafka.nodes:
+                self.kafka.pause(node)
+        elif self.tansu is not None and self.tansu.proc is not None:
+            self.tansu.proc.send_signal(signal.SIGSTOP)
+        else:
+            raise AssertionError(f"cannot pause a {self.kind} broker")
+
+    def resume(self) -> None:
+        """SIGCONT what :meth:`pause` stopped."""
+        if self.kafka is not None:
+            for node in self.kafka.nodes:
+                self.kafka.resume(node)
+        elif self.tansu is not None and self.tansu.proc is not None:
+            self.tansu.proc.send_signal(signal.SIGCONT)
+
+    def stop(self) -> None:
+        if self.kafka is not None:
+            self.kafka.stop()
+        elif self.tansu is not None:
+            self.tansu.stop()
 
 
 @pytest.fixture(scope="session")
-def bootstrap() -> Iterator[str]:
-    if os.environ.get("SQUALL_TEST_BOOTSTRAP"):
-        yield os.environ["SQUALL_TEST_BOOTSTRAP"]
-    elif _docker_ok():
-        from testcontainers.kafka import KafkaContainer
+def broker_kind(request: pytest.FixtureRequest) -> str:
+    kind: str = request.param
+    return kind
 
-        with KafkaContainer() as kafka:
-            yield kafka.get_bootstrap_server()
-    else:
-        with EmbeddedBroker() as broker:
-            yield broker.bootstrap
+
+@pytest.fixture(scope="session")
+def broker(broker_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestBroker]:
+    """The session's broker of this kind (shared by the tests that run on it)."""
+    b = TestBroker(broker_kind, tmp_path_factory.mktemp(f"broker-{broker_kind}")).start()
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+@pytest.fixture(scope="session")
+def bootstrap(broker: TestBroker) -> str:
+    return broker.bootstrap
+
+
+@pytest.fixture
+def private_broker(broker_kind: str, tmp_path: Path) -> Iterator[TestBroker]:
+    """A broker of the test's kind for this test alone (to pause, kill or fill it)."""
+    kind = "kafka" if broker_kind == "external" else broker_kind
+    b = TestBroker(kind, tmp_path).start()
+    try:
+        yield b
+    finally:
+        b.stop()
+
+
+@pytest.fixture(autouse=True)
+def _embedded_layer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On tansu, what ``squall run --embedded`` would add (no purging): through the env, so
+    the supervisors and workers a test starts get it too."""
+    if "broker_kind" in request.fixturenames and request.getfixturevalue("broker_kind") == "tansu":
+        for key, value in EMBEDDED_LAYER.items():
+            monkeypatch.setenv("SQUALL_" + key.removeprefix("squall.").replace(".", "_").upper(), str(value))
 
 
 @pytest.fixture

@@ -11,16 +11,34 @@ import pytest
 
 from bench import compare
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.embedded]
 
 
-def test_bench_smoke_every_contender_runs_and_is_correct(bootstrap: str) -> None:
-    args = Namespace(smoke=True, bootstrap=bootstrap, workloads=["wordcount", "flights"], contenders=compare.CONTENDERS, json=None, latency_seconds=1.0)
+def test_bench_smoke_every_contender_runs_and_is_correct(bootstrap: str, broker_kind: str) -> None:
+    kind = "kafka" if broker_kind in ("kafka", "external") else broker_kind
+    args = Namespace(
+        smoke=True,
+        bootstrap=bootstrap,
+        broker=kind,
+        workloads=["wordcount", "flights", "latency"],
+        contenders=compare.CONTENDERS,
+        json=None,
+        latency_seconds=1.0,
+    )
     result = compare.run(args)
-    assert set(result["workloads"]) == {"wordcount", "flights"}
-    for workload, rows in result["workloads"].items():
+    assert list(result["brokers"]) == [kind]
+    workloads = result["brokers"][kind]["workloads"]
+    assert set(workloads) == {"wordcount", "flights", "latency"}
+    latency = workloads.pop("latency")
+    assert list(latency) == ["squall-acked"] and latency["squall-acked"]["correct"] is True, latency
+    assert latency["squall-acked"]["p99_s"] > 0 and latency["squall-acked"]["bytes_per_record"] > 0
+    for workload, rows in workloads.items():
         assert list(rows) == compare.CONTENDERS
-        assert "not run" in rows["quixstreams-eos"]["note"]
+        if kind == "tansu":
+            assert "not run" in rows["quixstreams-eos"]["note"]
+        else:  # on Apache Kafka Quix's exactly-once runs, and must be exact
+            assert rows["quixstreams-eos"]["correct"] is True and rows["quixstreams-eos"]["duplicates"] == 0, rows["quixstreams-eos"]
+            assert rows["limit"]["tool"] == "ProducerPerformance + ConsumerPerformance" and len(rows["limit"]["limit_hops"]) == 2
         if workload == "flights":
             assert "no SparkBolt version" in rows["squall-spark"]["note"]
         for name, row in rows.items():
@@ -29,9 +47,11 @@ def test_bench_smoke_every_contender_runs_and_is_correct(bootstrap: str) -> None
             assert row.get("error") is None, (workload, name, row)
             assert row["correct"] is True, (workload, name, row)
             assert row["records_per_s"] and row["records_per_s"] > 0
-            assert row["peak_rss_bytes"] and row["peak_rss_bytes"] > 0
-            if name != "limit":  # the contender's own processes used CPU over the run, and it is reported per record
+            if name != "limit":  # the contender's own processes: memory and CPU over the run, per record
+                assert row["peak_rss_bytes"] and row["peak_rss_bytes"] > 0
                 assert row["cpu_s"] > 0 and row["cpu_us_per_record"] > 0, (workload, name, row)
+            if name.startswith("squall"):
+                assert row["bytes_per_record"] > 0, (workload, name, row)
         assert rows["squall-acked"]["p99_s"] is not None  # complete latency was measured
         if workload == "wordcount":
             assert rows["squall-spark"]["p99_s"] is not None and rows["squall-spark"]["acker_ops"] > 0

@@ -13,35 +13,32 @@ from pathlib import Path
 
 import pytest
 
-from service.broker import EmbeddedBroker
 from service.config import ServiceSettings
 from service.runner import Job
 from streams.kafka.clients import new_producer
 from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_changelog_topic, acker_topic, component_topic
-from tests.integration.conftest import EXAMPLES, assert_at_least, corpus_slice, dead_letters, direct_count, kill_workers
+from tests.integration.conftest import EXAMPLES, TestBroker, assert_at_least, corpus_slice, dead_letters, direct_count, kill_workers
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.embedded]
 
 
-def test_a_10s_broker_pause_replays_almost_nothing(corpus: Path, tmp_path: Path) -> None:
+def test_a_10s_broker_pause_replays_almost_nothing(private_broker: TestBroker, corpus: Path, tmp_path: Path) -> None:
     """Executors hold no group membership, so a pause longer than the session timeout
     rebalances nothing: the duplicate ratio (spout emits / records) stays <= 1.05."""
     src = corpus_slice(corpus, tmp_path / "in.txt", 20_000)
-    with EmbeddedBroker(log_path=tmp_path / "broker.log") as broker:
-        assert broker.proc is not None
-        settings = ServiceSettings(bootstrap_servers=broker.bootstrap, data_dir=tmp_path)
-        job = Job(EXAMPLES / "wordcount.py", src, tmp_path / "counts.json", settings)
-        try:
-            job.start()
-            assert job.board is not None
-            while job.board.total("spout", "acked") < 3000:
-                job.board.poll(0.2)
-            broker.proc.send_signal(signal.SIGSTOP)
-            time.sleep(10)
-            broker.proc.send_signal(signal.SIGCONT)
-            summary = job.wait(300)
-        finally:
-            job.close()
+    settings = ServiceSettings(bootstrap_servers=private_broker.bootstrap, data_dir=tmp_path)
+    job = Job(EXAMPLES / "wordcount.py", src, tmp_path / "counts.json", settings)
+    try:
+        job.start()
+        assert job.board is not None
+        while job.board.total("spout", "acked") < 3000:
+            job.board.poll(0.2)
+        private_broker.pause()
+        time.sleep(10)
+        private_broker.resume()
+        summary = job.wait(300)
+    finally:
+        job.close()
     counts = json.loads((tmp_path / "counts.json").read_text())
     assert_at_least(counts, direct_count(src))
     ratio = summary.emitted / summary.records

@@ -24,7 +24,7 @@ from service.runner import Job
 from streams.wire.naming import ACKER_COMPONENT, coordinator_topic
 from tests.integration.conftest import EXAMPLES, TOPOLOGIES, corpus_slice, direct_count, kill_workers
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.embedded]
 
 EO = TOPOLOGIES / "eo_wordcount.py"
 

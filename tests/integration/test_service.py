@@ -17,7 +17,7 @@ import pytest
 from tests.integration.conftest import assert_at_least, assert_exact, corpus_slice, direct_count
 from tests.integration.service_harness import EXACTLY_ONCE, WORDCOUNT, Cluster, worker_pids
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.embedded]
 
 WORKERS = 4  # examples/wordcount.py: topology.workers
 

@@ -14,7 +14,7 @@ from service.corpus import read_lines
 from service.runner import Job
 from tests.integration.conftest import EXAMPLES, TOPOLOGIES, assert_at_least, corpus_slice, crash_and_recover, direct_count, run_job
 
-pytestmark = pytest.mark.broker
+pytestmark = [pytest.mark.broker, pytest.mark.embedded]
 
 
 def test_wordcount_slice_counts_exactly_with_no_failures(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
