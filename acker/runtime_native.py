@@ -24,7 +24,7 @@ from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
 from acker.common import publish_ledger_stats, record_outcomes, restored_ledger
 from acker.durable import DurableLedger
 from streams.exceptions import DecodeError, FatalError
-from streams.kafka.clients import consumer_config, new_consumer, transit_s
+from streams.kafka.clients import consumer_config, flush_patiently, new_consumer, transit_s
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.wire.acker import chunks, decode_ops, encode_results, root_key
@@ -106,7 +106,7 @@ class AckerExecutor(Executor):
 
     def _confirm(self, what: str) -> None:
         before = self.delivery.failures
-        self.producer.flush()
+        flush_patiently(self.producer, ACKER_COMPONENT, what)
         if self.delivery.failures != before:
             raise FatalError(f"[{ACKER_COMPONENT}] {what} not confirmed by the broker; stopping so that a restart replays")
 

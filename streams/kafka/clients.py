@@ -196,6 +196,20 @@ class ProducedBytes:
         self.total = 0
 
 
+def flush_patiently(producer: Producer, component: str, what: str, warn_every_s: float = 10.0) -> None:
+    """Flush until every queued record is delivered or failed, however long the broker takes.
+
+    A paused, restarting or failing-over broker is waited for, and said so every
+    ``warn_every_s`` seconds (naming ``component`` and ``what``); librdkafka itself fails a
+    record after ``message.timeout.ms`` (5 minutes by default), which the caller's delivery
+    callback sees.
+    """
+    waited = 0.0
+    while producer.flush(warn_every_s) > 0:
+        waited += warn_every_s
+        log.warning("[%s] %s not yet confirmed by the broker after %.0f s; waiting for it", component, what, waited)
+
+
 def produce_fn(producer: Producer, counter: ProducedBytes | None = None) -> Callable[..., None]:
     """``produce(topic, value, key=None, partition=-1, headers=None)`` that waits (polls) while the local queue is full instead of raising BufferError.
 

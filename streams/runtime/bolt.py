@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from streams.exceptions import DecodeError, FailedException
-from streams.kafka.clients import consumer_config, new_consumer, transit_s
+from streams.kafka.clients import consumer_config, flush_patiently, new_consumer, transit_s
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.model.bolt import Bolt
 from streams.model.tuple import Tuple, tick_tuple
@@ -136,7 +136,7 @@ class BoltExecutor(Executor):
 
     def _flush(self) -> None:
         before = self.delivery.failures
-        self.producer.flush()
+        flush_patiently(self.producer, self.component, "outputs")
         acks = self.acks
         if acks is not None and len(acks):
             if self.delivery.failures != before:

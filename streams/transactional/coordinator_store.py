@@ -16,7 +16,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from streams.exceptions import FatalError
-from streams.kafka.clients import new_consumer, new_producer
+from streams.kafka.clients import flush_patiently, new_consumer, new_producer
 from streams.transactional.coordinator import CoordinatorState
 
 
@@ -28,8 +28,8 @@ class CoordinatorStore:
       topic: ``squall.<topology>.__coordinator``.
       component: the spout's id (the record key; every error names it).
       kafka: client overrides ``{"consumer": {...}, "producer": {...}}``.
-    Raises FatalError (naming the component and topic) when a write is not confirmed or the
-    topic cannot be read to its end.
+    Raises FatalError (naming the component and topic) when a write fails or the topic cannot
+    be read to its end; a broker that is only slow or paused is waited for.
     """
 
     def __init__(self, bootstrap: str, topic: str, component: str, kafka: dict[str, Any] | None = None) -> None:
@@ -84,6 +84,6 @@ class CoordinatorStore:
         self.producer.produce(
             self.topic, json.dumps(snapshot).encode(), self.component.encode(), on_delivery=lambda err, _m: errors.append(str(err)) if err else None
         )
-        left = self.producer.flush(30)
-        if errors or left:
-            raise FatalError(f"[{self.component}] coordinator state not confirmed by {self.topic}: {errors[0] if errors else 'timed out'}")
+        flush_patiently(self.producer, self.component, f"coordinator state in {self.topic}")
+        if errors:
+            raise FatalError(f"[{self.component}] coordinator state not confirmed by {self.topic}: {errors[0]}")
