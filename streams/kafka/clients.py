@@ -219,8 +219,8 @@ def produce_fn(producer: Producer, counter: ProducedBytes | None = None) -> Call
     poll = producer.poll
     sent = counter if counter is not None else ProducedBytes()
 
-    def produce(topic: str, value: bytes, key: bytes | None = None, partition: int = -1, headers: Any = None) -> None:
-        sent.total += len(value) + (len(key) if key else 0)
+    def produce(topic: str, value: bytes | None, key: bytes | None = None, partition: int = -1, headers: Any = None) -> None:
+        sent.total += (len(value) if value else 0) + (len(key) if key else 0)
         while True:
             try:
                 if headers is None:
