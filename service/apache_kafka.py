@@ -276,7 +276,7 @@ class ApacheKafka:
         formats = []
         for node in self.nodes.values():
             node.config_path.write_text(self._properties(node))
-            formats.append((node, self._java("kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(node.config_path), "--ignore-formatted")))
+            formats.append((node, self._java("kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster_id}", "-c", str(node.config_path), "--ignore-formatted")))
         for node, proc in formats:  # in parallel: each is a JVM start
             out, _ = proc.communicate(timeout=120)
             if proc.returncode != 0:
@@ -430,4 +430,7 @@ def new_cluster_id() -> str:
     >>> len(new_cluster_id())
     22
     """
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:  # as Kafka's Uuid.randomUuid: never one that starts with "-" (a command line would read it as an option)
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid

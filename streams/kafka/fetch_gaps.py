@@ -213,7 +213,9 @@ class FetchGaps:
 
             for topic, partition, offset in seeks:
                 consumer.seek(TopicPartition(topic, partition, offset))
-                self.expect(topic, partition, offset)
+                # Not expect(): that forgets the hole, and a real one (a transaction marker)
+                # would then be fetched again for ever instead of passed over.
+                self._next[(topic, partition)] = offset
         return msgs
 
     def _patient(self, key: tuple[str, int], due: int, off: int) -> bool:

@@ -54,6 +54,9 @@ def test_compose_has_kafka_two_supervisors_prometheus_and_grafana() -> None:
     services = compose["services"]
     assert {"kafka", "supervisor-1", "supervisor-2", "prometheus", "grafana"} <= set(services)
     assert "KRaft" in (DEPLOY / "compose" / "docker-compose.yaml").read_text() and "broker,controller" in str(services["kafka"])
+    from service.apache_kafka import KAFKA_VERSION
+
+    assert services["kafka"]["image"] == f"apache/kafka:{KAFKA_VERSION}"  # the version the tests run
     for sup in ("supervisor-1", "supervisor-2"):
         env = services[sup]["environment"]
         assert set(env) <= SETTINGS and "/readyz" in str(services[sup]["healthcheck"])

@@ -169,3 +169,52 @@ def test_consume_seeks_the_consumer_back_and_expects_the_offset() -> None:
     assert offsets(gaps.consume(consumer, 500, 0.0)) == [0]
     assert consumer.seeks == [("t", 0, 1)]
     assert offsets(gaps.consume(consumer, 500, 0.0)) == [1, 2, 3]
+
+
+class MarkerLog:
+    """A partition whose offsets 5 and 11 hold transaction markers: a fetch never returns them.
+    ``consume`` answers up to 4 records from the position; ``seek`` moves the position."""
+
+    def __init__(self) -> None:
+        self.records = [o for o in range(16) if o not in (5, 11)]
+        self.position = 0
+        self.seeks = 0
+
+    def consume(self, n: int, timeout_s: float) -> list[FakeRecord]:
+        got = [FakeRecord("src", 0, o) for o in self.records if o >= self.position][:4]
+        if got:
+            self.position = (got[-1].offset() or 0) + 1
+        return got
+
+    def seek(self, tp: Any) -> None:
+        self.seeks += 1
+        self.position = tp.offset
+
+
+def test_consume_passes_over_a_real_hole_after_one_refetch() -> None:
+    """Through consume() (which seeks): a transaction marker is fetched again once, then passed
+    over, and reading goes on. (Before the fix, consume() forgot the hole at each seek and
+    fetched a marker again for ever: found by the first Apache Kafka run.)"""
+    log, gaps = MarkerLog(), FetchGaps("lines", clock=lambda: 0.0, max_refetches=1)
+    gaps.expect("src", 0, 0)
+    done: list[int] = []
+    for _ in range(50):
+        done += offsets(gaps.consume(log, 500, 0.0))
+        if len(done) == 14:
+            break
+    assert done == log.records
+    assert log.seeks == 2 and gaps.refetched == 2 and gaps.passed_over == 2
+
+
+def test_consume_passes_over_a_real_hole_after_the_patience_on_an_internal_topic() -> None:
+    now = [0.0]
+    log, gaps = MarkerLog(), FetchGaps("count", clock=lambda: now[0], patience_s=2.0)
+    gaps.expect("src", 0, 0)
+    done: list[int] = []
+    for _ in range(200):
+        now[0] += 0.1
+        done += offsets(gaps.consume(log, 500, 0.0))
+        if len(done) == 14:
+            break
+    assert done == log.records and gaps.passed_over == 2
+    assert 2 * 19 <= log.seeks <= 2 * 21  # fetched again for ~2 s (a seek per 0.1 s), per hole
