@@ -276,7 +276,9 @@ class ApacheKafka:
         formats = []
         for node in self.nodes.values():
             node.config_path.write_text(self._properties(node))
-            formats.append((node, self._java("kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster_id}", "-c", str(node.config_path), "--ignore-formatted")))
+            formats.append(
+                (node, self._java("kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster_id}", "-c", str(node.config_path), "--ignore-formatted"))
+            )
         for node, proc in formats:  # in parallel: each is a JVM start
             out, _ = proc.communicate(timeout=120)
             if proc.returncode != 0:
