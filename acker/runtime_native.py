@@ -19,12 +19,12 @@ import logging
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, TopicPartition
 
 from acker.common import publish_ledger_stats, record_outcomes, restored_ledger
 from acker.durable import DurableLedger
 from streams.exceptions import DecodeError, FatalError
-from streams.kafka.clients import consumer_config, flush_patiently, new_consumer, transit_s
+from streams.kafka.clients import committed_offsets, consumer_config, flush_patiently, new_consumer, transit_s
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.wire.acker import chunks, decode_ops, encode_results, root_key
@@ -68,9 +68,8 @@ class AckerExecutor(Executor):
             )
         # The group's committed offsets: done records below them are tombstoned at the next
         # flush, without waiting for new input (a restored table would otherwise keep them).
-        for got in consumer.committed([TopicPartition(self.topic, tp.partition) for tp in partitions], timeout=10):
-            if got.offset >= 0:
-                self.committed[got.partition] = self.next_offset[got.partition] = got.offset
+        for p, offset in committed_offsets(consumer, [TopicPartition(self.topic, tp.partition) for tp in partitions], ACKER_COMPONENT).items():
+            self.committed[p] = self.next_offset[p] = offset
         self._assigned()
         log.info("[%s] %s runs acker tasks %s", ACKER_COMPONENT, self.worker, sorted(self.ledgers))
 
@@ -154,7 +153,7 @@ class AckerExecutor(Executor):
         consumer = new_consumer(consumer_config(self.bootstrap, component_group(self.topology.name, ACKER_COMPONENT), conf, self.kafka.get("consumer")))
         partitions = [TopicPartition(self.topic, p) for p in self.tasks]
         self._open_tasks(consumer, partitions)  # restore first, then read the ops
-        consumer.assign(partitions)
+        consumer.assign([TopicPartition(self.topic, tp.partition, self.committed.get(tp.partition, OFFSET_BEGINNING)) for tp in partitions])
         gaps = FetchGaps(ACKER_COMPONENT, single=len(partitions) == 1)  # a fetch that skips ops is fetched again (streams.kafka.fetch_gaps)
         now = time.monotonic()
         flush = Every(conf.flush_interval_secs, now)
@@ -172,6 +171,7 @@ class AckerExecutor(Executor):
                 self._maybe_stats(now)
         finally:
             self._flush(consumer, final=True)
+            self.purger.close()
             self._maybe_stats(time.monotonic(), final=True)
             self.producer.flush(5)
             consumer.close()

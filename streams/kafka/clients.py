@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from confluent_kafka import OFFSET_BEGINNING, TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -194,6 +194,37 @@ class ProducedBytes:
 
     def __init__(self) -> None:
         self.total = 0
+
+
+def committed_offsets(consumer: Consumer, tps: list[TopicPartition], component: str, warn_every_s: float = 10.0, give_up_s: float = 300.0) -> dict[int, int]:
+    """The group's committed offsets of ``tps`` (one topic), ``{partition: offset}``; partitions with none are absent.
+
+    Asked explicitly, and again while the group's coordinator is not ready (a new group or a
+    new ``__consumer_offsets`` on Apache Kafka answers NOT_COORDINATOR or
+    COORDINATOR_LOAD_IN_PROGRESS for a while, and a failover moves coordinators): an
+    ``assign()`` that left it to librdkafka could stay without a position for good (seen on
+    Kafka 4.4 at the first start of a topology). Says so every ``warn_every_s`` seconds.
+    Raises KafkaException after ``give_up_s`` seconds.
+    """
+    started = time.monotonic()
+    next_warning = started + warn_every_s
+    while True:
+        try:
+            got = consumer.committed(tps, timeout=warn_every_s)
+            bad = [tp for tp in got if tp.error is not None]
+            if not bad:
+                return {tp.partition: tp.offset for tp in got if tp.offset >= 0}
+            error: Any = bad[0].error
+        except KafkaException as exc:
+            error = exc
+        now = time.monotonic()
+        if now - started > give_up_s:
+            raise error if isinstance(error, KafkaException) else KafkaException(error)
+        if now >= next_warning:
+            next_warning = now + warn_every_s
+            which = ", ".join(f"{tp.topic}[{tp.partition}]" for tp in tps)
+            log.warning("[%s] committed offsets of %s not known yet (%s); asking again", component, which, error)
+        time.sleep(0.2)
 
 
 def flush_patiently(producer: Producer, component: str, what: str, warn_every_s: float = 10.0) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from streams.kafka.clients import true_end_offsets
+from streams.kafka.clients import committed_offsets, true_end_offsets
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.kafka.source import KafkaSource, SourceCounters, task_of
 from streams.wire.naming import TP
@@ -136,8 +136,11 @@ class SourceFeed:
 
     def _committed(self, tps: list[TP]) -> dict[TP, int]:
         """The spout group's committed offsets (partitions with none are absent)."""
-        got = self.data.committed([TopicPartition(t, p) for t, p in tps], timeout=10)
-        return {(tp.topic, tp.partition): tp.offset for tp in got if tp.offset >= 0}
+        out: dict[TP, int] = {}
+        for topic in dict.fromkeys(t for t, _ in tps):
+            got = committed_offsets(self.data, [TopicPartition(t, p) for t, p in tps if t == topic], self.component)
+            out.update({(topic, p): off for p, off in got.items()})
+        return out
 
     def _start_offsets(self, tps: list[TP], committed: dict[TP, int]) -> dict[TP, int]:
         mode = self.prototype.first_poll_offset

@@ -79,10 +79,10 @@ class Purger:
         """The partitions whose committed offset moved since their last purge, with that offset."""
         return {tp: off for tp, off in self._committed.items() if off > self._purged.get(tp, 0)}
 
-    def maybe_purge(self) -> int:
-        """Steps 2-4: read earlier answers; send a new request if one is due. Returns the partitions asked."""
+    def maybe_purge(self, now: bool = False) -> int:
+        """Steps 2-4: read earlier answers; send a new request if one is due (``now``: whatever the interval). Returns the partitions asked."""
         self._collect()
-        if not self.enabled or self._pending or self.clock() < self._next_at:
+        if not self.enabled or self._pending or (self.clock() < self._next_at and not now):
             return 0
         self._next_at = self.clock() + self.interval_s
         due = self.due_offsets()
@@ -123,8 +123,13 @@ class Purger:
                 self._low[key] = low
 
     def close(self, timeout_s: float = 2.0) -> None:
-        """Wait a little for answers in flight (their counts), then stop."""
+        """Purge what the last commit confirmed, wait a little for the answers (their counts), then stop."""
         deadline = self.clock() + timeout_s
+        self._wait(deadline)
+        self.maybe_purge(now=True)
+        self._wait(deadline)
+
+    def _wait(self, deadline: float) -> None:
         while self._pending and self.clock() < deadline:
             time.sleep(0.05)
             self._collect()

@@ -158,15 +158,24 @@ class BoltExecutor(Executor):
             return
         try:
             consumer.commit(offsets=offsets, asynchronous=not sync)
-            for tp in offsets:
-                self.by_partition[tp.partition].committed_offset = tp.offset
+            if sync:  # an asynchronous commit counts once the broker confirmed it (_on_commit)
+                for tp in offsets:
+                    self.by_partition[tp.partition].committed_offset = tp.offset
+                self.purger.committed((tp.topic, tp.partition, tp.offset) for tp in offsets)
         except KafkaException as exc:
             log.warning("[%s] offset commit failed (will retry): %s", self.component, exc)
 
     def _on_commit(self, err: KafkaError | None, partitions: list[TopicPartition]) -> None:
         """The consumer's commit callback (on this thread, from ``consume``): confirmed offsets may be purged."""
-        if err is None:
-            self.purger.committed((tp.topic, tp.partition, tp.offset) for tp in partitions if tp.error is None and tp.offset >= 0)
+        if err is not None:
+            log.warning("[%s] offset commit failed (retried at the next commit): %s", self.component, err)
+            return
+        done = [tp for tp in partitions if tp.error is None and tp.offset >= 0 and tp.topic == self.topic]
+        for tp in done:
+            task = self.by_partition.get(tp.partition)
+            if task is not None and tp.offset > task.committed_offset:
+                task.committed_offset = tp.offset
+        self.purger.committed((tp.topic, tp.partition, tp.offset) for tp in done)
 
     def _update_gauges(self) -> None:
         emitted = transferred = acked = failed = 0

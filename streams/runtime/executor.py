@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
 from streams.config import TopologyConfig
 from streams.exceptions import FatalError
-from streams.kafka.clients import ProducedBytes, make_producer, new_admin, produce_fn
+from streams.kafka.clients import ProducedBytes, committed_offsets, make_producer, new_admin, produce_fn
 from streams.kafka.purge import Purger
 from streams.model.component import Component
 from streams.model.context import ExecutorIO, LocalTasks, TopologyContext
@@ -184,10 +184,12 @@ class Executor:
     def _assign(self, consumer: Consumer, topic: str) -> list[TopicPartition]:
         """Start reading this executor's tasks: partitions :attr:`tasks` of ``topic``, each from the group's committed offset (else the earliest).
 
-        Returns them.
+        The committed offsets are asked first and given to ``assign()``
+        (:func:`~streams.kafka.clients.committed_offsets`). Returns the partitions.
         """
         partitions = [TopicPartition(topic, p) for p in self.tasks]
-        consumer.assign(partitions)
+        committed = committed_offsets(consumer, partitions, self.component)
+        consumer.assign([TopicPartition(topic, p, committed.get(p, OFFSET_BEGINNING)) for p in self.tasks])
         return partitions
 
     def _task_copy(self, partition: int, kind: type[C]) -> tuple[int, TopologyContext, C]:

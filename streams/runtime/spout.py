@@ -366,6 +366,7 @@ class SpoutExecutor(Executor):
         finally:
             self._flush()
             self._commit()
+            self.purger.close()
             self._maybe_stats(time.monotonic(), final=True)
             for task in self.by_task.values():
                 self._close(task)

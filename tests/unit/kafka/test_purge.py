@@ -107,3 +107,11 @@ def test_never_asks_past_the_highest_commit(commits: list[tuple[int, int, float]
     for i in range(1, len(admin.calls)):  # per partition, what is asked only grows
         for key, asked in admin.calls[i].items():
             assert all(asked > c[key] for c in admin.calls[:i] if key in c)
+
+
+def test_close_purges_the_last_commit_at_once() -> None:
+    clock, admin = Clock(), Admin()
+    p = Purger("count", 30.0, admin, clock)
+    p.committed([("t", 0, 40)])
+    p.close(timeout_s=1.0)  # long before the interval: the executor is stopping
+    assert admin.calls == [{("t", 0): 40}] and p.purged_records == 40
