@@ -11,7 +11,7 @@ import pytest
 
 from bench import compare
 
-pytestmark = [pytest.mark.broker, pytest.mark.embedded]
+pytestmark = pytest.mark.broker
 
 
 def test_bench_smoke_every_contender_runs_and_is_correct(bootstrap: str, broker_kind: str) -> None:
