@@ -266,10 +266,19 @@ def produce_fn(producer: Producer, counter: ProducedBytes | None = None) -> Call
 
 
 def at_high_watermarks(consumer: Consumer, tps: list[TopicPartition]) -> bool:
-    """Every partition's position is at its high watermark, as a Fetch response reported it (unknown before the first Fetch answered: then False)."""
+    """Every partition's position is at its high watermark, as a Fetch response reported it (unknown before the first Fetch answered: then False).
+
+    A partition that holds no record (never written, or every record purged: its log start
+    offset is its high watermark) is at its end whatever the position: nothing was consumed,
+    so librdkafka reports no position for it.
+    """
     for tp, pos in zip(tps, consumer.position(tps), strict=True):
-        high = consumer.get_watermark_offsets(tp, cached=True)[1]
-        if high is None or high < 0 or (high > 0 and (pos.offset is None or pos.offset < high)):
+        low, high = consumer.get_watermark_offsets(tp, cached=True)
+        if high is None or high < 0:
+            return False
+        if high == 0 or (low is not None and low >= high):
+            continue
+        if pos.offset is None or pos.offset < high:
             return False
     return True
 
