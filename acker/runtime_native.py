@@ -160,13 +160,15 @@ class AckerExecutor(Executor):
         expiry = Every(EXPIRY_CHECK_SECS, now, delay_s=0)
         try:
             while not self.stop_event.is_set():
-                for msg in gaps.consume(consumer, conf.batch_size, conf.flush_interval_secs):
+                msgs = gaps.consume(consumer, conf.batch_size, conf.flush_interval_secs)
+                for msg in msgs:
                     self._apply(msg)
                 self.stats.counters["refetched"] = gaps.refetched
                 now = time.monotonic()
                 if expiry.due(now):
                     self._tick()
-                if flush.due(now):
+                drained = conf.flush_when_idle and len(msgs) < conf.batch_size and bool(self.results)
+                if drained or flush.due(now):
                     self._flush(consumer)
                 self._maybe_stats(now)
         finally:

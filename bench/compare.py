@@ -440,11 +440,13 @@ def produced_bytes(job: Job) -> int:
     return int(sum(job.board.total(kind, "produced_bytes") for kind in ("spout", "bolt", "acker")))
 
 
-def run_latency(bootstrap: str, lines: list[bytes], rate: float | None, limit_s: float, workdir: Path) -> dict[str, Any]:
+def run_latency(
+    bootstrap: str, lines: list[bytes], rate: float | None, limit_s: float, workdir: Path, overrides: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The latency workload (``bench/topologies/latency.py``): every line through three
     pass-through bolts; done when the last bolt executed every line and every tree was acked."""
     settings = ServiceSettings(bootstrap_servers=bootstrap, data_dir=workdir, log_level="WARNING")
-    job = Job(LATENCY_TOPOLOGY, Path("/dev/null"), None, settings)
+    job = Job(LATENCY_TOPOLOGY, Path("/dev/null"), None, settings, topology_overrides=overrides or None)
     try:
         job.start(produce_input=False)
         job.wait_ready()
@@ -584,7 +586,7 @@ def run_workload(
     """Every contender on one workload and broker: a throughput run each, then a latency run at half rate."""
     lines = load_input(workload, args.smoke)
     if workload == "latency":
-        return run_latency_workload(args, kind, bootstrap, lines, limit_s, workdir)
+        return run_latency_workload(args, kind, bootstrap, lines, limit_s, workdir, settings)
     exp = normalise(workload, expected(workload, lines))
     records = len(lines) - (1 if workload == "flights" else 0)
     rows: dict[str, Any] = {}
@@ -652,7 +654,9 @@ def run_workload(
     return rows
 
 
-def run_latency_workload(args: Any, kind: str, bootstrap: str, lines: list[bytes], limit_s: float, workdir: Path) -> dict[str, Any]:
+def run_latency_workload(
+    args: Any, kind: str, bootstrap: str, lines: list[bytes], limit_s: float, workdir: Path, overrides: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """squall-acked on the latency workload: its throughput, then complete latency at half of it."""
     rows: dict[str, Any] = {}
     for name in LATENCY_CONTENDERS:
@@ -660,7 +664,7 @@ def run_latency_workload(args: Any, kind: str, bootstrap: str, lines: list[bytes
             continue
         print(f"[bench] {kind} latency: {name} ...", file=sys.stderr, flush=True)
         try:
-            row = run_latency(bootstrap, lines, None, limit_s, workdir)
+            row = run_latency(bootstrap, lines, None, limit_s, workdir, overrides)
             row["records_per_s"] = len(lines) / row["seconds"] if row["seconds"] > 0 else None
             if row.get("produced_bytes"):
                 row["bytes_per_record"] = row["produced_bytes"] / len(lines)
@@ -668,7 +672,7 @@ def run_latency_workload(args: Any, kind: str, bootstrap: str, lines: list[bytes
                 rate = row["records_per_s"] / 2
                 sample = lines[: max(200, int(rate * args.latency_seconds))]
                 print(f"[bench] {kind} latency: {name} at {rate:,.0f} records/s ...", file=sys.stderr, flush=True)
-                lat = run_latency(bootstrap, sample, rate, limit_s, workdir)
+                lat = run_latency(bootstrap, sample, rate, limit_s, workdir, overrides)
                 row["p50_s"], row["p99_s"], row["latency_rate"], row["latency_hops"] = lat["p50_s"], lat["p99_s"], rate, lat["hops"]
                 row["latency_correct"] = lat["correct"]
         except Exception as exc:

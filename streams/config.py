@@ -80,6 +80,13 @@ class TopologyConfig(BaseModel):
         gt=0,
         description="how often an executor flushes outputs then acker ops (seconds; default 0.025; was 0.05, see docs/design.md)",
     )
+    flush_when_idle: bool = Field(
+        True,
+        alias="squall.flush.when.idle",
+        description="an executor also flushes as soon as its input is drained (a consume call returned less than "
+        "squall.consume.batch records), instead of waiting for squall.flush.interval.secs: below full speed a hop then "
+        "costs its round trip, not the flush interval (default true; see docs/design.md, 'Flushing when idle')",
+    )
     max_retries: int = Field(
         5,
         alias="squall.spout.max.retries",

@@ -101,6 +101,24 @@ class FakeRecord(Record):
         return None
 
 
+def consume_available(consumer: Any, n: int, timeout_s: float) -> list[Any]:
+    """Up to ``n`` records, returned as soon as one is there (waiting at most ``timeout_s`` seconds for it).
+
+    ``Consumer.consume(n, timeout)`` returns only when it has ``n`` records or the whole
+    timeout has passed: below full speed every call waited the timeout out, and every hop
+    of a tree paid it (about 20 ms a hop with the 25 ms flush interval, measured on Apache
+    Kafka). Here the wait ends at the first record, and what is queued behind it comes
+    along without waiting.
+    """
+    got: list[Any] = consumer.consume(n, 0)
+    if got or timeout_s <= 0:
+        return got
+    first = consumer.poll(timeout_s)
+    if first is None:
+        return []
+    return [first, *consumer.consume(n - 1, 0)] if n > 1 else [first]
+
+
 class FetchGaps:
     """Per partition, the next offset due; see the module docstring.
 
@@ -207,7 +225,7 @@ class FetchGaps:
         Seeks back where a fetch skipped offsets (librdkafka then drops what it had
         prefetched for the partition) and returns the records to process, in order.
         """
-        msgs, seeks = self.check(consumer.consume(n, timeout_s))
+        msgs, seeks = self.check(consume_available(consumer, n, timeout_s))
         if seeks:
             from confluent_kafka import TopicPartition
 

@@ -148,6 +148,12 @@ class BoltExecutor(Executor):
         for task in self.by_partition.values():
             task.flushed_offset = task.next_offset
 
+    def _unflushed(self) -> bool:
+        """Outputs or acker ops wait for a flush, or executed input waits to become committable."""
+        if (self.acks is not None and len(self.acks)) or len(self.producer):
+            return True
+        return any(t.next_offset != t.flushed_offset for t in self.by_partition.values())
+
     def _commit(self, consumer: Consumer, sync: bool = False) -> None:
         offsets = [
             TopicPartition(self.topic, p, t.flushed_offset)
@@ -209,14 +215,16 @@ class BoltExecutor(Executor):
         commit = Every(conf.bolt_commit_period_secs, now)
         try:
             while not self.stop_event.is_set():
-                for msg in gaps.consume(consumer, conf.batch_size, conf.flush_interval_secs):
+                msgs = gaps.consume(consumer, conf.batch_size, conf.flush_interval_secs)
+                for msg in msgs:
                     self._process(msg)
                 self.stats.counters["refetched"] = gaps.refetched
                 now = time.monotonic()
                 if ticks.due(now):
                     for task in list(self.by_partition.values()):
                         self._execute(task, tick_tuple())
-                if flush.due(now) or (self.acks is not None and len(self.acks) > MAX_BUFFERED_ACKER_OPS):
+                drained = conf.flush_when_idle and len(msgs) < conf.batch_size and self._unflushed()
+                if drained or flush.due(now) or (self.acks is not None and len(self.acks) > MAX_BUFFERED_ACKER_OPS):
                     self._flush()
                 if commit.due(now):
                     self._commit(consumer)

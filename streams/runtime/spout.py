@@ -280,10 +280,12 @@ class SpoutExecutor(Executor):
                 total += 1
         return total
 
-    def _flush(self) -> None:
+    def _flush(self, ledgers: bool = True) -> None:
+        """Send the buffered acker ops, then (``ledgers``) the ledgers that changed."""
         if self.acks is not None and len(self.acks):
             self.stats.inc("acker_ops", self.acks.flush(self.produce))
-        self._write_ledgers()
+        if ledgers:
+            self._write_ledgers()
         self.producer.poll(0)
 
     def _write_ledgers(self) -> None:
@@ -355,8 +357,12 @@ class SpoutExecutor(Executor):
                 if timeouts.due(now):
                     self._timeouts()
                     self.bound.adjust(self.inflight.oldest_age())
+                # Caught up (the feed brought nothing more): the inits of what was emitted go now,
+                # not at the next interval (a tree cannot complete before its init reaches the acker).
                 if flush.due(now):
                     self._flush()
+                elif conf.flush_when_idle and not fed and self.acks is not None and len(self.acks) > 0:
+                    self._flush(ledgers=False)  # the ledgers keep their interval
                 if commit.due(now):
                     self._commit()
                     self.purger.maybe_purge()

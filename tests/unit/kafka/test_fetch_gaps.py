@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.kafka.fetch_gaps import FakeRecord, FetchGaps
+from streams.kafka.fetch_gaps import FakeRecord, FetchGaps, consume_available
 
 
 def offsets(records: list[FakeRecord]) -> list[int]:
@@ -218,3 +218,31 @@ def test_consume_passes_over_a_real_hole_after_the_patience_on_an_internal_topic
             break
     assert done == log.records and gaps.passed_over == 2
     assert 2 * 19 <= log.seeks <= 2 * 21  # fetched again for ~2 s (a seek per 0.1 s), per hole
+
+
+def test_consume_available_returns_at_the_first_record_with_what_is_queued_behind_it() -> None:
+    class Consumer:
+        """consume(n, t) as librdkafka's: it would wait out t for n records; poll(t) returns the first."""
+
+        def __init__(self) -> None:
+            self.queue: list[FakeRecord] = []
+            self.calls: list[tuple[str, int, float]] = []
+            self.arrive = [FakeRecord("t", 0, 0), FakeRecord("t", 0, 1), FakeRecord("t", 0, 2)]
+
+        def consume(self, n: int, timeout_s: float) -> list[FakeRecord]:
+            self.calls.append(("consume", n, timeout_s))
+            got, self.queue = self.queue[:n], self.queue[n:]
+            return got
+
+        def poll(self, timeout_s: float) -> FakeRecord | None:
+            self.calls.append(("poll", 1, timeout_s))
+            arrived, self.arrive = self.arrive, []  # they arrive while poll waits
+            self.queue = arrived[1:]
+            return arrived[0] if arrived else None
+
+    c = Consumer()
+    got = consume_available(c, 500, 0.025)
+    assert offsets(got) == [0, 1, 2] and c.calls == [("consume", 500, 0), ("poll", 1, 0.025), ("consume", 499, 0)]
+    assert consume_available(c, 500, 0.025) == [] and c.calls[-1] == ("poll", 1, 0.025)  # nothing: one wait, no more
+    c.queue = [FakeRecord("t", 0, 5), FakeRecord("t", 0, 6)]
+    assert offsets(consume_available(c, 500, 0.025)) == [5, 6] and c.calls[-1] == ("consume", 500, 0)  # queued: no wait at all
