@@ -85,7 +85,7 @@ class TopologyConfig(BaseModel):
         alias="squall.flush.when.idle",
         description="an executor also flushes as soon as its input is drained (a consume call returned less than "
         "squall.consume.batch records), instead of waiting for squall.flush.interval.secs: below full speed a hop then "
-        "costs its round trip, not the flush interval (default true; see docs/design.md, 'Flushing when idle')",
+        "costs its round trip, not the flush interval (default true; see docs/design.md, 'Latency below full speed')",
     )
     max_retries: int = Field(
         5,
