@@ -24,7 +24,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message,
 from acker.common import publish_ledger_stats, record_outcomes, restored_ledger
 from acker.durable import DurableLedger
 from streams.exceptions import DecodeError, FatalError
-from streams.kafka.clients import committed_offsets, consumer_config, flush_patiently, new_consumer, transit_s
+from streams.kafka.clients import committed_offsets, consumer_config, flush_patiently, new_consumer, reopen_consumer, transit_s
+from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.wire.acker import chunks, decode_ops, encode_results, root_key
@@ -52,6 +53,9 @@ class AckerExecutor(Executor):
         self.committed: dict[int, int] = {}
         self.results: dict[int, list[list[Any]]] = {}
         self._transit = self.stats.hist("transit_latency")
+        self.commit_watch = CommitWatch(ACKER_COMPONENT, self.conf.consumer_reopen_after_secs)
+        """Commits failing this long mean a consumer that lost its coordinator: replaced (streams.kafka.commit_watch)."""
+        self.reopen_due = False
 
     # -- tasks -----------------------------------------------------------------------
     def _open_tasks(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -133,24 +137,43 @@ class AckerExecutor(Executor):
         if offsets:
             try:
                 consumer.commit(offsets=offsets, asynchronous=False)
+                self.commit_watch.ok()
                 for tp in offsets:
                     self.committed[tp.partition] = tp.offset
                 self.purger.committed((tp.topic, tp.partition, tp.offset) for tp in offsets)
                 self.purger.maybe_purge()
             except KafkaException as exc:
                 log.warning("[%s] offset commit failed (will retry): %s", ACKER_COMPONENT, exc)
+                self.reopen_due = self.commit_watch.failed(time.monotonic())
         for p, dl in self.ledgers.items():
             if p in self.committed:
                 for root, value in dl.gc(self.committed[p]):
                     produce(self.changelog, value, key=root_key(root), partition=p)
         self.producer.poll(0)
 
+    def _reopen(self, consumer: Consumer, cfg: dict[str, Any], gaps: FetchGaps) -> Consumer:
+        """A new consumer at the next op of every task, for one that lost its coordinator for good."""
+        self.reopen_due = False
+        self.stats.inc("consumer_reopens")
+        log.warning(
+            "[%s] offset commits to group %s have failed for %.0f s: replacing the consumer",
+            ACKER_COMPONENT,
+            cfg["group.id"],
+            self.commit_watch.reopen_after_s,
+        )
+        positions = [TopicPartition(self.topic, p, self.next_offset.get(p, OFFSET_BEGINNING)) for p in sorted(self.ledgers)]
+        for tp in positions:
+            if tp.offset >= 0:
+                gaps.expect(tp.topic, tp.partition, tp.offset)
+        return reopen_consumer(consumer, cfg, positions, ACKER_COMPONENT)
+
     def _update_gauges(self) -> None:
         publish_ledger_stats(self.ledgers, self.stats)
 
     def _run(self) -> None:
         conf = self.conf
-        consumer = new_consumer(consumer_config(self.bootstrap, component_group(self.topology.name, ACKER_COMPONENT), conf, self.kafka.get("consumer")))
+        cfg = consumer_config(self.bootstrap, component_group(self.topology.name, ACKER_COMPONENT), conf, self.kafka.get("consumer"))
+        consumer = new_consumer(cfg)
         partitions = [TopicPartition(self.topic, p) for p in self.tasks]
         self._open_tasks(consumer, partitions)  # restore first, then read the ops
         consumer.assign([TopicPartition(self.topic, tp.partition, self.committed.get(tp.partition, OFFSET_BEGINNING)) for tp in partitions])
@@ -170,6 +193,8 @@ class AckerExecutor(Executor):
                 drained = conf.flush_when_idle and len(msgs) < conf.batch_size and bool(self.results)
                 if drained or flush.due(now):
                     self._flush(consumer)
+                if self.reopen_due:
+                    consumer = self._reopen(consumer, cfg, gaps)
                 self._maybe_stats(now)
         finally:
             self._flush(consumer, final=True)

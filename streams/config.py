@@ -87,6 +87,14 @@ class TopologyConfig(BaseModel):
         "squall.consume.batch records), instead of waiting for squall.flush.interval.secs: below full speed a hop then "
         "costs its round trip, not the flush interval (default true; see docs/design.md, 'Latency below full speed')",
     )
+    consumer_reopen_after_secs: float = Field(
+        30.0,
+        alias="squall.consumer.reopen.after.secs",
+        gt=0,
+        description="an executor whose offset commits have failed this long, with no success in between, replaces its "
+        "consumer with a new one at the positions it processed: librdkafka's assign-only consumers can lose their group "
+        "coordinator for good after a broker fault (seconds; default 30; see docs/design.md, 'Broker faults')",
+    )
     max_retries: int = Field(
         5,
         alias="squall.spout.max.retries",

@@ -90,6 +90,36 @@ def new_consumer(cfg: Mapping[str, Any]) -> Consumer:
     return Consumer(with_security(cfg))
 
 
+def reopen_consumer(old: Consumer, cfg: Mapping[str, Any], positions: list[TopicPartition], component: str, close_timeout_s: float = 10.0) -> Consumer:
+    """A new assign-only consumer with ``cfg``, reading ``positions``, in place of ``old``.
+
+    For a consumer that lost its group coordinator for good (:mod:`streams.kafka.commit_watch`).
+    ``positions`` are the offsets the executor processes next (negative: librdkafka's logical
+    offsets, such as ``OFFSET_BEGINNING``). ``old`` is closed on a helper thread, waited for
+    at most ``close_timeout_s`` seconds: a wedged client must not wedge its executor too.
+    """
+    closer = threading.Thread(target=_close_quietly, args=(old, component), name=f"{component}-close", daemon=True)
+    closer.start()
+    closer.join(close_timeout_s)
+    if closer.is_alive():
+        log.warning("[%s] the old consumer did not close within %.0f s; leaving it", component, close_timeout_s)
+    new = new_consumer(cfg)
+    new.assign(positions)
+    log.warning(
+        "[%s] opened a new consumer at %s",
+        component,
+        ", ".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in positions) or "no partitions",
+    )
+    return new
+
+
+def _close_quietly(consumer: Consumer, component: str) -> None:
+    try:
+        consumer.close()
+    except (KafkaException, RuntimeError) as exc:
+        log.info("[%s] closing the old consumer: %s", component, exc)
+
+
 def new_producer(cfg: Mapping[str, Any]) -> Producer:
     """A Producer with ``cfg`` and the security settings."""
     return Producer(with_security(cfg))

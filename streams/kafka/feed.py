@@ -14,11 +14,15 @@ same duties inside the spout; here they sit beside it so any Kafka-reading spout
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from streams.kafka.clients import committed_offsets, true_end_offsets
+from streams.kafka.clients import committed_offsets, reopen_consumer, true_end_offsets
+from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.kafka.source import KafkaSource, SourceCounters, task_of
 from streams.wire.naming import TP
@@ -75,12 +79,27 @@ class SourceFeed:
       consumer: an assign-only consumer whose ``group.id`` is the spout's group (its
         committed offsets are the spout's); the feed owns and closes it.
       batch: ``squall.batch.size`` (records per consume).
+      config: ``consumer``'s settings: with them a consumer whose commits fail for
+        ``reopen_after_s`` seconds is replaced by a new one (:mod:`streams.kafka.commit_watch`);
+        without, it is only logged.
+      reopen_after_s: ``squall.consumer.reopen.after.secs`` (seconds).
     Not thread-safe: the spout executor's thread makes every call.
     """
 
     REFRESH_SECS = 5.0
 
-    def __init__(self, component: str, topology: str, prototype: KafkaSource, num_tasks: int, bootstrap: str, consumer: Consumer, batch: int) -> None:
+    def __init__(
+        self,
+        component: str,
+        topology: str,
+        prototype: KafkaSource,
+        num_tasks: int,
+        bootstrap: str,
+        consumer: Consumer,
+        batch: int,
+        config: Mapping[str, Any] | None = None,
+        reopen_after_s: float = 30.0,
+    ) -> None:
         self.component = component
         self.topology = topology
         self.prototype = prototype
@@ -93,6 +112,11 @@ class SourceFeed:
         self._next_refresh = 0.0
         self.gaps = FetchGaps(component, max_refetches=SOURCE_REFETCHES)
         """Source records a fetch skipped are fetched again, once per hole (:mod:`streams.kafka.fetch_gaps`)."""
+        self.config = config
+        self.commit_watch = CommitWatch(component, reopen_after_s)
+        self.starts: dict[TP, int] = {}
+        """Where each source partition was first read from (negative: librdkafka's logical offsets)."""
+        self.reopens = 0
 
     # -- tasks -----------------------------------------------------------------------
     def add(self, index: int, source: KafkaSource) -> None:
@@ -128,6 +152,7 @@ class SourceFeed:
             if tp in committed:
                 task.committed[tp] = committed[tp]  # lag is measured from here until the next commit
             self.owner[tp] = task
+            self.starts[tp] = starts[tp]
         self.data.incremental_assign([TopicPartition(t, p, starts[(t, p)]) for t, p in new])
         for t, p in new:
             if starts[(t, p)] >= 0:
@@ -187,11 +212,33 @@ class SourceFeed:
             return
         try:
             self.data.commit(offsets=offsets, asynchronous=False)
+            self.commit_watch.ok()
             for done in offsets:
                 key = (done.topic, done.partition)
                 self.owner[key].committed[key] = done.offset
         except KafkaException as exc:
             log.warning("[%s] offset commit failed (will retry): %s", self.component, exc)
+            if self.commit_watch.failed(time.monotonic()) and self.config is not None:
+                self.reopen()
+
+    def reopen(self) -> None:
+        """Replace the consumer by a new one after the last record handed to each task (a lost coordinator)."""
+        assert self.config is not None
+        self.reopens += 1
+        log.warning(
+            "[%s] offset commits to group %s have failed for %.0f s: replacing the consumer",
+            self.component,
+            self.config.get("group.id"),
+            self.commit_watch.reopen_after_s,
+        )
+        positions = []
+        for t, p in self.owner:
+            due = self.gaps.next_offset(t, p)
+            positions.append(TopicPartition(t, p, due if due is not None else self.starts.get((t, p), OFFSET_BEGINNING)))
+        for tp in positions:
+            if tp.offset >= 0:
+                self.gaps.expect(tp.topic, tp.partition, tp.offset)
+        self.data = reopen_consumer(self.data, self.config, positions, self.component)
 
     # -- reporting -------------------------------------------------------------------
     def counters(self) -> SourceCounters:

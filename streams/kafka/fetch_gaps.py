@@ -162,6 +162,10 @@ class FetchGaps:
         self._next[(topic, partition)] = offset
         self._hole_since.pop((topic, partition), None)
 
+    def next_offset(self, topic: str, partition: int) -> int | None:
+        """The offset due next on the partition (after the last record returned), or None before the first."""
+        return self._next.get((topic, partition))
+
     def forget(self, topic: str, partition: int) -> None:
         """The partition is no longer read (revoked): no expectation."""
         self._next.pop((topic, partition), None)

@@ -14,10 +14,11 @@ import logging
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from streams.exceptions import DecodeError, FailedException
-from streams.kafka.clients import consumer_config, flush_patiently, new_consumer, transit_s
+from streams.kafka.clients import consumer_config, flush_patiently, new_consumer, reopen_consumer, transit_s
+from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.model.bolt import Bolt
 from streams.model.tuple import Tuple, tick_tuple
@@ -68,6 +69,9 @@ class BoltExecutor(Executor):
         self._process_hist = self.stats.hist("process_latency")
         self._busy_s = 0.0  # seconds spent in execute() since the last snapshot
         self._window_start = time.monotonic()
+        self.commit_watch = CommitWatch(self.component, self.conf.consumer_reopen_after_secs)
+        """Commits failing this long mean a consumer that lost its coordinator: replaced (streams.kafka.commit_watch)."""
+        self.reopen_due = False
 
     # -- tasks -----------------------------------------------------------------------
     def _open_tasks(self, partitions: list[TopicPartition]) -> None:
@@ -165,23 +169,46 @@ class BoltExecutor(Executor):
         try:
             consumer.commit(offsets=offsets, asynchronous=not sync)
             if sync:  # an asynchronous commit counts once the broker confirmed it (_on_commit)
+                self.commit_watch.ok()
                 for tp in offsets:
                     self.by_partition[tp.partition].committed_offset = tp.offset
                 self.purger.committed((tp.topic, tp.partition, tp.offset) for tp in offsets)
         except KafkaException as exc:
             log.warning("[%s] offset commit failed (will retry): %s", self.component, exc)
+            self.reopen_due = self.reopen_due or self.commit_watch.failed(time.monotonic())
 
     def _on_commit(self, err: KafkaError | None, partitions: list[TopicPartition]) -> None:
         """The consumer's commit callback (on this thread, from ``consume``): confirmed offsets may be purged."""
         if err is not None:
             log.warning("[%s] offset commit failed (retried at the next commit): %s", self.component, err)
+            self.reopen_due = self.reopen_due or self.commit_watch.failed(time.monotonic())
             return
+        self.commit_watch.ok()
         done = [tp for tp in partitions if tp.error is None and tp.offset >= 0 and tp.topic == self.topic]
         for tp in done:
             task = self.by_partition.get(tp.partition)
             if task is not None and tp.offset > task.committed_offset:
                 task.committed_offset = tp.offset
         self.purger.committed((tp.topic, tp.partition, tp.offset) for tp in done)
+
+    def _reopen(self, consumer: Consumer, cfg: dict[str, object], gaps: FetchGaps) -> Consumer:
+        """A new consumer after the last record each task executed, for one that lost its coordinator for good."""
+        self.reopen_due = False
+        self.stats.inc("consumer_reopens")
+        log.warning(
+            "[%s] offset commits to group %s have failed for %.0f s: replacing the consumer",
+            self.component,
+            cfg["group.id"],
+            self.commit_watch.reopen_after_s,
+        )
+        positions = [
+            TopicPartition(self.topic, p, t.next_offset if t.next_offset >= 0 else self.start_offsets.get(p, OFFSET_BEGINNING))
+            for p, t in sorted(self.by_partition.items())
+        ]
+        for tp in positions:
+            if tp.offset >= 0:
+                gaps.expect(tp.topic, tp.partition, tp.offset)
+        return reopen_consumer(consumer, cfg, positions, self.component)
 
     def _update_gauges(self) -> None:
         emitted = transferred = acked = failed = 0
@@ -229,6 +256,8 @@ class BoltExecutor(Executor):
                 if commit.due(now):
                     self._commit(consumer)
                     self.purger.maybe_purge()
+                if self.reopen_due:
+                    consumer = self._reopen(consumer, cfg, gaps)
                 self._maybe_stats(now)
         finally:
             # cleanup() first: a bolt that holds tuples (deferred acks, windows) can emit and

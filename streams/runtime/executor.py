@@ -148,6 +148,8 @@ class Executor:
         self._next_stats = 0.0
         self.error: BaseException | None = None
         self.assigned = threading.Event()
+        self.start_offsets: dict[int, int] = {}
+        """Where :meth:`_assign` started each input partition (negative: librdkafka's logical offsets)."""
         """Set once this executor has opened its tasks and, for an acker, restored its
         table: the worker's readiness."""
 
@@ -189,7 +191,8 @@ class Executor:
         """
         partitions = [TopicPartition(topic, p) for p in self.tasks]
         committed = committed_offsets(consumer, partitions, self.component)
-        consumer.assign([TopicPartition(topic, p, committed.get(p, OFFSET_BEGINNING)) for p in self.tasks])
+        self.start_offsets = {p: committed.get(p, OFFSET_BEGINNING) for p in self.tasks}
+        consumer.assign([TopicPartition(topic, p, off) for p, off in self.start_offsets.items()])
         return partitions
 
     def _task_copy(self, partition: int, kind: type[C]) -> tuple[int, TopologyContext, C]:

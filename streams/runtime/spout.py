@@ -91,6 +91,7 @@ class SpoutExecutor(Executor):
         self.result_gaps = FetchGaps(self.component)
         """Ack results a fetch skipped are fetched again (:mod:`streams.kafka.fetch_gaps`)."""
         proto = kafka_source(self.cdef.obj)
+        source_cfg = consumer_config(self.bootstrap, group, self.conf, overrides)
         self.feed = (
             SourceFeed(
                 self.component,
@@ -98,8 +99,10 @@ class SpoutExecutor(Executor):
                 proto,
                 self.cdef.num_tasks,
                 self.bootstrap,
-                new_consumer(consumer_config(self.bootstrap, group, self.conf, overrides)),
+                new_consumer(source_cfg),
                 self.conf.batch_size,
+                config=source_cfg,
+                reopen_after_s=self.conf.consumer_reopen_after_secs,
             )
             if proto is not None
             else None
@@ -323,6 +326,7 @@ class SpoutExecutor(Executor):
         s.counters["transferred"] = sum(t.collector.transferred for t in self.by_task.values())
         s.counters["ignored_results"] = self.inflight.ignored
         s.counters["refetched"] = self.result_gaps.refetched + (self.feed.gaps.refetched if self.feed is not None else 0)
+        s.counters["consumer_reopens"] = self.feed.reopens if self.feed is not None else 0
         lives: dict[str, int] = {}
         for task in self.by_task.values():
             task.ledger.set_emitted(task.collector.emitted)
