@@ -154,21 +154,12 @@ class AckerExecutor(Executor):
     def _reopen(self, consumer: Consumer, cfg: dict[str, Any], gaps: FetchGaps) -> Consumer:
         """A new consumer at the next op of every task, for one that lost its coordinator for good."""
         self.reopen_due = False
-        self.stats.inc("consumer_reopens")
-        log.warning(
-            "[%s] offset commits to group %s have failed for %.0f s: replacing the consumer",
-            ACKER_COMPONENT,
-            cfg["group.id"],
-            self.commit_watch.reopen_after_s,
-        )
         positions = [TopicPartition(self.topic, p, self.next_offset.get(p, OFFSET_BEGINNING)) for p in sorted(self.ledgers)]
-        for tp in positions:
-            if tp.offset >= 0:
-                gaps.expect(tp.topic, tp.partition, tp.offset)
-        return reopen_consumer(consumer, cfg, positions, ACKER_COMPONENT)
+        return reopen_consumer(consumer, cfg, positions, ACKER_COMPONENT, gaps)
 
     def _update_gauges(self) -> None:
         publish_ledger_stats(self.ledgers, self.stats)
+        self.stats.counters["consumer_reopens"] = self.commit_watch.reopens
 
     def _run(self) -> None:
         conf = self.conf

@@ -22,6 +22,7 @@ from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from streams.config import TopologyConfig
+from streams.kafka.fetch_gaps import FetchGaps
 
 log = logging.getLogger("squall.kafka")
 
@@ -90,14 +91,23 @@ def new_consumer(cfg: Mapping[str, Any]) -> Consumer:
     return Consumer(with_security(cfg))
 
 
-def reopen_consumer(old: Consumer, cfg: Mapping[str, Any], positions: list[TopicPartition], component: str, close_timeout_s: float = 10.0) -> Consumer:
+def reopen_consumer(
+    old: Consumer, cfg: Mapping[str, Any], positions: list[TopicPartition], component: str, gaps: FetchGaps | None = None, close_timeout_s: float = 10.0
+) -> Consumer:
     """A new assign-only consumer with ``cfg``, reading ``positions``, in place of ``old``.
 
-    For a consumer that lost its group coordinator for good (:mod:`streams.kafka.commit_watch`).
-    ``positions`` are the offsets the executor processes next (negative: librdkafka's logical
-    offsets, such as ``OFFSET_BEGINNING``). ``old`` is closed on a helper thread, waited for
-    at most ``close_timeout_s`` seconds: a wedged client must not wedge its executor too.
+    For a consumer whose commits kept failing: it lost its group coordinator for good
+    (:mod:`streams.kafka.commit_watch`). ``positions`` are the offsets the executor processes
+    next (negative: librdkafka's logical offsets, such as ``OFFSET_BEGINNING``); ``gaps``, the
+    executor's :class:`~streams.kafka.fetch_gaps.FetchGaps`, is told to expect them. ``old``
+    is closed on a helper thread, waited for at most ``close_timeout_s`` seconds: a wedged
+    client must not wedge its executor too.
     """
+    log.warning("[%s] offset commits to group %s keep failing: replacing the consumer", component, cfg.get("group.id"))
+    if gaps is not None:
+        for tp in positions:
+            if tp.offset >= 0:
+                gaps.expect(tp.topic, tp.partition, tp.offset)
     closer = threading.Thread(target=_close_quietly, args=(old, component), name=f"{component}-close", daemon=True)
     closer.start()
     closer.join(close_timeout_s)

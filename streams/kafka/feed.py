@@ -116,7 +116,6 @@ class SourceFeed:
         self.commit_watch = CommitWatch(component, reopen_after_s)
         self.starts: dict[TP, int] = {}
         """Where each source partition was first read from (negative: librdkafka's logical offsets)."""
-        self.reopens = 0
 
     # -- tasks -----------------------------------------------------------------------
     def add(self, index: int, source: KafkaSource) -> None:
@@ -224,21 +223,11 @@ class SourceFeed:
     def reopen(self) -> None:
         """Replace the consumer by a new one after the last record handed to each task (a lost coordinator)."""
         assert self.config is not None
-        self.reopens += 1
-        log.warning(
-            "[%s] offset commits to group %s have failed for %.0f s: replacing the consumer",
-            self.component,
-            self.config.get("group.id"),
-            self.commit_watch.reopen_after_s,
-        )
         positions = []
         for t, p in self.owner:
             due = self.gaps.next_offset(t, p)
             positions.append(TopicPartition(t, p, due if due is not None else self.starts.get((t, p), OFFSET_BEGINNING)))
-        for tp in positions:
-            if tp.offset >= 0:
-                self.gaps.expect(tp.topic, tp.partition, tp.offset)
-        self.data = reopen_consumer(self.data, self.config, positions, self.component)
+        self.data = reopen_consumer(self.data, self.config, positions, self.component, self.gaps)
 
     # -- reporting -------------------------------------------------------------------
     def counters(self) -> SourceCounters:

@@ -194,21 +194,11 @@ class BoltExecutor(Executor):
     def _reopen(self, consumer: Consumer, cfg: dict[str, object], gaps: FetchGaps) -> Consumer:
         """A new consumer after the last record each task executed, for one that lost its coordinator for good."""
         self.reopen_due = False
-        self.stats.inc("consumer_reopens")
-        log.warning(
-            "[%s] offset commits to group %s have failed for %.0f s: replacing the consumer",
-            self.component,
-            cfg["group.id"],
-            self.commit_watch.reopen_after_s,
-        )
         positions = [
             TopicPartition(self.topic, p, t.next_offset if t.next_offset >= 0 else self.start_offsets.get(p, OFFSET_BEGINNING))
             for p, t in sorted(self.by_partition.items())
         ]
-        for tp in positions:
-            if tp.offset >= 0:
-                gaps.expect(tp.topic, tp.partition, tp.offset)
-        return reopen_consumer(consumer, cfg, positions, self.component)
+        return reopen_consumer(consumer, cfg, positions, self.component, gaps)
 
     def _update_gauges(self) -> None:
         emitted = transferred = acked = failed = 0
@@ -228,6 +218,7 @@ class BoltExecutor(Executor):
         self.stats.counters["transferred"] = transferred
         self.stats.counters["acked"] = acked
         self.stats.counters["failed"] = failed
+        self.stats.counters["consumer_reopens"] = self.commit_watch.reopens
 
     def _run(self) -> None:
         conf = self.conf

@@ -148,10 +148,10 @@ class Executor:
         self._next_stats = 0.0
         self.error: BaseException | None = None
         self.assigned = threading.Event()
-        self.start_offsets: dict[int, int] = {}
-        """Where :meth:`_assign` started each input partition (negative: librdkafka's logical offsets)."""
         """Set once this executor has opened its tasks and, for an acker, restored its
         table: the worker's readiness."""
+        self.start_offsets: dict[int, int] = {}
+        """Where :meth:`_assign` started each input partition (negative: librdkafka's logical offsets)."""
 
     def stop(self) -> None:
         """Ask the loop to finish: it flushes, commits and publishes final stats."""

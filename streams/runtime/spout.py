@@ -326,7 +326,7 @@ class SpoutExecutor(Executor):
         s.counters["transferred"] = sum(t.collector.transferred for t in self.by_task.values())
         s.counters["ignored_results"] = self.inflight.ignored
         s.counters["refetched"] = self.result_gaps.refetched + (self.feed.gaps.refetched if self.feed is not None else 0)
-        s.counters["consumer_reopens"] = self.feed.reopens if self.feed is not None else 0
+        s.counters["consumer_reopens"] = self.feed.commit_watch.reopens if self.feed is not None else 0
         lives: dict[str, int] = {}
         for task in self.by_task.values():
             task.ledger.set_emitted(task.collector.emitted)

@@ -16,6 +16,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from streams.kafka.clients import new_admin, new_consumer, new_producer, reopen_consumer
+from streams.kafka.fetch_gaps import FetchGaps
 from tests.integration.conftest import TestBroker
 
 pytestmark = pytest.mark.broker
@@ -39,12 +40,14 @@ def test_a_reopened_consumer_goes_on_from_the_given_positions_and_commits(broker
         seen += [int(m.value()) for m in old.consume(40 - len(seen), 0.5) if not m.error()]
     assert seen == list(range(40))
     # The executor processed 0..29 only: the new consumer starts at 30, the old one's prefetch is dropped.
-    new = reopen_consumer(old, cfg, [TopicPartition(topic, 0, 30)], "t-reopen")
+    gaps = FetchGaps("t-reopen", single=True)
+    new = reopen_consumer(old, cfg, [TopicPartition(topic, 0, 30)], "t-reopen", gaps)
+    assert gaps.next_offset(topic, 0) == 30  # the executor's gap check expects the new start
     try:
         rest: list[int] = []
         deadline = time.monotonic() + 60
         while len(rest) < 70 and time.monotonic() < deadline:
-            rest += [int(m.value()) for m in new.consume(100, 0.5) if not m.error()]
+            rest += [int(m.value()) for m in gaps.consume(new, 100, 0.5) if not m.error()]
         assert rest == list(range(30, 100))
         new.commit(offsets=[TopicPartition(topic, 0, 100)], asynchronous=False)
         assert new.committed([TopicPartition(topic, 0)], timeout=10)[0].offset == 100
