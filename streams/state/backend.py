@@ -86,6 +86,10 @@ class StateTx(ABC):
         """The keys this writer last wrote in batch ``txid``."""
 
     @abstractmethod
+    def committed(self, txid: int) -> bool:
+        """Whether this writer's commit log holds batch ``txid``."""
+
+    @abstractmethod
     def commit(self, txid: int, written: int, skipped: int) -> None:
         """Record ``txid`` as the writer's last committed batch and log the commit."""
 
@@ -161,6 +165,10 @@ class _SqliteTx(StateTx):
     def keys_at(self, txid: int) -> list[str]:
         rows = self.db.execute("SELECT key FROM squall_state WHERE name = ? AND writer = ? AND txid = ?", (self.name, self.writer, txid))
         return [str(k) for (k,) in rows]
+
+    def committed(self, txid: int) -> bool:
+        row = self.db.execute("SELECT 1 FROM squall_state_commits WHERE name = ? AND writer = ? AND txid = ? LIMIT 1", (self.name, self.writer, txid))
+        return row.fetchone() is not None
 
     def commit(self, txid: int, written: int, skipped: int) -> None:
         self.db.execute(
@@ -295,6 +303,10 @@ class _PostgresTx(StateTx):
     def keys_at(self, txid: int) -> list[str]:
         self.cur.execute("SELECT key FROM squall_state WHERE name = %s AND writer = %s AND txid = %s FOR UPDATE", (self.name, self.writer, txid))
         return [str(k) for (k,) in self.cur.fetchall()]
+
+    def committed(self, txid: int) -> bool:
+        self.cur.execute("SELECT 1 FROM squall_state_commits WHERE name = %s AND writer = %s AND txid = %s LIMIT 1", (self.name, self.writer, txid))
+        return self.cur.fetchone() is not None
 
     def commit(self, txid: int, written: int, skipped: int) -> None:
         self.cur.execute(

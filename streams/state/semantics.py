@@ -127,9 +127,18 @@ class State:
         return self.apply_folded(txid, self.fold(updates))
 
     def apply_folded(self, txid: int, folded: dict[str, Any]) -> ApplyResult:
-        """:meth:`apply` for updates already folded by :meth:`fold`."""
+        """:meth:`apply` for updates already folded by :meth:`fold`.
+
+        A batch this writer already committed, arriving after a later one (a committer
+        that restarted behind its input re-delivers it), changes nothing and logs no
+        commit: every key counts as skipped. An older batch this writer never committed
+        raises BatchBehindStateError.
+        """
         written = skipped = 0
         with self.backend.transaction(self.name, self.writer) as tx:
+            last = tx.last_txid()
+            if last is not None and txid < last and tx.committed(txid):
+                return ApplyResult(txid, 0, len(folded))
             rows = tx.read(list(folded))
             new: dict[str, Any] = {}
             for k, delta in folded.items():
@@ -138,7 +147,9 @@ class State:
                     skipped += 1
                 else:
                     new[k] = row
-            if tx.last_txid() == txid:
+            if last is not None and txid < last:
+                raise BatchBehindStateError(f"[{self.name}] batch {txid} is behind state: writer {self.writer} already committed txid {last}")
+            if last == txid:
                 self._replayed(tx, txid, folded)
             tx.write(txid, new)
             written = len(new)

@@ -39,3 +39,14 @@ def test_a_batch_behind_state_is_refused_and_a_failed_batch_leaves_nothing(postg
     with pytest.raises(BatchBehindStateError, match=r"batch 2 is behind state: key \"a\" already holds txid 3"):
         s.apply(2, [("b", 1), ("a", 1)])
     assert s.items() == {"a": 1} and s.last_txid() == 3 and s.commits() == [("count:1", 3, 1, 0)]
+
+
+def test_a_committed_batch_redelivered_after_a_later_one_changes_nothing(postgres_url: str) -> None:
+    backend = open_backend(postgres_url)
+    for cls in (TransactionalState, OpaqueState):
+        s = cls(backend, f"t{uuid.uuid4().hex[:8]}.counts", writer="count:1")
+        s.apply(1, [("a", 1)])
+        s.apply(2, [("b", 1)])
+        assert s.apply(1, [("a", 1)]) == (1, 0, 1)
+        assert s.items() == {"a": 1, "b": 1} and s.last_txid() == 2
+        assert s.commits() == [("count:1", 1, 1, 0), ("count:1", 2, 1, 0)]

@@ -88,3 +88,29 @@ def test_keys_round_trip_as_json() -> None:
     s.apply(1, [(k, 1) for k in ["w", 3, ("a", "b")]])
     assert s.items() == {"w": 1, 3: 1, ("a", "b"): 1}
     assert list(itertools.islice(s.commits(), 1)) == [("w", 1, 3, 0)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(BATCH, min_size=2, max_size=6), st.data())
+def test_a_committed_batch_redelivered_after_a_later_one_changes_nothing(batches: list[list[tuple[object, int]]], data: st.DataObject) -> None:
+    """A committer that restarts behind its input commits an old batch again after a
+    later one (the kill -9 chaos test): values, last txid and commit log stay as they were,
+    whether or not the later batch touched the same keys."""
+    for cls in (TransactionalState, OpaqueState):
+        s = fresh(cls)
+        for txid, updates in enumerate(batches, start=1):
+            s.apply(txid, updates)
+        before = (s.items(), s.last_txid(), s.commits())
+        old = data.draw(st.integers(1, len(batches) - 1))
+        assert s.apply(old, batches[old - 1]) == (old, 0, len(s.fold(batches[old - 1])))
+        assert (s.items(), s.last_txid(), s.commits()) == before
+
+
+def test_an_older_batch_never_committed_is_refused_even_on_fresh_keys() -> None:
+    for cls in (TransactionalState, OpaqueState):
+        s = fresh(cls)
+        s.apply(1, [("a", 1)])
+        s.apply(3, [("a", 1)])
+        with pytest.raises(BatchBehindStateError, match=r"\[s\] batch 2 is behind state: writer w already committed txid 3"):
+            s.apply(2, [("b", 1)])
+        assert s.items() == {"a": 2} and s.last_txid() == 3
