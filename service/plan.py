@@ -16,6 +16,7 @@ from typing import Any
 from service.control import TopologyRecord
 from service.scheduling import ExecutorAssignment, is_spark_bolt, worker_plan
 from streams.config import TopologyConfig, resolve
+from streams.model.checks import check_confs
 from streams.model.loader import load_topology
 from streams.model.spec import Topology
 
@@ -70,7 +71,9 @@ def load_record(rec: TopologyRecord, data_dir: Path, service_conf: dict[str, Any
     for comp, n in rec.executors.items():
         if comp in topology.components:
             topology.components[comp].parallelism = n
-    return path, topology, resolve(service_conf, topology.conf, where=rec.name)
+    conf = resolve(service_conf, topology.conf, where=rec.name)
+    check_confs(topology, service_conf)  # e.g. a window longer than the message timeout
+    return path, topology, conf
 
 
 def materialize(

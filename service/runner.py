@@ -30,6 +30,7 @@ from service.scheduling import is_spark_bolt, worker_plan
 from streams.config import TopologyConfig, resolve
 from streams.kafka.clients import new_consumer, new_producer
 from streams.kafka.spout import KafkaSpout
+from streams.model.checks import check_confs
 from streams.model.loader import load_topology
 from streams.model.spec import OutputDef, Topology
 from streams.monitoring.board import StatsBoard
@@ -137,6 +138,7 @@ class Job:
         self.topology.conf.update(self.topology_overrides)
         self.service_conf = {**self.settings.state_layer(self.name), **self.settings.topology_layer(), **(conf_overrides or {})}
         self.conf: TopologyConfig = resolve(self.service_conf, self.topology.conf, where=self.name)
+        check_confs(self.topology, self.service_conf)  # e.g. a window longer than the message timeout
         self.input_path = input_path
         self.output_path = output_path
         self.max_records = max_records

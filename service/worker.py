@@ -27,6 +27,7 @@ from service.scheduling import WorkerPlan, is_spark_bolt
 from service.status_watch import StatusWatcher
 from streams.config import TopologyConfig, resolve
 from streams.kafka.clients import at_high_watermarks
+from streams.model.checks import check_confs
 from streams.model.context import LocalTasks
 from streams.model.loader import load_topology
 from streams.model.spec import Topology
@@ -74,9 +75,9 @@ def build_executors(plan: WorkerPlan, index: int) -> list[Executor]:
     topology.conf.update(plan.topology_overrides)  # e.g. a benchmark's ackers=0
     local = LocalTasks()
     out: list[Executor] = []
+    confs = check_confs(topology, plan.service_conf)
     for component, tasks in plan.executors_of(index):
-        component_conf = topology.components[component].conf if component in topology.components else None
-        conf = resolve(plan.service_conf, topology.conf, component_conf, where=component)
+        conf = confs[component] if component in confs else resolve(plan.service_conf, topology.conf, where=component)
         env = ExecutorEnv(
             topology=topology,
             component=component,

@@ -5,7 +5,8 @@ Every name a topology file needs comes from here::
     from streams import TopologyBuilder, Spout, Bolt, BasicBolt, KafkaSpout, FailedException
 
 The package is layered (docs/design.md, "Layers"): :mod:`streams.wire` (bytes on Kafka),
-:mod:`streams.state`, :mod:`streams.model` (what a topology is made of),
+:mod:`streams.state`, :mod:`streams.windowing` (which tuples are in which window),
+:mod:`streams.model` (what a topology is made of),
 :mod:`streams.kafka` (reading Kafka), :mod:`streams.monitoring`, :mod:`streams.runtime`
 (the executors) and :mod:`streams.transactional` (exactly once).
 
@@ -31,6 +32,8 @@ from streams.model.spec import GroupingKind, Topology
 from streams.model.spout import Spout
 from streams.model.topology import TopologyBuilder
 from streams.model.tuple import DEFAULT_STREAM, Tuple
+from streams.model.windowed import TupleWindow, WindowedBolt
+from streams.windowing.spec import Count, Duration
 
 if TYPE_CHECKING:
     from streams.kafka.retry import RetryPolicy
@@ -56,7 +59,9 @@ __all__ = [
     "Bolt",
     "Committer",
     "ConfigError",
+    "Count",
     "CustomStreamGrouping",
+    "Duration",
     "FailedException",
     "FatalError",
     "GroupingKind",
@@ -75,6 +80,8 @@ __all__ = [
     "TopologyError",
     "TransactionalKafkaSpout",
     "Tuple",
+    "TupleWindow",
+    "WindowedBolt",
 ]
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from typing_extensions import override
 
+from streams.config import TopologyConfig
 from streams.exceptions import FailedException
 from streams.model.collector import OutputCollector
 from streams.model.component import Component, OutputFieldsDeclarer
@@ -83,6 +84,10 @@ class BasicBoltExecutor(Bolt):
     @override
     def validate(self, component_id: str) -> None:
         self.inner.validate(component_id)
+
+    @override
+    def validate_conf(self, component_id: str, conf: TopologyConfig) -> None:
+        self.inner.validate_conf(component_id, conf)
 
     @override
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:

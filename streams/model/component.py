@@ -48,6 +48,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from streams.config import TopologyConfig
 from streams.exceptions import TopologyError
 from streams.model.tuple import DEFAULT_STREAM
 
@@ -86,6 +87,21 @@ class Component:
 
         Called by ``set_spout``/``set_bolt``; the default accepts all.
         """
+
+    def validate_conf(self, component_id: str, conf: TopologyConfig) -> None:
+        """Check the component against its resolved config; raise :class:`TopologyError` naming ``component_id``.
+
+        Called on submit and when a worker starts (:func:`streams.model.checks.check_confs`);
+        the default accepts all. A windowed bolt checks its window against the message timeout.
+        """
+
+    def hold(self) -> tuple[int, float]:
+        """What one task holds before acking: ``(tuples, seconds)``.
+
+        A window's count and time reach; default ``(0, 0.0)``: it acks as it goes. Spouts keep enough trees in flight
+        for it (:meth:`streams.model.spec.Topology.hold`).
+        """
+        return 0, 0.0
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         """Declare output streams; the default declares nothing."""

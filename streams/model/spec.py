@@ -211,6 +211,19 @@ class Topology:
         """How many spout tasks there are (partitions of ``__ack_result``)."""
         return sum(d.num_tasks for d in self.spouts)
 
+    def hold(self) -> tuple[int, float]:
+        """What the bolts hold before acking, at most: ``(tuples over all their tasks, seconds)``.
+
+        Windows hold tuples until they expire (:meth:`Component.hold`); a spout's bound on trees
+        in flight must leave room for them, or count windows never fill.
+        """
+        tuples, seconds = 0, 0.0
+        for d in self.bolts:
+            n, s = d.obj.hold()
+            tuples = max(tuples, n * d.num_tasks)
+            seconds = max(seconds, s)
+        return tuples, seconds
+
     def fields(self, component: str, stream: str) -> tuple[str, ...]:
         """The declared fields of ``(component, stream)``. Raises KeyError for an unknown one."""
         return self.components[component].streams[stream].fields

@@ -21,6 +21,7 @@ from streams.model.component import Component
 from streams.model.spec import ComponentDef, GroupingKind, OutputDef, StateOutputDef, Subscription, Topology
 from streams.model.spout import Spout
 from streams.model.tuple import DEFAULT_STREAM
+from streams.model.windowed import WindowedBolt, WindowedBoltExecutor
 
 
 class _Declarer:
@@ -118,15 +119,17 @@ class TopologyBuilder:
             raise TopologyError(f"[{id}] set_spout needs a Spout, got {type(spout).__name__}")
         return SpoutDeclarer(self, self._add(id, spout, parallelism_hint, num_tasks, True))
 
-    def set_bolt(self, id: str, bolt: Bolt | BasicBolt | BatchBolt, parallelism_hint: int = 1, num_tasks: int | None = None) -> BoltDeclarer:  # noqa: A002
-        """Add a bolt (a BasicBolt is wrapped to anchor and ack automatically; a BatchBolt belongs in a transactional topology)."""
+    def set_bolt(self, id: str, bolt: Bolt | BasicBolt | BatchBolt | WindowedBolt, parallelism_hint: int = 1, num_tasks: int | None = None) -> BoltDeclarer:  # noqa: A002
+        """Add a bolt (a BasicBolt is wrapped to anchor and ack automatically, a WindowedBolt to get windows; a BatchBolt is transactional)."""
         wrapped: Component
         if isinstance(bolt, BasicBolt):
             wrapped = BasicBoltExecutor(bolt)
+        elif isinstance(bolt, WindowedBolt):
+            wrapped = WindowedBoltExecutor(bolt)
         elif isinstance(bolt, Bolt | BatchBolt):
             wrapped = bolt
         else:
-            raise TopologyError(f"[{id}] set_bolt needs a Bolt, BasicBolt or BatchBolt, got {type(bolt).__name__}")
+            raise TopologyError(f"[{id}] set_bolt needs a Bolt, BasicBolt, WindowedBolt or BatchBolt, got {type(bolt).__name__}")
         cdef = self._add(id, wrapped, parallelism_hint, num_tasks, False)
         cdef.committer = is_committer(bolt)
         return BoltDeclarer(self, cdef)

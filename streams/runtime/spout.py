@@ -120,7 +120,16 @@ class SpoutExecutor(Executor):
             return FixedBound(conf.max_spout_pending)
         ceiling = max(conf.pending_max, 50)
         target = min(conf.pending_target_latency_secs, conf.message_timeout_secs / 5)
-        return AdaptiveBound(initial=min(conf.pending_initial, ceiling), target_s=target, floor=min(50, ceiling), ceiling=ceiling)
+        floor = min(50, ceiling)
+        held, held_s = self.topology.hold()
+        if held or held_s:
+            # Windows hold tuples until they expire: trees take that much longer, and a count
+            # window that cannot fill would stall the spout (each task carries its share).
+            floor = -(-held // max(self.topology.spout_tasks, 1)) + conf.tree_records + 50
+            ceiling = max(ceiling, floor)
+            target += held_s
+            log.info("[%s] bolts hold %d tuples and %g s before acking: pending floor %d, target %g s", self.component, held, held_s, floor, target)
+        return AdaptiveBound(initial=max(min(conf.pending_initial, ceiling), floor), target_s=target, floor=floor, ceiling=ceiling)
 
     # -- tasks -----------------------------------------------------------------------
     def _open_tasks(self) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 
 from typing_extensions import override
 
+from streams.config import TopologyConfig
 from streams.exceptions import FailedException, FatalError
 from streams.model.batch import BATCH_END_FIELDS, BATCH_END_STREAM, COMMIT_STREAM, SYSTEM_STREAMS, BatchAttempt, BatchBolt, BatchOutputCollector
 from streams.model.bolt import Bolt
@@ -126,6 +127,10 @@ class CoordinatedBolt(Bolt):
     @override
     def validate(self, component_id: str) -> None:
         self.inner.validate(component_id)
+
+    @override
+    def validate_conf(self, component_id: str, conf: TopologyConfig) -> None:
+        self.inner.validate_conf(component_id, conf)
 
     # -- lifecycle -------------------------------------------------------------------
     @override

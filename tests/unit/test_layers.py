@@ -2,7 +2,7 @@
 
 Inside ``streams``, bottom to top, each layer imports only itself and the layers below it::
 
-    base (streams.exceptions, streams.config) -> wire -> state -> model -> kafka -> monitoring -> runtime
+    base (streams.exceptions, streams.config) -> wire -> state -> windowing -> model -> kafka -> monitoring -> runtime
 
 ``transactional`` sits on ``kafka`` and ``model`` (never ``monitoring`` or ``runtime``, and
 ``runtime`` never imports it). Above them all: ``spark`` -> ``acker`` -> ``service``. The
@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("streams", "acker", "service")
 
-STREAMS_ORDER = ("base", "wire", "state", "model", "kafka", "monitoring", "runtime")
+STREAMS_ORDER = ("base", "wire", "state", "windowing", "model", "kafka", "monitoring", "runtime")
 """The streams layers, bottom first: each may import the ones before it."""
 
 
@@ -34,9 +34,9 @@ def _contract() -> dict[str, frozenset[str]]:
     allowed: dict[str, frozenset[str]] = {}
     for i, layer in enumerate(STREAMS_ORDER):
         allowed[layer] = frozenset(STREAMS_ORDER[: i + 1])
-    allowed["transactional"] = frozenset({"base", "wire", "state", "model", "kafka", "transactional"})
+    allowed["transactional"] = frozenset({"base", "wire", "state", "windowing", "model", "kafka", "transactional"})
     allowed["spark"] = frozenset(STREAMS_ORDER) | {"transactional", "spark"}
-    allowed["facade"] = frozenset({"base", "model", "kafka", "transactional", "facade"})
+    allowed["facade"] = frozenset({"base", "windowing", "model", "kafka", "transactional", "facade"})
     allowed["acker"] = allowed["spark"] | {"acker", "facade"}
     allowed["service"] = allowed["acker"] | {"service"}
     return allowed

@@ -1,0 +1,117 @@
+"""Event-time windows: a watermark orders out-of-order tuples, then the engine windows them.
+
+After Storm's ``WaterMarkEventGenerator`` and ``WatermarkTimeTriggerPolicy``.
+
+The watermark is Storm's: the minimum over the input streams seen so far of the newest
+timestamp on that stream, minus the lag (seconds). It only moves forward, and only when
+:meth:`EventTimeWindows.tick` is called (every ``watermark_interval_s``, by the bolt's timer).
+
+* A tuple older than the watermark is **late**: :meth:`EventTimeWindows.add` returns False and
+  does not hold it (the bolt emits it on the late stream, or acks and counts it).
+* Other tuples wait in a heap. On a tick, those older than the new watermark go to the
+  engine in timestamp order, and every window ending at or before the watermark fires:
+  so out-of-order input within the lag gives the windows of sorted input.
+* **Idle streams** (``idle_s``, after Quix's issue #790): when no tuple arrived for
+  ``idle_s`` seconds of processing time, the watermark jumps past every held tuple's last
+  window, as if the stream had ended, so the last windows fire; a tuple arriving later
+  and older than that is late.
+
+Pure; ``now`` (processing time, seconds) is passed in.
+
+    >>> w = EventTimeWindows(WindowSpec.tumbling(Duration(10.0), timestamp="ts", lag_s=5.0))
+    >>> [w.add("s", ts, x, now=0.0) for ts, x in [(12.0, "b"), (3.0, "a"), (16.0, "c")]]
+    [True, True, True]
+    >>> [(f.end, f.tuples) for f in w.tick(now=1.0)]  # watermark 16 - 5 = 11: [0, 10) is complete
+    [(10.0, ['a'])]
+    >>> w.add("s", 9.0, "late", now=1.5), w.watermark
+    (False, 11.0)
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from typing import Generic, TypeVar
+
+from streams.windowing.engine import Firing, WindowEngine
+from streams.windowing.spec import Duration, WindowSpec
+
+T = TypeVar("T")
+
+
+class EventTimeWindows(Generic[T]):
+    """Windows by the tuples' own timestamps (see the module docstring).
+
+    Args:
+      spec: the window, with ``timestamp`` set (event time); its ``lag_s`` and ``idle_s`` apply here.
+    """
+
+    def __init__(self, spec: WindowSpec) -> None:
+        self.spec = spec
+        self.engine: WindowEngine[T] = WindowEngine(spec)
+        self.watermark = -math.inf
+        """Seconds of event time: no tuple older than this will be windowed."""
+        self.newest: dict[str, float] = {}
+        """Per input stream: the newest timestamp seen (seconds)."""
+        self.last_arrival = -math.inf
+        """Processing time of the last tuple added (seconds)."""
+        self.late = 0
+        """Tuples refused as late (count)."""
+        self._pending: list[tuple[float, int, T]] = []
+        self._order = itertools.count()
+
+    def __len__(self) -> int:
+        """Tuples held: waiting for the watermark, or in the engine."""
+        return len(self._pending) + len(self.engine)
+
+    def add(self, stream: str, ts: float, item: T, now: float) -> bool:
+        """Hold ``item`` stamped ``ts`` (seconds) from input ``stream``; False if it is late (not held)."""
+        self.last_arrival = now
+        if ts < self.watermark:
+            self.late += 1
+            return False
+        if ts > self.newest.get(stream, -math.inf):
+            self.newest[stream] = ts
+        heapq.heappush(self._pending, (ts, next(self._order), item))
+        return True
+
+    def tick(self, now: float) -> list[Firing[T]]:
+        """Move the watermark (at processing time ``now``); returns the windows that fired."""
+        mark = self._next_watermark(now)
+        if mark <= self.watermark:
+            return []
+        self.watermark = mark
+        fired: list[Firing[T]] = []
+        pending = self._pending
+        while pending and pending[0][0] < mark:
+            ts, _, item = heapq.heappop(pending)
+            fired += self.engine.add(ts, item)
+        fired += self.engine.advance(mark)
+        return fired
+
+    def _next_watermark(self, now: float) -> float:
+        if not self.newest:
+            return self.watermark
+        mark = min(self.newest.values()) - self.spec.lag_s
+        idle = self.spec.idle_s
+        if idle is not None and now - self.last_arrival >= idle and len(self):
+            mark = max(self.newest.values()) + _reach(self.spec)
+        return max(mark, self.watermark)
+
+    def take_expired(self) -> list[T]:
+        """Tuples that can be in no later window, once each (to be acked)."""
+        return self.engine.take_expired()
+
+    def held(self) -> list[T]:
+        """Every held tuple: waiting, then windowed."""
+        return [item for _, _, item in self._pending] + list(self.engine.held())
+
+
+def _reach(spec: WindowSpec) -> float:
+    """How far past a tuple's timestamp time must move for every window holding it to fire (seconds)."""
+    reach = 1e-6
+    for size in (spec.length, spec.interval):
+        if isinstance(size, Duration):
+            reach += size.seconds
+    return reach

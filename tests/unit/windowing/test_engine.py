@@ -1,0 +1,163 @@
+"""The window engine against a direct definition of Storm's windows (docs/Windowing.md), by hypothesis.
+
+The reference computes every window from the whole input at once; the engine sees one item
+at a time, with time advancing at arbitrary moments (a simulated clock: the timer's ticks).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streams.windowing import Count, Duration, WindowEngine, WindowSpec
+
+Item = tuple[int, float]  # (arrival number, ts)
+
+SIZES = st.one_of(st.builds(Count, st.integers(1, 6)), st.builds(Duration, st.integers(1, 12).map(float)))
+
+
+def reference(spec: WindowSpec, items: list[Item], until: float) -> list[tuple[float, list[Item]]]:
+    """Every window that fires by time ``until``: ``(end, items)``, in firing order."""
+    length, interval = spec.length, spec.interval
+    out: list[tuple[float, list[Item]]] = []
+    if isinstance(interval, Count):
+        for k in range(interval.n, len(items) + 1, interval.n):
+            upto = items[:k]
+            end = upto[-1][1]
+            held = upto[-length.n :] if isinstance(length, Count) else [x for x in upto if x[1] > end - length.seconds]
+            out.append((end, held))
+        return out
+    i = interval.seconds
+    end = i
+    while end <= until:
+        before = [x for x in items if x[1] < end]
+        if isinstance(length, Count):
+            held = before[-length.n :]
+            fires = any(end - i <= x[1] < end for x in items)
+        else:
+            held = [x for x in before if x[1] >= end - length.seconds]
+            fires = bool(held)
+        if fires:
+            out.append((end, held))
+        end += i
+    return out
+
+
+def run(spec: WindowSpec, steps: list[tuple[str, float]]) -> tuple[list[tuple[float, list[Any]]], list[list[Item]], WindowEngine[Item]]:
+    """Feed the engine ``("add", ts)``/``("advance", t)`` steps; returns its firings and the acks taken after each step."""
+    engine: WindowEngine[Item] = WindowEngine(spec)
+    fired: list[tuple[float, list[Any]]] = []
+    acks: list[list[Item]] = []
+    n = 0
+    for kind, t in steps:
+        if kind == "add":
+            n += 1
+            got = engine.add(t, (n, t))
+        else:
+            got = engine.advance(t)
+        for f in got:
+            fired.append((f.end, f.tuples))
+            acks.append([])  # a marker: a firing happened here
+        acks.append(engine.take_expired())
+    return fired, acks, engine
+
+
+@st.composite
+def feeds(draw: st.DrawFn) -> tuple[WindowSpec, list[tuple[str, float]], float]:
+    spec = WindowSpec(draw(SIZES), draw(SIZES))
+    gaps = draw(st.lists(st.integers(0, 7), max_size=40))
+    steps: list[tuple[str, float]] = []
+    t = 0.0
+    for gap in gaps:
+        t += gap
+        if draw(st.booleans()):
+            steps.append(("advance", t))  # a timer tick before the item
+        steps.append(("add", t))
+    until = t + 40.0
+    steps.append(("advance", until))
+    return spec, steps, until
+
+
+@settings(max_examples=400, deadline=None)
+@given(feeds())
+def test_each_item_is_in_exactly_the_windows_it_belongs_to(case: tuple[WindowSpec, list[tuple[str, float]], float]) -> None:
+    spec, steps, until = case
+    fired, _, _ = run(spec, steps)
+    items = [(n + 1, t) for n, t in enumerate(t for kind, t in steps if kind == "add")]
+    assert fired == reference(spec, items, until)
+
+
+@settings(max_examples=400, deadline=None)
+@given(feeds())
+def test_each_item_is_acked_once_and_only_after_its_last_window(case: tuple[WindowSpec, list[tuple[str, float]], float]) -> None:
+    spec, steps, _ = case
+    engine: WindowEngine[Item] = WindowEngine(spec)
+    acked: set[Item] = set()
+    n = 0
+    for kind, t in steps:
+        if kind == "add":
+            n += 1
+            got = engine.add(t, (n, t))
+        else:
+            got = engine.advance(t)
+        for f in got:
+            assert not acked & set(f.tuples), "an acked item is in a later window"
+        taken = engine.take_expired()
+        assert not acked & set(taken), "acked twice"
+        acked |= set(taken)
+        assert not acked & set(engine.held()), "an acked item is still held"
+    held = set(engine.held())
+    assert acked | held == {(i + 1, t) for i, t in enumerate(t for kind, t in steps if kind == "add")}
+
+
+@settings(max_examples=200, deadline=None)
+@given(feeds())
+def test_expired_lists_what_left_since_the_previous_firing(case: tuple[WindowSpec, list[tuple[str, float]], float]) -> None:
+    """Storm's ``TupleWindow.getExpired``/``getNew``: each item is new in one window at most and expired once."""
+    spec, steps, _ = case
+    engine: WindowEngine[Item] = WindowEngine(spec)
+    news: list[Item] = []
+    expired: list[Item] = []
+    n = 0
+    for kind, t in steps:
+        if kind == "add":
+            n += 1
+            got = engine.add(t, (n, t))
+        else:
+            got = engine.advance(t)
+        for f in got:
+            assert set(f.new) <= set(f.tuples)
+            news += f.new
+            expired += f.expired
+    assert len(news) == len(set(news)) and len(expired) == len(set(expired))
+
+
+def test_a_tumbling_window_acks_its_items_as_soon_as_it_fired() -> None:
+    e: WindowEngine[str] = WindowEngine(WindowSpec.tumbling(Count(2)))
+    assert e.add(0.0, "a") == [] and e.take_expired() == []
+    [f] = e.add(0.0, "b")
+    assert f.tuples == ["a", "b"] and e.take_expired() == ["a", "b"] and len(e) == 0
+    t: WindowEngine[str] = WindowEngine(WindowSpec.tumbling(Duration(10.0)))
+    t.add(3.0, "x")
+    [g] = t.advance(10.0)
+    assert (g.start, g.end, g.tuples) == (0.0, 10.0, ["x"]) and t.take_expired() == ["x"]
+
+
+def test_a_count_window_on_a_timer_does_not_fire_the_same_tuples_twice() -> None:
+    """The last 3 tuples every 5 s: an idle stream does not re-fire the same window each interval."""
+    e: WindowEngine[str] = WindowEngine(WindowSpec(Count(3), Duration(5.0)))
+    for x in "abcd":
+        e.add(1.0, x)
+    assert [f.tuples for f in e.advance(5.0)] == [["b", "c", "d"]]
+    assert e.advance(100.0) == [] and e.take_expired() == ["a"]
+
+
+def test_items_no_window_can_hold_are_acked_at_once() -> None:
+    """Windows of 2 s every 10 s leave gaps: an item in a gap is acked without firing."""
+    e: WindowEngine[str] = WindowEngine(WindowSpec(Duration(2.0), Duration(10.0)))
+    e.add(3.0, "gap")
+    assert e.take_expired() == ["gap"] and len(e) == 0
+    e.add(9.0, "in")
+    assert [f.tuples for f in e.advance(10.0)] == [["in"]]
