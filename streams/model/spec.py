@@ -19,6 +19,7 @@ from typing import Any
 from streams.exceptions import TopologyError
 from streams.model.component import Component, OutputFieldsDeclarer, StreamDef
 from streams.model.tuple import SYSTEM_COMPONENT
+from streams.wire.naming import component_topic
 
 
 class GroupingKind(StrEnum):
@@ -167,6 +168,9 @@ class Topology:
                 if sub.kind == GroupingKind.CUSTOM and not hasattr(sub.custom, "choose_tasks"):
                     raise TopologyError(f"[{d.id}] custom grouping needs a CustomStreamGrouping with choose_tasks")
         for out in self.outputs:
+            clash = [cid for cid in self.components if component_topic("{topology}", cid) == out.topic]
+            if clash:
+                raise TopologyError(f"[{out.component}] output topic {out.topic!r} is the input topic of component {clash[0]!r}: name it otherwise")
             fields = self._stream_of(out.component, f"output to {out.topic!r} from", out.component, out.stream).fields
             for f in (out.key_field, *out.value_fields):
                 if f not in fields:

@@ -19,7 +19,9 @@ Reliability, as in Storm:
   the task's next owner; after a crash they time out and are replayed.
 
 Windows fire on idle streams too: the bolt's timer is its tick tuple, set to the watermark
-interval (event time) or to the interval, at most 1 s (processing time).
+interval (event time) or to the interval, at most 1 s (processing time). With
+``with_idle_timeout(s)``, a stream without input for ``s`` seconds counts as ended: the last
+windows fire (a count window fires partial) and every held tuple is acked.
 
 Memory: a task holds each tuple of its windows once (about 64 bytes of bookkeeping plus the
 tuple, some 400-600 bytes for a short tuple); beyond ``max_tuples`` (default 1,000,000) new
@@ -149,7 +151,7 @@ class WindowedBolt(Component):
         return self._with(late_stream=stream)
 
     def with_idle_timeout(self, seconds: float) -> Self:
-        """Event time: after ``seconds`` without input, fire every window holding tuples."""
+        """After ``seconds`` without input the stream counts as ended: every window holding tuples fires (a count window partial), and held tuples are acked."""
         return self._with(idle_s=seconds)
 
     def with_max_tuples(self, n: int) -> Self:
@@ -233,6 +235,8 @@ class WindowedBoltExecutor(Bolt):
         """Tuples failed because the task held ``max_tuples`` (count)."""
         self.late_acked = 0
         """Late tuples acked without a late stream (count)."""
+        self.last_arrival = 0.0
+        """Processing time of the last input tuple (seconds; processing-time windows' idle check)."""
 
     # -- topology time -----------------------------------------------------------------------------
     @override
@@ -318,10 +322,17 @@ class WindowedBoltExecutor(Bolt):
         windows = self.windows
         assert windows is not None
         now = self.clock()
-        if tuple.is_tick:
-            self._fire(windows.tick(now) if isinstance(windows, EventTimeWindows) else windows.advance(now))
-            return
         spec = self._spec()
+        if tuple.is_tick:
+            if isinstance(windows, EventTimeWindows):
+                self._fire(windows.tick(now))
+                return
+            fired = windows.advance(now)
+            if self._idle(spec, now) and len(windows):
+                fired += windows.flush()  # the stream ended: the last count window fires, held tuples are acked
+            self._fire(fired)
+            return
+        self.last_arrival = now
         if len(windows) >= spec.max_tuples:
             self.refused += 1
             if self.refused == 1 or not self.refused % 10_000:
@@ -334,6 +345,12 @@ class WindowedBoltExecutor(Bolt):
                 self._late(tuple, ts, windows.watermark)
             return
         self._fire(windows.add(now, tuple))
+
+    def _idle(self, spec: WindowSpec, now: float) -> bool:
+        """Processing time: no input for ``idle_s``, and windows that the timer alone does not empty (a Count length or interval)."""
+        if spec.idle_s is None or now - self.last_arrival < spec.idle_s:
+            return False
+        return isinstance(spec.length, Count) or isinstance(spec.interval, Count)
 
     def _timestamp(self, tuple: Tuple) -> float:  # noqa: A002
         stamp = self._spec().timestamp

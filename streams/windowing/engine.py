@@ -65,8 +65,10 @@ class Firing(Generic[T]):
     """One evaluated window (Storm's ``TupleWindow``).
 
     ``tuples``: the items in the window, oldest first; ``new``: those that arrived since the
-    previous firing; ``expired``: the items that left the windows since the previous firing
-    (they were acked); ``start``/``end``: the window's bounds (seconds).
+    previous firing; ``expired``: the items of earlier windows that left since the previous
+    firing (they were acked); ``start``/``end``: the window's bounds (seconds). So the
+    previous window's tuples, plus ``new``, minus ``expired``, are ``tuples``: a window can be
+    aggregated incrementally (storm-starter's RollingCountBolt).
     """
 
     tuples: list[T]
@@ -99,6 +101,8 @@ class WindowEngine(Generic[T]):
         self.last_end = -math.inf
         """Duration interval: the end of the last window fired or passed (seconds)."""
         self._last_new = 0
+        self._phase = 0
+        """A Count interval fires when ``seq - _phase`` is a multiple of it (a flush restarts the count)."""
         self._expired: list[T] = []
         self._unacked: list[T] = []
 
@@ -115,7 +119,7 @@ class WindowEngine(Generic[T]):
         self.entries.append(Entry(ts, self.seq, item))
         interval = self.spec.interval
         if isinstance(interval, Count):
-            if self.seq % interval.n == 0:
+            if (self.seq - self._phase) % interval.n == 0:
                 fired.append(self._fire_at_item())
         elif self.next_end is None:
             self._schedule()
@@ -133,6 +137,23 @@ class WindowEngine(Generic[T]):
             if firing is not None:
                 fired.append(firing)
         self._evict()
+        return fired
+
+    def flush(self) -> list[Firing[T]]:
+        """The stream ended (or went idle): fire what a Count interval has not fired yet, then expire everything held.
+
+        A Count interval fires one last window, ending at the newest item, if items arrived
+        since its last window (the window is shorter than a Count length when fewer items
+        came); the next window then comes after a full interval of new items. A Duration
+        interval fires nothing here: windows fire as time advances.
+        """
+        fired: list[Firing[T]] = []
+        if isinstance(self.spec.interval, Count) and self.entries and self.entries[-1].seq > self._last_new:
+            fired.append(self._fire_at_item())
+        self._phase = self.seq
+        while self.entries:
+            self._expire(self.entries.popleft())
+        self.next_end = None
         return fired
 
     def take_expired(self) -> list[T]:
@@ -208,7 +229,7 @@ class WindowEngine(Generic[T]):
         length, interval = self.spec.length, self.spec.interval
         if isinstance(length, Count):
             if isinstance(interval, Count):
-                next_fire = (self.seq // interval.n + 1) * interval.n
+                next_fire = self._phase + ((self.seq - self._phase) // interval.n + 1) * interval.n
                 keep_from = next_fire - length.n + 1  # the next window holds seq >= this
             else:
                 keep_from = self.seq - length.n + 1  # a later window holds the last n at most
@@ -220,7 +241,8 @@ class WindowEngine(Generic[T]):
                 self._expire(entries.popleft())
 
     def _expire(self, entry: Entry[T]) -> None:
-        self._expired.append(entry.item)
+        if entry.seq <= self._last_new:  # it was in a window: the next firing reports it expired
+            self._expired.append(entry.item)
         self._unacked.append(entry.item)
 
 

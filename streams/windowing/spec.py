@@ -66,8 +66,10 @@ class WindowSpec:
       lag_s: event time only: how far out of order timestamps may be (seconds, Storm's ``withLag``).
       watermark_interval_s: event time: how often the watermark moves (seconds).
       late_stream: event time: the stream late tuples are emitted on (None: they are acked and counted).
-      idle_s: event time: after this many seconds without input, every window holding tuples
-        fires, as if the stream had ended (None: windows wait for newer tuples).
+      idle_s: after this many seconds without input, the stream counts as ended: event time
+        fires every window holding tuples, a Count interval fires its last (partial) window,
+        and the held tuples are acked (:meth:`~streams.windowing.engine.WindowEngine.flush`).
+        None: windows wait for newer tuples (a processing-time Duration interval fires on its timer anyway).
       max_tuples: tuples one task may hold; beyond it new tuples are failed (replayed later).
 
     Raises WindowSpecError for a size below 1 tuple or 0 s, or event-time options without ``timestamp``.
@@ -90,8 +92,8 @@ class WindowSpec:
                 raise WindowSpecError(f"window {what} must be > 0 s, got {size}")
             if not isinstance(size, Count | Duration):
                 raise WindowSpecError(f"window {what} must be Count(n) or Duration(seconds), got {size!r}")
-        if self.timestamp is None and (self.lag_s or self.late_stream is not None or self.idle_s is not None):
-            raise WindowSpecError("lag_s, late_stream and idle_s need event time: set timestamp (a field name or a function)")
+        if self.timestamp is None and (self.lag_s or self.late_stream is not None):
+            raise WindowSpecError("lag_s and late_stream need event time: set timestamp (a field name or a function)")
         if self.lag_s < 0 or not self.watermark_interval_s > 0 or (self.idle_s is not None and not self.idle_s > 0):
             raise WindowSpecError(
                 f"lag_s must be >= 0, watermark_interval_s and idle_s > 0 (seconds), got {self.lag_s}, {self.watermark_interval_s}, {self.idle_s}"

@@ -13,8 +13,9 @@ timestamp on that stream, minus the lag (seconds). It only moves forward, and on
   so out-of-order input within the lag gives the windows of sorted input.
 * **Idle streams** (``idle_s``, after Quix's issue #790): when no tuple arrived for
   ``idle_s`` seconds of processing time, the watermark jumps past every held tuple's last
-  window, as if the stream had ended, so the last windows fire; a tuple arriving later
-  and older than that is late.
+  window, as if the stream had ended, so the last windows fire (a Count interval fires its
+  partial window: :meth:`~streams.windowing.engine.WindowEngine.flush`); a tuple arriving
+  later and older than that is late.
 
 Pure; ``now`` (processing time, seconds) is passed in.
 
@@ -80,7 +81,7 @@ class EventTimeWindows(Generic[T]):
         """Move the watermark (at processing time ``now``); returns the windows that fired."""
         mark = self._next_watermark(now)
         if mark <= self.watermark:
-            return []
+            return self.engine.flush() if self._idle(now) and not self._pending else []
         self.watermark = mark
         fired: list[Firing[T]] = []
         pending = self._pending
@@ -88,14 +89,19 @@ class EventTimeWindows(Generic[T]):
             ts, _, item = heapq.heappop(pending)
             fired += self.engine.add(ts, item)
         fired += self.engine.advance(mark)
+        if self._idle(now) and not pending:
+            fired += self.engine.flush()
         return fired
+
+    def _idle(self, now: float) -> bool:
+        idle = self.spec.idle_s
+        return idle is not None and now - self.last_arrival >= idle and len(self) > 0
 
     def _next_watermark(self, now: float) -> float:
         if not self.newest:
             return self.watermark
         mark = min(self.newest.values()) - self.spec.lag_s
-        idle = self.spec.idle_s
-        if idle is not None and now - self.last_arrival >= idle and len(self):
+        if self._idle(now):
             mark = max(self.newest.values()) + _reach(self.spec)
         return max(mark, self.watermark)
 

@@ -89,3 +89,19 @@ def test_env_layer_reads_storm_keys() -> None:
     layer = env_layer(env)
     assert layer == {"topology.max.spout.pending": "7", "squall.flush.interval.secs": "0.2"}
     assert resolve(layer).max_spout_pending == 7
+
+
+def test_an_output_topic_that_is_a_components_input_topic_is_refused() -> None:
+    class Echo(BasicBolt):
+        def declare_output_fields(self, declarer: Any) -> None:
+            declarer.declare(["k", "v"])
+
+        def execute(self, tuple: Any, collector: Any) -> None:  # noqa: A002
+            collector.emit(list(tuple.values))
+
+    b = TopologyBuilder()
+    b.set_spout("s", KafkaSpout())
+    b.set_bolt("late", Echo()).shuffle_grouping("s")
+    b.set_output("squall.{topology}.late", "late", key_field="k", value_field="v")
+    with pytest.raises(TopologyError, match=r"\[late\] output topic 'squall.\{topology\}.late' is the input topic of component 'late'"):
+        b.create_topology("t")

@@ -98,7 +98,7 @@ def test_a_tree_completes_exactly_when_its_tuple_left_every_window(spec: tuple[A
     inputs: list[Tuple] = []
     completed: set[int] = set()
     seen = 0
-    for is_tick, gap in steps + [(True, 50)]:
+    for is_tick, gap in [*steps, (True, 50)]:
         clock.now += gap
         if is_tick:
             bolt.execute(tick_tuple())
@@ -197,7 +197,7 @@ def test_a_windowed_bolt_without_a_window_is_refused_at_set_bolt() -> None:
     b = TopologyBuilder()
     with pytest.raises(TopologyError, match=r"\[w\] a WindowedBolt needs a window"):
         b.set_bolt("w", Sum())
-    with pytest.raises(TopologyError, match=r"\[w\] lag_s, late_stream and idle_s need event time"):
+    with pytest.raises(TopologyError, match=r"\[w\] lag_s and late_stream need event time"):
         b.set_bolt("w", Sum().with_tumbling_window(Count(2)).with_lag(3.0))
 
 
@@ -237,3 +237,18 @@ def test_a_users_faster_tick_is_kept() -> None:
     assert fast.get_component_configuration() == {"topology.tick.tuple.freq.secs": 0.25}
     conf: TopologyConfig = resolve(fast.get_component_configuration())
     assert conf.tick_tuple_freq_secs == 0.25
+
+
+def test_an_idle_timeout_fires_the_partial_count_window_and_acks_the_rest() -> None:
+    inner = Sum().with_window(Count(4), Count(2)).with_idle_timeout(5.0)
+    bolt, cap, acks, clock = running(inner)
+    tuples = [spout_tuple(i, i) for i in (1, 2, 3)]
+    for t in tuples:
+        bolt.execute(t)
+    clock.now += 4
+    bolt.execute(tick_tuple())
+    assert [as_tuple(r).values for _, r in cap.records] == [[3]] and not tuples[2].settled
+    clock.now += 1
+    bolt.execute(tick_tuple())
+    assert [as_tuple(r).values for _, r in cap.records] == [[3], [6]]  # [1, 2, 3]: what the next window holds so far
+    assert all(t.settled for t in tuples) and acks.fails == set()

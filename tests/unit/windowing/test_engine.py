@@ -18,8 +18,12 @@ Item = tuple[int, float]  # (arrival number, ts)
 SIZES = st.one_of(st.builds(Count, st.integers(1, 6)), st.builds(Duration, st.integers(1, 12).map(float)))
 
 
-def reference(spec: WindowSpec, items: list[Item], until: float) -> list[tuple[float, list[Item]]]:
-    """Every window that fires by time ``until``: ``(end, items)``, in firing order."""
+def reference(spec: WindowSpec, items: list[Item], until: float, ended: bool = False) -> list[tuple[float, list[Item]]]:
+    """Every window that fires by time ``until``: ``(end, items)``, in firing order.
+
+    ``ended``: the stream ended (a flush after time moved past every item): a Count interval
+    with a Count length fires its last, partial window (what the next window would hold).
+    """
     length, interval = spec.length, spec.interval
     out: list[tuple[float, list[Item]]] = []
     if isinstance(interval, Count):
@@ -28,6 +32,11 @@ def reference(spec: WindowSpec, items: list[Item], until: float) -> list[tuple[f
             end = upto[-1][1]
             held = upto[-length.n :] if isinstance(length, Count) else [x for x in upto if x[1] > end - length.seconds]
             out.append((end, held))
+        if ended and isinstance(length, Count) and len(items) % interval.n:
+            next_fire = (len(items) // interval.n + 1) * interval.n
+            tail = items[max(0, next_fire - length.n) :]
+            if tail:
+                out.append((items[-1][1], tail))
         return out
     i = interval.seconds
     end = i
@@ -134,6 +143,28 @@ def test_expired_lists_what_left_since_the_previous_firing(case: tuple[WindowSpe
     assert len(news) == len(set(news)) and len(expired) == len(set(expired))
 
 
+@settings(max_examples=300, deadline=None)
+@given(feeds(), st.booleans())
+def test_the_previous_window_plus_new_minus_expired_is_the_window(case: tuple[WindowSpec, list[tuple[str, float]], float], end_with_flush: bool) -> None:
+    """So a window can be aggregated incrementally (storm-starter's RollingCountBolt)."""
+    spec, steps, _ = case
+    engine: WindowEngine[Item] = WindowEngine(spec)
+    previous: set[Item] = set()
+    n = 0
+    for kind, t in steps:
+        if kind == "add":
+            n += 1
+            got = engine.add(t, (n, t))
+        else:
+            got = engine.advance(t)
+        if end_with_flush and kind == "advance" and t == steps[-1][1]:
+            got += engine.flush()
+        for f in got:
+            assert not previous & set(f.new) and set(f.expired) <= previous
+            assert (previous | set(f.new)) - set(f.expired) == set(f.tuples)
+            previous = set(f.tuples)
+
+
 def test_a_tumbling_window_acks_its_items_as_soon_as_it_fired() -> None:
     e: WindowEngine[str] = WindowEngine(WindowSpec.tumbling(Count(2)))
     assert e.add(0.0, "a") == [] and e.take_expired() == []
@@ -152,6 +183,26 @@ def test_a_count_window_on_a_timer_does_not_fire_the_same_tuples_twice() -> None
         e.add(1.0, x)
     assert [f.tuples for f in e.advance(5.0)] == [["b", "c", "d"]]
     assert e.advance(100.0) == [] and e.take_expired() == ["a"]
+
+
+def test_a_flush_fires_the_partial_count_window_and_acks_everything() -> None:
+    """The stream ended: the last 4 every 2, with 5 items, fires [3, 4, 5] (what the next window
+    holds so far); the next window then comes after 2 new items."""
+    e: WindowEngine[int] = WindowEngine(WindowSpec(Count(4), Count(2)))
+    fired = [f.tuples for i in range(1, 6) for f in e.add(float(i), i)]
+    assert fired == [[1, 2], [1, 2, 3, 4]]
+    [last] = e.flush()
+    assert (last.tuples, last.new, last.end) == ([3, 4, 5], [5], 5.0)
+    assert sorted(e.take_expired()) == [1, 2, 3, 4, 5] and len(e) == 0
+    assert e.flush() == []  # nothing new
+    assert [f.tuples for i in (6, 7, 8) for f in e.add(float(i), i)] == [[6, 7]]
+
+
+def test_a_flush_of_duration_windows_fires_nothing_and_acks_what_is_held() -> None:
+    e: WindowEngine[str] = WindowEngine(WindowSpec(Duration(10.0), Duration(5.0)))
+    e.add(1.0, "a")
+    assert e.flush() == [] and e.take_expired() == ["a"]
+    assert e.advance(20.0) == []
 
 
 def test_items_no_window_can_hold_are_acked_at_once() -> None:

@@ -44,7 +44,7 @@ def expected(spec: WindowSpec, arrivals: list[tuple[str, float, bool]], late: li
     kept = sorted(((ts, i) for i, (_, ts, _) in enumerate(arrivals) if i not in late))
     items = [(i, ts) for ts, i in kept]
     until = max((ts for ts, _ in kept), default=0.0) + sum(s.seconds for s in (spec.length, spec.interval) if isinstance(s, Duration)) + 1e-6
-    return [(end, [i for i, _ in held]) for end, held in reference(spec, items, until)]
+    return [(end, [i for i, _ in held]) for end, held in reference(spec, items, until, ended=True)]
 
 
 @settings(max_examples=300, deadline=None)
@@ -105,5 +105,6 @@ def test_an_idle_stream_fires_its_last_windows_after_idle_s() -> None:
     w.add("s", 3.0, "c", now=0.0)
     assert [f.tuples for f in w.tick(1.0)] == [["a", "b"]]  # watermark 3: a, b released
     assert w.tick(4.0) == [] and len(w) == 1  # c waits: newer tuples may come
-    assert w.tick(5.0) == [] and len(w) == 1  # released to the engine, but a count window needs a second tuple
+    assert [f.tuples for f in w.tick(5.0)] == [["c"]]  # idle: the stream counts as ended, the partial window fires
+    assert len(w) == 0 and w.take_expired() == ["a", "b", "c"]
     assert w.watermark > 3.0 and not w.add("s", 3.0, "late", now=6.0)
