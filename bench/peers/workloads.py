@@ -39,3 +39,30 @@ def expected_flights(lines: list[bytes]) -> dict[str, Any]:
             slot[0] += 1
             slot[1] += parsed[1]
     return out
+
+
+HOUR_S = 3600.0
+LAG_S = 2 * HOUR_S
+"""The windows workload: 1-hour windows, 2 hours of disorder allowed (examples/flights_windows.py)."""
+
+
+def scheduled_flight(line: str) -> tuple[str, float] | None:
+    from examples.flights_windows import scheduled
+
+    try:
+        return scheduled(line)
+    except (ValueError, IndexError):
+        return None
+
+
+def hour_of(ts: float) -> str:
+    from examples.flights_windows import hour_of as hour
+
+    return hour(ts)
+
+
+def expected_windows(lines: list[bytes]) -> dict[str, int]:
+    """Flights per ``"<carrier> <hour>"``: what the windows plus the late flights add up to."""
+    from examples.flights_windows import direct_counts
+
+    return dict(direct_counts(line.decode("utf-8", "replace") for line in lines))

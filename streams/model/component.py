@@ -54,6 +54,19 @@ from streams.model.tuple import DEFAULT_STREAM
 
 
 @dataclass(frozen=True, slots=True)
+class Hold:
+    """What a bolt holds before acking.
+
+    ``tuples`` per task (count), ``seconds``, and ``event_time``: it holds tuples until newer
+    timestamps arrive, however many that takes.
+    """
+
+    tuples: int = 0
+    seconds: float = 0.0
+    event_time: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class StreamDef:
     """One declared output stream: its field names and whether it is direct (Storm's ``StreamInfo``)."""
 
@@ -95,13 +108,13 @@ class Component:
         the default accepts all. A windowed bolt checks its window against the message timeout.
         """
 
-    def hold(self) -> tuple[int, float]:
-        """What one task holds before acking: ``(tuples, seconds)``.
+    def hold(self) -> Hold:
+        """What one task holds before acking (a window's count and time reach).
 
-        A window's count and time reach; default ``(0, 0.0)``: it acks as it goes. Spouts keep enough trees in flight
+        The default, ``Hold()``, holds nothing: it acks as it goes. Spouts keep enough trees in flight
         for it (:meth:`streams.model.spec.Topology.hold`).
         """
-        return 0, 0.0
+        return Hold()
 
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         """Declare output streams; the default declares nothing."""

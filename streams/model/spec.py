@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from streams.exceptions import TopologyError
-from streams.model.component import Component, OutputFieldsDeclarer, StreamDef
+from streams.model.component import Component, Hold, OutputFieldsDeclarer, StreamDef
 from streams.model.tuple import SYSTEM_COMPONENT
 from streams.wire.naming import component_topic
 
@@ -215,18 +215,20 @@ class Topology:
         """How many spout tasks there are (partitions of ``__ack_result``)."""
         return sum(d.num_tasks for d in self.spouts)
 
-    def hold(self) -> tuple[int, float]:
-        """What the bolts hold before acking, at most: ``(tuples over all their tasks, seconds)``.
+    def hold(self) -> Hold:
+        """What the bolts hold before acking, at most: tuples over all of a bolt's tasks, seconds, and whether any holds by event time.
 
         Windows hold tuples until they expire (:meth:`Component.hold`); a spout's bound on trees
-        in flight must leave room for them, or count windows never fill.
+        in flight must leave room for them, or count windows never fill and event-time windows
+        never see the newer timestamps that close them.
         """
-        tuples, seconds = 0, 0.0
+        tuples, seconds, event_time = 0, 0.0, False
         for d in self.bolts:
-            n, s = d.obj.hold()
-            tuples = max(tuples, n * d.num_tasks)
-            seconds = max(seconds, s)
-        return tuples, seconds
+            h = d.obj.hold()
+            tuples = max(tuples, h.tuples * d.num_tasks)
+            seconds = max(seconds, h.seconds)
+            event_time = event_time or h.event_time
+        return Hold(tuples, seconds, event_time)
 
     def fields(self, component: str, stream: str) -> tuple[str, ...]:
         """The declared fields of ``(component, stream)``. Raises KeyError for an unknown one."""

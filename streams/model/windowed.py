@@ -53,7 +53,7 @@ from streams.config import TopologyConfig, resolve
 from streams.exceptions import FailedException, SquallError, TopologyError
 from streams.model.bolt import Bolt
 from streams.model.collector import Anchors, OutputCollector
-from streams.model.component import Component, OutputFieldsDeclarer
+from streams.model.component import Component, Hold, OutputFieldsDeclarer
 from streams.model.context import TopologyContext
 from streams.model.tuple import DEFAULT_STREAM, Tuple
 from streams.windowing.engine import Firing, WindowEngine
@@ -267,9 +267,9 @@ class WindowedBoltExecutor(Bolt):
             )
 
     @override
-    def hold(self) -> tuple[int, float]:
+    def hold(self) -> Hold:
         spec = self._spec()
-        return spec.hold_count, spec.hold_s
+        return Hold(spec.hold_count, spec.hold_s, spec.event_time)
 
     @override
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
@@ -341,7 +341,7 @@ class WindowedBoltExecutor(Bolt):
             return
         if isinstance(windows, EventTimeWindows):
             ts = self._timestamp(tuple)
-            if not windows.add(f"{tuple.source_component}/{tuple.stream}", ts, tuple, now):
+            if not windows.add(f"{tuple.source_component}:{tuple.source_task}/{tuple.stream}", ts, tuple, now):
                 self._late(tuple, ts, windows.watermark)
             return
         self._fire(windows.add(now, tuple))

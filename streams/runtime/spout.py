@@ -121,14 +121,18 @@ class SpoutExecutor(Executor):
         ceiling = max(conf.pending_max, 50)
         target = min(conf.pending_target_latency_secs, conf.message_timeout_secs / 5)
         floor = min(50, ceiling)
-        held, held_s = self.topology.hold()
-        if held or held_s:
+        hold = self.topology.hold()
+        if hold.tuples or hold.seconds:
             # Windows hold tuples until they expire: trees take that much longer, and a count
-            # window that cannot fill would stall the spout (each task carries its share).
-            floor = -(-held // max(self.topology.spout_tasks, 1)) + conf.tree_records + 50
+            # window that cannot fill would stall the spout (each task carries its share). An
+            # event-time window holds tuples until newer timestamps come: how many that takes
+            # depends on the data, so the spout keeps its ceiling in flight.
+            floor = -(-hold.tuples // max(self.topology.spout_tasks, 1)) + conf.tree_records + 50
             ceiling = max(ceiling, floor)
-            target += held_s
-            log.info("[%s] bolts hold %d tuples and %g s before acking: pending floor %d, target %g s", self.component, held, held_s, floor, target)
+            if hold.event_time:
+                floor = ceiling
+            target += hold.seconds
+            log.info("[%s] bolts hold %s before acking: pending floor %d, ceiling %d, target %g s", self.component, hold, floor, ceiling, target)
         return AdaptiveBound(initial=max(min(conf.pending_initial, ceiling), floor), target_s=target, floor=floor, ceiling=ceiling)
 
     # -- tasks -----------------------------------------------------------------------

@@ -2,17 +2,21 @@
 
 After Storm's ``WaterMarkEventGenerator`` and ``WatermarkTimeTriggerPolicy``.
 
-The watermark is Storm's: the minimum over the input streams seen so far of the newest
-timestamp on that stream, minus the lag (seconds). It only moves forward, and only when
-:meth:`EventTimeWindows.tick` is called (every ``watermark_interval_s``, by the bolt's timer).
+The watermark is the minimum over the input channels seen so far of the newest timestamp on
+that channel, minus the lag (seconds). A channel is one upstream task's stream (Flink's
+input channels; Storm takes whole streams, so one fast upstream task makes its siblings'
+tuples late: two parse tasks a few batches apart are hours of event time apart). It only
+moves forward, and only when :meth:`EventTimeWindows.tick` is called (every
+``watermark_interval_s``, by the bolt's timer).
 
 * A tuple older than the watermark is **late**: :meth:`EventTimeWindows.add` returns False and
   does not hold it (the bolt emits it on the late stream, or acks and counts it).
 * Other tuples wait in a heap. On a tick, those older than the new watermark go to the
   engine in timestamp order, and every window ending at or before the watermark fires:
   so out-of-order input within the lag gives the windows of sorted input.
-* **Idle streams** (``idle_s``, after Quix's issue #790): when no tuple arrived for
-  ``idle_s`` seconds of processing time, the watermark jumps past every held tuple's last
+* **Idle channels and streams** (``idle_s``, after Quix's issue #790): a channel without a
+  tuple for ``idle_s`` seconds of processing time stops holding the watermark back (Flink's
+  idleness). When every channel is idle, the watermark jumps past every held tuple's last
   window, as if the stream had ended, so the last windows fire (a Count interval fires its
   partial window: :meth:`~streams.windowing.engine.WindowEngine.flush`); a tuple arriving
   later and older than that is late.
@@ -54,7 +58,9 @@ class EventTimeWindows(Generic[T]):
         self.watermark = -math.inf
         """Seconds of event time: no tuple older than this will be windowed."""
         self.newest: dict[str, float] = {}
-        """Per input stream: the newest timestamp seen (seconds)."""
+        """Per input channel: the newest timestamp seen (seconds)."""
+        self.seen: dict[str, float] = {}
+        """Per input channel: the processing time of its last tuple (seconds)."""
         self.last_arrival = -math.inf
         """Processing time of the last tuple added (seconds)."""
         self.late = 0
@@ -66,14 +72,15 @@ class EventTimeWindows(Generic[T]):
         """Tuples held: waiting for the watermark, or in the engine."""
         return len(self._pending) + len(self.engine)
 
-    def add(self, stream: str, ts: float, item: T, now: float) -> bool:
-        """Hold ``item`` stamped ``ts`` (seconds) from input ``stream``; False if it is late (not held)."""
+    def add(self, channel: str, ts: float, item: T, now: float) -> bool:
+        """Hold ``item`` stamped ``ts`` (seconds) from input ``channel``; False if it is late (not held)."""
         self.last_arrival = now
+        self.seen[channel] = now
         if ts < self.watermark:
             self.late += 1
             return False
-        if ts > self.newest.get(stream, -math.inf):
-            self.newest[stream] = ts
+        if ts > self.newest.get(channel, -math.inf):
+            self.newest[channel] = ts
         heapq.heappush(self._pending, (ts, next(self._order), item))
         return True
 
@@ -100,7 +107,9 @@ class EventTimeWindows(Generic[T]):
     def _next_watermark(self, now: float) -> float:
         if not self.newest:
             return self.watermark
-        mark = min(self.newest.values()) - self.spec.lag_s
+        idle = self.spec.idle_s
+        active = [ts for ch, ts in self.newest.items() if idle is None or now - self.seen[ch] < idle]
+        mark = min(active) - self.spec.lag_s if active else -math.inf
         if self._idle(now):
             mark = max(self.newest.values()) + _reach(self.spec)
         return max(mark, self.watermark)

@@ -20,7 +20,7 @@ def test_bench_smoke_every_contender_runs_and_is_correct(bootstrap: str, broker_
         smoke=True,
         bootstrap=bootstrap,
         broker=kind,
-        workloads=["wordcount", "flights", "latency"],
+        workloads=["wordcount", "flights", "latency", "windows"],
         contenders=compare.CONTENDERS,
         json=None,
         latency_seconds=1.0,
@@ -28,12 +28,17 @@ def test_bench_smoke_every_contender_runs_and_is_correct(bootstrap: str, broker_
     result = compare.run(args)
     assert list(result["brokers"]) == [kind]
     workloads = result["brokers"][kind]["workloads"]
-    assert set(workloads) == {"wordcount", "flights", "latency"}
+    assert set(workloads) == {"wordcount", "flights", "latency", "windows"}
+    windows = workloads.pop("windows")
+    assert list(windows) == list(compare.WINDOW_CONTENDERS)
+    for name, row in windows.items():  # windows plus late flights equal the group-by, on both
+        assert row.get("error") is None and row["correct"] is True and row["records_per_s"] > 0, (name, row)
+        assert row["cpu_us_per_record"] > 0 and row["peak_rss_bytes"] > 0, (name, row)
     latency = workloads.pop("latency")
     assert list(latency) == ["squall-acked"] and latency["squall-acked"]["correct"] is True, latency
     assert latency["squall-acked"]["p99_s"] > 0 and latency["squall-acked"]["bytes_per_record"] > 0
     for workload, rows in workloads.items():
-        assert list(rows) == compare.CONTENDERS
+        assert list(rows) == [c for c in compare.CONTENDERS if c not in compare.WINDOW_CONTENDERS]
         if kind == "tansu":
             assert "not run" in rows["quixstreams-eos"]["note"]
         else:  # on Apache Kafka Quix's exactly-once runs, and must be exact

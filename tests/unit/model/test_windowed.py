@@ -18,6 +18,7 @@ from streams import Count, Duration, Spout, TopologyBuilder, Tuple, TupleWindow,
 from streams.config import TopologyConfig, resolve
 from streams.exceptions import TopologyError
 from streams.model.checks import check_confs
+from streams.model.component import Hold
 from streams.model.context import TopologyContext
 from streams.model.tuple import tick_tuple
 from streams.model.windowed import LATE_FIELDS, WindowedBoltExecutor, WindowError
@@ -222,7 +223,8 @@ def test_spouts_keep_room_for_what_windows_hold() -> None:
     b.set_spout("s", Lines(), 2)
     b.set_bolt("w", Sum().with_window(Count(100), Count(10)), 3).shuffle_grouping("s")
     b.set_bolt("t", Sum().with_tumbling_window(Duration(30.0)), 1).shuffle_grouping("s")
-    assert b.create_topology("t").hold() == (330, 60.0)
+    b.set_bolt("e", Sum().with_tumbling_window(Duration(10.0)).with_timestamp_field("ts"), 1).shuffle_grouping("s")
+    assert b.create_topology("t").hold() == Hold(330, 60.0, True)
 
 
 def test_a_users_faster_tick_is_kept() -> None:

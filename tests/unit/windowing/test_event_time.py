@@ -89,7 +89,7 @@ def test_each_tuple_is_acked_once_after_its_last_window(case: tuple[WindowSpec, 
     assert not acked & set(w.held())
 
 
-def test_the_watermark_is_the_slowest_stream_minus_the_lag() -> None:
+def test_the_watermark_is_the_slowest_channel_minus_the_lag() -> None:
     w: EventTimeWindows[str] = EventTimeWindows(WindowSpec.tumbling(Duration(10.0), timestamp="ts", lag_s=2.0))
     w.add("fast", 50.0, "f", now=0.0)
     w.add("slow", 12.0, "s", now=0.0)
@@ -108,3 +108,12 @@ def test_an_idle_stream_fires_its_last_windows_after_idle_s() -> None:
     assert [f.tuples for f in w.tick(5.0)] == [["c"]]  # idle: the stream counts as ended, the partial window fires
     assert len(w) == 0 and w.take_expired() == ["a", "b", "c"]
     assert w.watermark > 3.0 and not w.add("s", 3.0, "late", now=6.0)
+
+
+def test_an_idle_channel_stops_holding_the_watermark_back() -> None:
+    w: EventTimeWindows[str] = EventTimeWindows(WindowSpec.tumbling(Duration(10.0), timestamp="ts", idle_s=5.0))
+    w.add("parse:1/default", 3.0, "slow", now=0.0)
+    w.add("parse:2/default", 40.0, "fast", now=0.0)
+    assert w.tick(1.0) == [] and w.watermark == 3.0  # the slow channel holds it back
+    w.add("parse:2/default", 45.0, "fast2", now=4.0)
+    assert [(f.end, f.tuples) for f in w.tick(6.0)] == [(10.0, ["slow"])] and w.watermark == 45.0  # parse:1 idle since 0
