@@ -67,6 +67,9 @@ COUNTERS = {
     "state_keys_written": "Committer state keys written at a new txid (SparkBolt)",
     "state_keys_skipped": "Committer state keys skipped: their txid was already applied (SparkBolt)",
 }
+RESERVED = frozenset({"replays", "pending", "pending_limit", "capacity", "tasks", "batch_last_txid", "lag", "worker_cpu_seconds", "supervisor_cpu_seconds"})
+"""Family names the collector builds itself: a registered metric by one of these names is not exported (it would clash)."""
+
 KIND_COUNTERS = {
     "spout": (
         "emitted",
@@ -168,10 +171,16 @@ class StatsCollector(Collector):
         rss = GaugeMetricFamily("squall_worker_resident_memory_bytes", "Resident memory of the worker process", labels=["topology", "worker"])
         hists: dict[str, HistogramMetricFamily] = {k: HistogramMetricFamily(f"squall_{k}_seconds", v, labels=LABELS) for k, v in HISTS.items()}
         workers: dict[tuple[str, str], tuple[float, float]] = {}
+        registered: dict[str, CounterMetricFamily] = {}
         for s in stats:
             labels = [s.topology, s.component, s.kind, s.worker]
             for k in {*KIND_COUNTERS.get(s.kind, ()), *(c for c in s.counters if c in counters)}:
                 counters[k].add_metric(labels, s.counters.get(k, 0.0))
+            for k in sorted(s.registered - counters.keys() - RESERVED):
+                family = registered.get(k)
+                if family is None:
+                    family = registered[k] = CounterMetricFamily(f"squall_{k}", "Registered by the topology (TopologyContext.register_metric)", labels=LABELS)
+                family.add_metric(labels, s.counters.get(k, 0.0))
             g = s.gauges
             if "pending" in g or s.kind in ("spout", "acker"):
                 pending.add_metric(labels, g.get("pending", 0.0))
@@ -199,6 +208,7 @@ class StatsCollector(Collector):
             cpu.add_metric([topology, worker], c)
             rss.add_metric([topology, worker], r)
         yield from counters.values()
+        yield from registered.values()
         yield from (replays, pending, limit, capacity, tasks, last_txid, lag, cpu, rss)
         yield from hists.values()
 
@@ -242,6 +252,7 @@ def merge_snapshots(snapshots: Iterable[dict[str, Any]]) -> list[ExecutorStats]:
         for k, h in snap.get("hists", {}).items():
             s.hist(k).merge(LogHistogram.from_json(h))
         s.partition_lag.update(snap.get("lag", {}))
+        s.registered.update(snap.get("registered", ()))
     return list(out.values())
 
 

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from streams.config import TopologyConfig
-from streams.exceptions import StateError
+from streams.exceptions import StateError, TopologyError
 from streams.model.spec import Topology
 from streams.state import State, StateBackend, open_backend
 from streams.state.semantics import STATE_KINDS
+
+METRIC_NAME = re.compile(r"[a-z][a-z0-9_]*")
+"""What a registered metric may be called (Prometheus allows more; this keeps ``squall_<name>_total`` plain)."""
 
 
 class LocalTasks:
@@ -86,8 +90,13 @@ class TopologyContext:
     def register_metric(self, name: str, read: Callable[[], float]) -> None:
         """Publish ``read()`` as counter ``name`` with the executor's stats.
 
-        A total: Prometheus ``squall_<name>_total`` (Storm's ``TopologyContext.registerMetric``).
+        A total: Prometheus ``squall_<name>_total``, labelled with topology, component, kind and
+        worker, summed over the executor's tasks (Storm's ``TopologyContext.registerMetric``).
+        Raises TopologyError naming the component for a name that is not ``[a-z][a-z0-9_]*``
+        or ends in ``_total``.
         """
+        if not METRIC_NAME.fullmatch(name) or name.endswith("_total"):
+            raise TopologyError(f"[{self.this_component_id}] metric name {name!r}: use [a-z][a-z0-9_]* without _total (it becomes squall_<name>_total)")
         self.metrics[name] = read
 
     def state(self, name: str, kind: str = "opaque", combine: Callable[[Any, Any], Any] | None = None) -> State:

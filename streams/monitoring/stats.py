@@ -109,6 +109,8 @@ class ExecutorStats:
         self.hists: dict[str, LogHistogram] = {}
         self.partition_lag: dict[str, int] = {}
         self.tasks: list[int] = []
+        self.registered: set[str] = set()
+        """Counter names the tasks registered (``TopologyContext.register_metric``): exported as their own families."""
 
     def inc(self, name: str, n: float = 1) -> None:
         """Add ``n`` to counter ``name`` (a monotonic total)."""
@@ -137,4 +139,5 @@ class ExecutorStats:
             "lag": dict(self.partition_lag),
             "tasks": list(self.tasks),
             "hists": {k: v.to_json() for k, v in self.hists.items()},
+            "registered": sorted(self.registered),
         }

@@ -240,6 +240,7 @@ class Executor:
             for name, read in ctx.metrics.items():
                 totals[name] = totals.get(name, 0.0) + read()
         self.stats.counters.update(totals)
+        self.stats.registered.update(totals)
 
     def _process_gauges(self) -> None:
         """The worker process's CPU seconds and resident memory (bytes), in every executor's snapshot (exported once per worker)."""

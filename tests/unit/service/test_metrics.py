@@ -97,3 +97,37 @@ def test_a_supervisor_merges_its_workers_snapshots_per_component_and_worker() ->
     assert set(merged) == {("count", "w1"), ("lines", "w0")}
     assert merged[("count", "w1")].counters["executed"] == 12 and merged[("count", "w1")].hists["execute_latency"].count == 2
     assert merged[("lines", "w0")].partition_lag == {"squall.wc.lines[0]": 3}
+
+
+def test_a_metric_a_task_registered_reaches_metrics_as_its_own_counter() -> None:
+    """TopologyContext.register_metric promised squall_<name>_total; only known counters were exported (issue 25)."""
+    from service.metrics import merge_snapshots
+
+    bolt = ExecutorStats("fl", "hourly", "bolt", "w1")
+    bolt.counters.update({"window_late": 20.0, "acked": 5.0, "restored_trees": 3.0})
+    bolt.registered.update({"window_late", "acked"})  # acked: a built-in name, exported once as the built-in
+    merged = merge_snapshots([bolt.snapshot(), {**bolt.snapshot(), "instance": "other", "counters": {"window_late": 2.0}}])
+    registry = CollectorRegistry()
+    registry.register(StatsCollector(lambda: merged))
+    got = samples(registry)
+    labels = frozenset({"component": "hourly", "kind": "bolt", "topology": "fl", "worker": "w1"}.items())
+    assert got[("squall_window_late_total", labels)] == 22
+    assert got[("squall_acked_total", labels)] == 5
+    assert not any(name.startswith("squall_restored_trees") for name, _ in got)  # internal, not registered: not exported
+
+
+def test_a_metric_name_prometheus_would_mangle_is_refused_naming_the_component() -> None:
+    import pytest
+
+    from streams import TopologyBuilder
+    from streams.exceptions import TopologyError
+    from streams.model.context import TopologyContext
+    from tests.unit.model.test_windowed import Lines
+
+    b = TopologyBuilder()
+    b.set_spout("rows", Lines())
+    ctx = TopologyContext(b.create_topology("t"), "rows", 0)
+    ctx.register_metric("late_flights", lambda: 1.0)
+    for bad in ("Late", "late-flights", "late_total", "9late"):
+        with pytest.raises(TopologyError, match=r"\[rows\] metric name"):
+            ctx.register_metric(bad, lambda: 1.0)
