@@ -35,7 +35,7 @@ class Status(StrEnum):
     INACTIVE = "INACTIVE"
     """Spouts paused (``deactivate``); bolts keep draining."""
     REBALANCING = "REBALANCING"
-    """Workers or executors are changing (``rebalance``); spouts keep emitting."""
+    """Workers or executors are changing (``rebalance``); spouts emit if the topology was active before (``rebalance_from``)."""
     KILLED = "KILLED"
     """Spouts paused; the workers stop at ``kill_at`` and the topology is removed."""
 
@@ -48,6 +48,8 @@ class TopologyRecord(BaseModel):
     ``workers``: worker processes (``None``: the topology's ``topology.workers``).
     ``executors``: ``component -> executors`` overrides from ``rebalance -e``.
     ``version``: grows with every change; workers restart only when their own plan changes.
+    ``rebalance_from``: while REBALANCING, the status it returns to (Storm keeps a deactivated
+    topology inactive through a rebalance).
     Times are wall-clock seconds.
     """
 
@@ -64,6 +66,7 @@ class TopologyRecord(BaseModel):
     submitted_at: float = 0.0
     changed_at: float = 0.0
     kill_at: float | None = None
+    rebalance_from: Status | None = None
 
     @staticmethod
     def new(name: str, source: str, file_name: str, conf: dict[str, Any], now: float) -> TopologyRecord:
@@ -73,7 +76,9 @@ class TopologyRecord(BaseModel):
     @property
     def spouts_active(self) -> bool:
         """Whether spouts may emit (Storm: activated)."""
-        return self.status in (Status.ACTIVE, Status.REBALANCING)
+        if self.status == Status.REBALANCING:
+            return self.rebalance_from != Status.INACTIVE
+        return self.status == Status.ACTIVE
 
     def killed_by(self, now: float) -> bool:
         """True once a killed topology's wait is over: its workers must be gone."""
@@ -100,13 +105,13 @@ def _alive(rec: TopologyRecord, verb: str) -> None:
 def activate(rec: TopologyRecord, now: float) -> TopologyRecord:
     """Resume the spouts (Storm ``activate``). Raises ControlError on a killed topology."""
     _alive(rec, "activate")
-    return rec if rec.status == Status.ACTIVE else rec._next(now, status=Status.ACTIVE)
+    return rec if rec.status == Status.ACTIVE else rec._next(now, status=Status.ACTIVE, rebalance_from=None)
 
 
 def deactivate(rec: TopologyRecord, now: float) -> TopologyRecord:
     """Pause the spouts (Storm ``deactivate``); bolts keep draining."""
     _alive(rec, "deactivate")
-    return rec if rec.status == Status.INACTIVE else rec._next(now, status=Status.INACTIVE)
+    return rec if rec.status == Status.INACTIVE else rec._next(now, status=Status.INACTIVE, rebalance_from=None)
 
 
 def kill(rec: TopologyRecord, wait_s: float, now: float) -> TopologyRecord:
@@ -131,9 +136,12 @@ def rebalance(rec: TopologyRecord, now: float, workers: int | None, executors: d
         if not 1 <= n <= tasks[comp]:
             raise ControlError(f"[{comp}] rebalance -e {comp}={n}: executors must be 1..{tasks[comp]} (its task count, fixed at submit)")
     merged = {**rec.executors, **executors}
-    return rec._next(now, status=Status.REBALANCING, workers=workers if workers is not None else rec.workers, executors=merged)
+    back = rec.rebalance_from if rec.status == Status.REBALANCING else rec.status
+    return rec._next(now, status=Status.REBALANCING, workers=workers if workers is not None else rec.workers, executors=merged, rebalance_from=back)
 
 
 def rebalanced(rec: TopologyRecord, now: float) -> TopologyRecord:
-    """The rebalance took effect: back to ACTIVE."""
-    return rec._next(now, status=Status.ACTIVE) if rec.status == Status.REBALANCING else rec
+    """The rebalance took effect: back to the status before it (ACTIVE, or INACTIVE as Storm keeps a deactivated topology)."""
+    if rec.status != Status.REBALANCING:
+        return rec
+    return rec._next(now, status=rec.rebalance_from or Status.ACTIVE, rebalance_from=None)

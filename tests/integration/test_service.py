@@ -112,6 +112,10 @@ def test_deactivate_pauses_the_spouts_and_activate_resumes(cluster: Cluster, cor
     st = cluster.status(wc)
     assert st["status"] == "INACTIVE" and st["pending"] == 0
     assert st["trees_failed"] == 0  # no tree timed out because of the pause
+    # A rebalance keeps it inactive, as Storm does (it used to come back ACTIVE: issue 25).
+    assert cluster.squall("rebalance", wc, "-e", "count=2").stdout.startswith(f"rebalanced {wc}")
+    time.sleep(4)
+    assert cluster.status(wc)["status"] == "INACTIVE" and cluster.committed(wc) == paused_at
     cluster.squall("activate", wc)
     assert feeder.wait(120) == 0
     cluster.wait_committed(wc, 20_000)

@@ -39,6 +39,11 @@ def test_transitions_bump_the_version_and_say_what_spouts_do() -> None:
     moving = rebalance(on, 104.0, 3, {"count": 4}, TASKS)
     assert moving.status == Status.REBALANCING and moving.spouts_active and moving.executors == {"count": 4} and moving.workers == 3
     assert rebalanced(moving, 105.0).status == Status.ACTIVE
+    paused = rebalance(off, 106.0, 2, {}, TASKS)  # Storm keeps a deactivated topology inactive (issue 25)
+    assert paused.status == Status.REBALANCING and not paused.spouts_active
+    again = rebalance(paused, 106.5, 3, {}, TASKS)  # a second rebalance before the first settled
+    assert not again.spouts_active and rebalanced(again, 107.0).status == Status.INACTIVE
+    assert activate(again, 107.5).spouts_active and rebalanced(activate(again, 107.5), 108.0).status == Status.ACTIVE
     gone = kill(on, 5.0, 110.0)
     assert gone.status == Status.KILLED and not gone.spouts_active and not gone.killed_by(114.9) and gone.killed_by(115.0)
 
