@@ -238,7 +238,7 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
     shape = _shape(client, rec)
     board = StatsBoard(client.bootstrap, name)
     try:
-        board.catch_up()
+        board.read_to_now()
         snaps = list(board.latest.values())
         live = board.live(time.time())
     finally:

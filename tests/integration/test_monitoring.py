@@ -240,3 +240,48 @@ def test_every_dashboard_query_returns_data_and_quantiles_match_squall_run(binar
             prom.close()
         cluster.close()
         shutil.rmtree(tmp_path / "tsdb", ignore_errors=True)
+
+
+def test_the_board_reads_to_now_while_executors_keep_publishing(bootstrap: str) -> None:
+    """``squall status`` read the stats until a quiet moment, which a running topology never
+    gives (14-25 s; issue 25). Reading to the ends as of the call finishes while snapshots
+    keep coming, and sees every snapshot written before it."""
+    import threading
+
+    from service.admin import ensure_topics
+    from streams.kafka.clients import new_producer
+    from streams.monitoring.board import StatsBoard
+    from streams.monitoring.stats import ExecutorStats
+    from streams.wire.codec import encode_json
+    from streams.wire.naming import metrics_topic
+
+    name = f"t{uuid.uuid4().hex[:8]}"
+    ensure_topics(bootstrap, {metrics_topic(name): 1})
+    producer = new_producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    before = [ExecutorStats(name, f"c{i}", "bolt", "w0") for i in range(20)]
+    for s in before:
+        producer.produce(metrics_topic(name), encode_json(s.snapshot()), key=s.instance.encode())
+    producer.flush(10)
+    stop = threading.Event()
+
+    def keep_publishing() -> None:
+        busy = ExecutorStats(name, "busy", "bolt", "w1")
+        while not stop.is_set():
+            busy.inc("executed")
+            producer.produce(metrics_topic(name), encode_json(busy.snapshot()), key=busy.instance.encode())
+            producer.poll(0)
+            time.sleep(0.05)
+
+    publisher = threading.Thread(target=keep_publishing, daemon=True)
+    publisher.start()
+    board = StatsBoard(bootstrap, name)
+    try:
+        time.sleep(1.0)  # the busy executor is publishing
+        assert board.read_to_now(timeout_s=30.0) is True
+        assert {s.instance for s in before} <= set(board.latest)
+        assert publisher.is_alive()  # it finished while snapshots kept coming
+    finally:
+        stop.set()
+        publisher.join(5)
+        board.close()
+        producer.flush(5)
