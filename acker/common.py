@@ -23,7 +23,7 @@ from streams.config import TopologyConfig
 from streams.exceptions import DecodeError
 from streams.kafka.clients import consumer_config, new_consumer
 from streams.monitoring.stats import ExecutorStats
-from streams.wire.acker import RESULT_ACK, RESULT_FAIL
+from streams.wire.acker import RESULT_ACK, RESULT_FAIL, RESULT_RESET
 from streams.wire.naming import ACKER_COMPONENT, acker_changelog_topic, component_group
 
 log = logging.getLogger("squall.acker")
@@ -169,3 +169,18 @@ def record_outcomes(outs: list[Outcome], stats: ExecutorStats, results: dict[int
         queue.append([RESULT_ACK if out.acked else RESULT_FAIL, out.root, round(latency, 6)])
     for reason, n in counts.items():
         stats.inc(reason, n)
+
+
+def record_resets(resets: list[tuple[int, int]], results: dict[int, list[list[Any]]]) -> None:
+    """Queue a reset result ``[2, root, 0]`` for each ``(root, spout task)``: the spout restarts its own timeout of the tree.
+
+    >>> results = {}
+    >>> record_resets([(7, 1)], results)
+    >>> results
+    {1: [[2, 7, 0.0]]}
+    """
+    for root, task in resets:
+        queue = results.get(task)
+        if queue is None:
+            queue = results[task] = []
+        queue.append([RESULT_RESET, root, 0.0])

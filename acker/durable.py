@@ -150,6 +150,8 @@ class DurableLedger:
         self.skipped = 0
         self.written = 0
         """Live records written to the changelog (a counter for the metrics)."""
+        self.resets: list[tuple[int, int]] = []
+        """``(root, spout task)`` of the trees whose timeout a bolt reset since :meth:`take_resets`: their spouts are told too."""
 
     def apply(self, offset: int, ops: list[list[Any]]) -> list[Outcome]:
         """Apply one input record's ops; returns the trees that finished.
@@ -183,6 +185,10 @@ class DurableLedger:
                 out = ledger.fail(root, tag)
             elif code == OP_RESET:
                 out = ledger.reset_timeout(root, tag)
+                if out is None:
+                    task = ledger.spout_task_of(root)
+                    if task is not None:
+                        self.resets.append((root, task))
             else:
                 raise ValueError(f"unknown acker op {code!r} at offset {offset}")
             if out is None:
@@ -202,6 +208,11 @@ class DurableLedger:
         if ops:
             self.max_tag = max(self.max_tag, base | (len(ops) - 1))
         return outs
+
+    def take_resets(self) -> list[tuple[int, int]]:
+        """The resets applied since the last call, ``(root, spout task)`` (Storm's acker forwards them to the spout)."""
+        out, self.resets = self.resets, []
+        return out
 
     def _finished(self, out: Outcome, tag: int) -> None:
         if out.persisted:

@@ -283,6 +283,11 @@ class Ledger:
         self._buckets[0].insert(root, val, meta, aux)
         return None
 
+    def spout_task_of(self, root: int) -> int | None:
+        """The spout task of a pending ``root`` (None: not pending, or its init has not arrived)."""
+        table, slot = self._find(root)
+        return None if table is None else CompactTable.task_of(table.meta[slot])
+
     @staticmethod
     def _applied(aux: int, tag: int) -> bool:
         """True if a tagged op at ``tag`` was already applied to this entry."""

@@ -21,7 +21,7 @@ from typing import Any
 from confluent_kafka import Message
 
 from acker import faust_compat
-from acker.common import publish_ledger_stats, record_outcomes, restored_ledger
+from acker.common import publish_ledger_stats, record_outcomes, record_resets, restored_ledger
 from acker.durable import DurableLedger
 from streams.exceptions import DecodeError
 from streams.runtime.executor import Executor, ExecutorEnv
@@ -98,6 +98,7 @@ class FaustAckerExecutor(Executor):
                         continue
                     stats.inc("ops", len(ops))
                     record_outcomes(dl.apply(off, ops), stats, out)
+                    record_resets(dl.take_resets(), out)
                 for dl in self.ledgers.values():
                     record_outcomes(dl.expire(), stats, out)
                 if out:

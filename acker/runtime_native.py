@@ -21,7 +21,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message, TopicPartition
 
-from acker.common import publish_ledger_stats, record_outcomes, restored_ledger
+from acker.common import publish_ledger_stats, record_outcomes, record_resets, restored_ledger
 from acker.durable import DurableLedger
 from streams.exceptions import DecodeError, FatalError
 from streams.kafka.clients import committed_offsets, consumer_config, flush_patiently, new_consumer, reopen_consumer, transit_s
@@ -101,6 +101,8 @@ class AckerExecutor(Executor):
         counters = self.stats.counters
         counters["ops"] = counters.get("ops", 0) + len(ops)
         record_outcomes(outs, self.stats, self.results)
+        if dl.resets:
+            record_resets(dl.take_resets(), self.results)
         self.next_offset[p] = off + 1
 
     def _tick(self) -> None:

@@ -29,8 +29,9 @@ class InFlight:
     """One tracked tree.
 
     Its root id, the spout task that emitted it, the spout's message id, the emit time
-    (seconds on the map's clock), and its weight: the message ids it carries (1, or the
-    records of a :class:`streams.kafka.source.KafkaRecordsId`).
+    (seconds on the map's clock), its weight: the message ids it carries (1, or the
+    records of a :class:`streams.kafka.source.KafkaRecordsId`), and when its timeout
+    started (the emit, or the last reset: ``collector.reset_timeout``).
     """
 
     root: int
@@ -38,6 +39,7 @@ class InFlight:
     msg_id: Any
     emitted_at: float
     weight: int = 1
+    timeout_from: float = 0.0
 
 
 class InFlightTrees:
@@ -73,7 +75,8 @@ class InFlightTrees:
 
     def track(self, root: int, task_id: int, msg_id: Any, weight: int = 1) -> None:
         """Start tracking a tree emitted now that carries ``weight`` message ids."""
-        self._trees[root] = InFlight(root, task_id, msg_id, self.clock(), weight)
+        now = self.clock()
+        self._trees[root] = InFlight(root, task_id, msg_id, now, weight, now)
         self._per_task[task_id] = self._per_task.get(task_id, 0) + weight
 
     def settle(self, root: int) -> InFlight | None:
@@ -88,20 +91,35 @@ class InFlightTrees:
         self._per_task[tree.task_id] -= tree.weight
         return tree
 
+    def reset(self, root: int) -> bool:
+        """Restart ``root``'s timeout now; False if it is not in flight.
+
+        A bolt called ``reset_timeout`` (Storm's spout executor re-puts the tuple into its pending map).
+        """
+        tree = self._trees.pop(root, None)
+        if tree is None:
+            return False
+        tree.timeout_from = self.clock()
+        self._trees[root] = tree  # to the end: the map stays in timeout order
+        return True
+
     def oldest_age(self) -> float:
-        """Seconds since the oldest tree still in flight was emitted (0 if none)."""
+        """Seconds since the timeout of the tree in flight longest started (0 if none)."""
         if not self._trees:
             return 0.0
-        return self.clock() - next(iter(self._trees.values())).emitted_at
+        return self.clock() - next(iter(self._trees.values())).timeout_from
 
     def expired(self, timeout_s: float) -> list[InFlight]:
-        """Remove and return every tree emitted at least ``timeout_s`` seconds ago, oldest first (Storm's spout-side ``topology.message.timeout.secs``)."""
+        """Remove and return every tree whose timeout started ``timeout_s`` or more seconds ago, oldest first.
+
+        Storm's spout-side ``topology.message.timeout.secs``.
+        """
         deadline = self.clock() - timeout_s
         trees = self._trees
         out: list[InFlight] = []
         while trees:
             tree = next(iter(trees.values()))
-            if tree.emitted_at > deadline:
+            if tree.timeout_from > deadline:
                 break
             del trees[tree.root]
             self._per_task[tree.task_id] -= tree.weight

@@ -37,7 +37,7 @@ from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.runtime.inflight import InFlightTrees
 from streams.runtime.pending_bound import AdaptiveBound, FixedBound, PendingBound
 from streams.runtime.routing import Router
-from streams.wire.acker import RESULT_ACK, decode_results
+from streams.wire.acker import RESULT_ACK, RESULT_RESET, decode_results
 from streams.wire.codec import encode_json
 from streams.wire.naming import ack_result_topic, component_group, ledger_topic
 
@@ -229,6 +229,9 @@ class SpoutExecutor(Executor):
                 self.dead_letter(msg, str(exc), 0)
                 continue
             for op, root, _latency in results:
+                if op == RESULT_RESET:
+                    self.inflight.reset(root)
+                    continue
                 tree = self.inflight.settle(root)
                 if tree is None:
                     continue

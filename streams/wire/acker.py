@@ -15,7 +15,8 @@ one record holds every op a collector flushed for that partition, in order::
 Ack result (``squall.T.__ack_result``, partition = the spout's global task id)::
 
     [[0, root, latency_s],         # tree complete
-     [1, root, latency_s]]         # tree failed (fail, timeout or late)
+     [1, root, latency_s],         # tree failed (fail, timeout or late)
+     [2, root, 0]]                 # a bolt reset the tree's timeout: restart the spout's clock too
 
 Changelog (``squall.T.__acker.changelog``): see :mod:`acker.durable`.
 """
@@ -36,6 +37,8 @@ OP_RESET = 3
 
 RESULT_ACK = 0
 RESULT_FAIL = 1
+RESULT_RESET = 2
+"""Storm's acker forwards ``__ack_reset_timeout`` to the spout, whose own timeout would fail the tree otherwise."""
 
 MAX_ITEMS_PER_RECORD = 4096
 """Ops or results per record: keeps every record far below the broker's message size limit
@@ -151,9 +154,9 @@ def decode_results(raw: bytes | None, *, component: str, topic: str, partition: 
         return [(r[0], r[1], float(r[2])) for r in items]
     out: list[tuple[int, int, float]] = []
     for i, r in enumerate(items):
-        ok = isinstance(r, list) and len(r) == 3 and r[0] in (RESULT_ACK, RESULT_FAIL) and type(r[0]) is int and _u64(r[1])
+        ok = isinstance(r, list) and len(r) == 3 and r[0] in (RESULT_ACK, RESULT_FAIL, RESULT_RESET) and type(r[0]) is int and _u64(r[1])
         if not ok or type(r[2]) not in (int, float):
-            raise DecodeError(f"result {i}: not [0|1, root, latency_s]", component=component, topic=topic, partition=partition, offset=offset)
+            raise DecodeError(f"result {i}: not [0|1|2, root, latency_s]", component=component, topic=topic, partition=partition, offset=offset)
         out.append((r[0], r[1], float(r[2])))
     return out
 
@@ -165,7 +168,7 @@ def _results_ok(items: list[Any]) -> bool:
             if type(r) is not list or len(r) != 3:
                 return False
             code, root, latency = r
-            if type(code) is not int or not 0 <= code <= RESULT_FAIL or type(root) is not int or not 0 <= root < U64:
+            if type(code) is not int or not 0 <= code <= RESULT_RESET or type(root) is not int or not 0 <= root < U64:
                 return False
             if type(latency) is not float and type(latency) is not int:
                 return False

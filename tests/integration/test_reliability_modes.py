@@ -156,3 +156,14 @@ def test_topology_overrides_reach_the_workers(settings: ServiceSettings, src: Pa
     assert job.cluster.plan.topology_overrides == {"topology.acker.executors": 0}
     assert acker_ops(job) == []  # the workers saw 0 ackers, so nothing was sent to __acker
     assert summary.trees_acked == 1500 and summary.trees_failed == 0
+
+
+def test_reset_timeout_keeps_a_tree_alive_at_the_acker_and_at_the_spout(settings: ServiceSettings, src: Path, tmp_path: Path) -> None:
+    """Held 6 s with a 3 s timeout, reset every 0.5 s: nothing times out or replays. Before,
+    the reset reached only the acker and the spout's own timeout failed every tree (issue 25)."""
+    lines = tmp_path / "lines.txt"
+    lines.write_bytes(b"".join(src.read_bytes().splitlines(keepends=True)[:40]))
+    _, summary = run_job(TOPOLOGIES / "resetting.py", lines, None, settings, topology_overrides={"squall.spout.tree.records": 1})
+    assert summary.records == summary.trees_acked == 40
+    assert summary.trees_failed == 0 and summary.replayed == 0, summary.replays
+    assert summary.complete_latency_p50_s >= 6.0

@@ -65,3 +65,36 @@ def test_topology_context_task_layout() -> None:
     assert ctx.component_tasks("split") == [2, 3, 4] and ctx.component_tasks("s") == [0, 1]
     assert ctx.component_id(4) == "split" and ctx.component_id(0) == "s"
     assert ctx.output_fields() == ("word",)
+
+
+def test_a_reset_restarts_the_spouts_own_timeout_and_keeps_timeout_order() -> None:
+    """collector.reset_timeout reached the acker but not the spout, whose own timeout still failed the tree (issue 25)."""
+    from streams.runtime.inflight import InFlightTrees
+
+    now = [0.0]
+    trees = InFlightTrees(lambda: now[0])
+    trees.track(root=1, task_id=0, msg_id="a")
+    now[0] = 1.0
+    trees.track(root=2, task_id=0, msg_id="b")
+    now[0] = 25.0
+    assert trees.reset(1) and not trees.reset(99)
+    now[0] = 31.0
+    assert [t.msg_id for t in trees.expired(30.0)] == ["b"]  # a was reset at 25
+    assert trees.oldest_age() == 6.0
+    now[0] = 55.0
+    assert [(t.msg_id, t.emitted_at) for t in trees.expired(30.0)] == [("a", 0.0)]  # the emit time stays (complete latency)
+
+
+def test_the_acker_forwards_a_reset_to_the_trees_spout_task() -> None:
+    from acker.common import record_resets
+    from acker.durable import DurableLedger
+    from acker.ledger import Ledger
+    from streams.wire.acker import OP_INIT, OP_RESET, RESULT_RESET, decode_results, encode_results
+
+    dl = DurableLedger(Ledger(30.0))
+    dl.apply(0, [[OP_INIT, 7, 5, 3], [OP_RESET, 7], [OP_RESET, 8]])  # root 8: unknown, nobody to tell
+    results: dict[int, list[list[object]]] = {}
+    record_resets(dl.take_resets(), results)
+    assert results == {3: [[RESULT_RESET, 7, 0.0]]} and dl.take_resets() == []
+    raw = encode_results(results[3])  # type: ignore[arg-type]
+    assert decode_results(raw, component="s", topic="r", partition=3, offset=0) == [(RESULT_RESET, 7, 0.0)]
