@@ -96,5 +96,5 @@ def test_the_acker_forwards_a_reset_to_the_trees_spout_task() -> None:
     results: dict[int, list[list[object]]] = {}
     record_resets(dl.take_resets(), results)
     assert results == {3: [[RESULT_RESET, 7, 0.0]]} and dl.take_resets() == []
-    raw = encode_results(results[3])  # type: ignore[arg-type]
+    raw = encode_results(results[3])
     assert decode_results(raw, component="s", topic="r", partition=3, offset=0) == [(RESULT_RESET, 7, 0.0)]
