@@ -126,6 +126,8 @@ class Topology:
         self.outputs = outputs
         self.state_outputs = state_outputs or []
         self.transactional = any(is_transactional_spout(d.obj) for d in defs)
+        self.tuple_ids = any(getattr(d.obj, "needs_tuple_ids", False) for d in defs)
+        """Tuples carry ids that survive replays: a stateful bolt deduplicates by them (:mod:`streams.state.keyvalue`)."""
         self._field_index: dict[tuple[str, str], dict[str, int]] = {}
         ordered = [d for d in defs if d.is_spout] + [d for d in defs if not d.is_spout]
         self.components: dict[str, ComponentDef] = {d.id: d for d in ordered}

@@ -30,6 +30,9 @@ class Tuple:
       * ``batch`` -- ``(txid, attempt)`` in a transactional topology (:mod:`streams.model.batch`),
         else None; ``epoch`` -- then, the sending task's life (random per executor start).
       * ``received_at`` -- ``time.perf_counter()`` when the executor read it (process latency).
+      * ``tid`` -- in a topology with a stateful bolt, ``(source, offset, path)``: the same on
+        every replay (:mod:`streams.state.keyvalue`), else None; ``emits`` -- emits anchored to
+        it so far (its children's paths).
     """
 
     __slots__ = (
@@ -37,6 +40,7 @@ class Tuple:
         "ack_val",
         "anchors",
         "batch",
+        "emits",
         "epoch",
         "offset",
         "partition",
@@ -45,6 +49,7 @@ class Tuple:
         "source_component",
         "source_task",
         "stream",
+        "tid",
         "topic",
         "values",
     )
@@ -76,6 +81,8 @@ class Tuple:
         self.batch = batch
         self.epoch = 0  # in a batch: the sending task's life (streams.wire.codec)
         self.received_at = 0.0  # time.perf_counter() when the executor read it (0: unknown)
+        self.tid: tuple[int, int, int] | None = None
+        self.emits = 0
 
     @property
     def fields(self) -> Sequence[str]:

@@ -110,7 +110,9 @@ class BoltExecutor(Executor):
             if transit is not None:
                 self._transit_hist.record(transit)
         try:
-            stream, source, source_task, values, anchors, batch = decode_tuple(msg.value(), component=self.component, topic=self.topic, partition=p, offset=off)
+            stream, source, source_task, values, anchors, batch, tid = decode_tuple(
+                msg.value(), component=self.component, topic=self.topic, partition=p, offset=off
+            )
         except DecodeError as exc:
             self.stats.inc("poison")
             self.dead_letter(msg, str(exc), 0)
@@ -119,6 +121,8 @@ class BoltExecutor(Executor):
         t = Tuple(values, stream, source, source_task, anchors, self.topology.field_index(source, stream), self.topic, p, off)
         if batch is not None:
             t.batch, t.epoch = (batch[0], batch[1]), batch[2]
+        if tid is not None:
+            t.tid = tid
         t.received_at = time.perf_counter()
         self._execute(task, t)
         task.next_offset = off + 1

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from streams.exceptions import FatalError
+from streams.kafka.source import KafkaMessageId, KafkaRecordsId
 from streams.model.collector import Anchors
 from streams.model.grouping import DirectGrouping
 from streams.model.tuple import DEFAULT_STREAM, Tuple
@@ -30,7 +31,20 @@ from streams.monitoring.stats import LogHistogram
 from streams.runtime.acks import AckBuffer, ProduceFn
 from streams.runtime.routing import Route, Router
 from streams.wire.codec import encode_json, encode_rooted, encode_tuple
-from streams.wire.ids import new_id
+from streams.wire.ids import child_path, new_id, source_key
+
+
+def source_tids(msg_id: Any, n: int) -> list[tuple[int, int, int] | None]:
+    """The ids of ``n`` spout tuples emitted under ``msg_id``: a KafkaSpout record's source key and offset, path 0.
+
+    Another spout's message ids give none: their tuples are not deduplicated (at least once).
+    """
+    if isinstance(msg_id, KafkaRecordsId) and len(msg_id.offsets) == n:
+        key = source_key(msg_id.topic, msg_id.partition)
+        return [(key, off, 0) for off in msg_id.offsets]
+    if isinstance(msg_id, KafkaMessageId) and n == 1:
+        return [(source_key(msg_id.topic, msg_id.partition), msg_id.offset, 0)]
+    return [None] * n
 
 
 class _Emitter:
@@ -43,6 +57,8 @@ class _Emitter:
         """Emit calls (Storm UI's "emitted")."""
         self.transferred = 0
         """Tuples sent to tasks: an emit to N tasks counts N (Storm UI's "transferred")."""
+        self.tuple_ids = router.tuple_ids
+        """Give tuples ids across replays (a stateful topology)."""
         self.epoch = new_id() >> 33
         """This task's life (random per collector, i.e. per executor start): batch tuples carry
         it, so a task that restarted mid-batch is told apart (:mod:`streams.transactional.batch_tracker`)."""
@@ -91,14 +107,41 @@ class BoltOutputCollectorImpl(_Emitter):
             return (anchors,)
         return anchors
 
-    def _send(self, route: Route, local: int, stream: str, values: list[Any], anchors: Sequence[Tuple]) -> None:
+    @staticmethod
+    def _child_tid(anchors: Sequence[Tuple]) -> tuple[int, int, int] | None:
+        """The id of a tuple emitted anchored to ``anchors``: the same on every replay if the bolt emits the same way.
+
+        Its source and offset are the lowest anchor id's; its path mixes each anchor's path with
+        the emits anchored to it so far (:func:`streams.wire.ids.child_path`).
+        """
+        if len(anchors) == 1:
+            a = anchors[0]
+            tid = a.tid
+            if tid is None:
+                return None
+            n = a.emits
+            a.emits = n + 1
+            return (tid[0], tid[1], child_path(tid[2], n))
+        tagged = sorted((a for a in anchors if a.tid is not None), key=lambda a: a.tid)  # type: ignore[arg-type, return-value]
+        if not tagged:
+            return None
+        path = 0
+        for a in tagged:
+            assert a.tid is not None
+            path = child_path(path ^ a.tid[2], a.emits)
+            a.emits += 1
+        first = tagged[0].tid
+        assert first is not None
+        return (first[0], first[1], path)
+
+    def _send(self, route: Route, local: int, stream: str, values: list[Any], anchors: Sequence[Tuple], tid: tuple[int, int, int] | None = None) -> None:
         if len(anchors) == 1 and self.acks is not None:  # the hot path: one anchor in one tree
             a = anchors[0]
             if len(a.anchors) == 1 and a.batch is None:
                 e = new_id()
                 a.ack_val ^= e
                 (root,) = a.anchors
-                self.produce(route.topic, encode_rooted(stream, self.component, self.task_id, values, root, e), partition=local)
+                self.produce(route.topic, encode_rooted(stream, self.component, self.task_id, values, root, e, tid), partition=local)
                 return
         ids: dict[int, int] = {}
         batch = None
@@ -111,7 +154,7 @@ class BoltOutputCollectorImpl(_Emitter):
                         ids[root] = ids.get(root, 0) ^ e
                 batch = batch or a.batch  # a transactional tuple's children belong to its batch
         tagged = None if batch is None else (batch[0], batch[1], self.epoch)
-        self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, ids, tagged), partition=local)
+        self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, ids, tagged, tid), partition=local)
 
     def emit(self, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit ``values`` on ``stream`` anchored to ``anchors`` (a tuple, a list for multi-anchoring, or None for an unanchored, untracked emit).
@@ -122,10 +165,11 @@ class BoltOutputCollectorImpl(_Emitter):
         if self.router.direct.get(stream):
             self._check_direct(stream, False)
         anchor_list = self._anchor_list(anchors)
+        tid = self._child_tid(anchor_list) if self.tuple_ids and anchor_list else None
         tasks: list[int] = []
         for route in self.router.stream(stream):
             for local in route.grouping.choose(values):
-                self._send(route, local, stream, values, anchor_list)
+                self._send(route, local, stream, values, anchor_list, tid)
                 tasks.append(route.base + local)
         if self.router.outputs[stream]:
             self._outputs(stream, values)
@@ -137,7 +181,9 @@ class BoltOutputCollectorImpl(_Emitter):
         """Emit to one global ``task`` on a stream declared direct."""
         self._check_direct(stream, True)
         route, local = self._direct_route(stream, task)
-        self._send(route, local, stream, values, self._anchor_list(anchors))
+        anchor_list = self._anchor_list(anchors)
+        tid = self._child_tid(anchor_list) if self.tuple_ids and anchor_list else None
+        self._send(route, local, stream, values, anchor_list, tid)
         self.emitted += 1
         self.transferred += 1
 
@@ -208,12 +254,13 @@ class SpoutOutputCollectorImpl(_Emitter):
         tracked = msg_id is not None and self.acks is not None
         root = new_id() if tracked else 0
         xor = 0
+        tid = source_tids(msg_id, 1)[0] if self.tuple_ids and tracked else None
         for route in self.router.stream(stream):
             for local in route.grouping.choose(values):
                 if tracked:
                     e = new_id()
                     xor ^= e
-                    payload = encode_tuple(stream, self.component, self.task_id, values, {root: e})
+                    payload = encode_tuple(stream, self.component, self.task_id, values, {root: e}, None, tid)
                 else:
                     payload = encode_tuple(stream, self.component, self.task_id, values, {})
                 self.produce(route.topic, payload, partition=local)
@@ -271,13 +318,14 @@ class SpoutOutputCollectorImpl(_Emitter):
         xor = 0
         tasks: list[int] = []
         component, task_id, produce, outputs = self.component, self.task_id, self.produce, self.router.outputs
-        for stream, values in tuples:
+        tids = source_tids(msg_id, len(tuples)) if self.tuple_ids and tracked else [None] * len(tuples)
+        for (stream, values), tid in zip(tuples, tids, strict=True):
             for route in self.router.stream(stream):
                 for local in route.grouping.choose(values):
                     if tracked:
                         e = new_id()
                         xor ^= e
-                        payload = encode_rooted(stream, component, task_id, values, root, e)
+                        payload = encode_rooted(stream, component, task_id, values, root, e, tid)
                     else:
                         payload = encode_tuple(stream, component, task_id, values, {})
                     produce(route.topic, payload, partition=local)

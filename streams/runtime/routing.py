@@ -57,6 +57,8 @@ class Router:
     def __init__(self, topology: Topology, component: str, context: TopologyContext) -> None:
         cdef = topology.components[component]
         self.component = component
+        self.tuple_ids = topology.tuple_ids
+        """Tuples carry ids across replays (a stateful bolt is in the topology: :mod:`streams.state.keyvalue`)."""
         self.routes: dict[str, list[Route]] = {}
         self.outputs: dict[str, list[Output]] = {}
         self.direct: dict[str, bool] = {}

@@ -349,7 +349,9 @@ class _ProcessorState:
                     nxt[p] = off + 1
         for raw, p, off in zip(values, parts, offsets, strict=True):
             try:
-                stream, source, source_task, vals, anchors, _batch = decode_tuple(raw, component=self.component, topic=self.topic, partition=p, offset=off)
+                stream, source, source_task, vals, anchors, _batch, _tid = decode_tuple(
+                    raw, component=self.component, topic=self.topic, partition=p, offset=off
+                )
             except DecodeError as exc:
                 stats.poison += 1
                 headers = dead_letter_headers(str(exc), component=self.component, topic=self.topic, partition=p, offset=off, attempts=0)

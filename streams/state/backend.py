@@ -11,6 +11,11 @@ Both keep three tables, shared by every state of a database (``name`` tells them
 ``squall_state_commits``   one row per :meth:`StateTx.commit`: ``(seq, name, writer, txid,
                            written, skipped)``, in commit order (what a committer did, when)
 
+``squall_kv``              ``(name, task, key) -> value``: a stateful bolt task's
+                           ``KeyValueState`` (:mod:`streams.state.keyvalue`), key and value JSON
+``squall_kv_applied``      ``(name, task, checkpoint, source) -> (max_offset, ids)``: the tuple
+                           ids a stateful task applied, per checkpoint and source partition
+                           (packed ``(offset, path)`` pairs), until the spout committed past them
 =========================  ==============================================================
 
 A batch's reads and writes and its txid go into one database transaction
@@ -36,6 +41,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +56,9 @@ SQLITE_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS squall_state_txid (name TEXT NOT NULL, writer TEXT NOT NULL, txid INTEGER NOT NULL, PRIMARY KEY (name, writer))",
     "CREATE TABLE IF NOT EXISTS squall_state_commits (seq INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, writer TEXT NOT NULL, "
     "txid INTEGER NOT NULL, written INTEGER NOT NULL, skipped INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS squall_kv (name TEXT NOT NULL, task INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (name, task, key))",
+    "CREATE TABLE IF NOT EXISTS squall_kv_applied (name TEXT NOT NULL, task INTEGER NOT NULL, checkpoint INTEGER NOT NULL, source INTEGER NOT NULL, "
+    "max_offset INTEGER NOT NULL, ids BLOB NOT NULL, PRIMARY KEY (name, task, checkpoint, source))",
 )
 
 POSTGRES_SCHEMA = (
@@ -59,7 +68,39 @@ POSTGRES_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS squall_state_txid (name TEXT NOT NULL, writer TEXT NOT NULL, txid BIGINT NOT NULL, PRIMARY KEY (name, writer))",
     "CREATE TABLE IF NOT EXISTS squall_state_commits (seq BIGSERIAL PRIMARY KEY, name TEXT NOT NULL, writer TEXT NOT NULL, "
     "txid BIGINT NOT NULL, written INTEGER NOT NULL, skipped INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS squall_kv (name TEXT NOT NULL, task INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (name, task, key))",
+    "CREATE TABLE IF NOT EXISTS squall_kv_applied (name TEXT NOT NULL, task INTEGER NOT NULL, checkpoint BIGINT NOT NULL, source BIGINT NOT NULL, "
+    "max_offset BIGINT NOT NULL, ids BYTEA NOT NULL, PRIMARY KEY (name, task, checkpoint, source))",
 )
+
+
+@dataclass
+class KvSnapshot:
+    """What :meth:`StateBackend.kv_load` returns.
+
+    ``values`` (key -> value, JSON texts), ``applied`` (``(source, packed ids)`` rows) and
+    ``checkpoint`` (0 before the first).
+    """
+
+    values: dict[str, str] = field(default_factory=dict)
+    applied: list[tuple[int, bytes]] = field(default_factory=list)
+    checkpoint: int = 0
+
+
+@dataclass
+class KvCommit:
+    """One checkpoint of a stateful task (:meth:`StateBackend.kv_commit`).
+
+    ``checkpoint``: its number; ``upserts``/``deletes``: keys changed since the last one (JSON
+    texts); ``applied``: ``source -> (max offset, packed ids)`` of the tuples applied since;
+    ``prune``: ``source -> offset``: applied-id rows whose max offset is below it go.
+    """
+
+    checkpoint: int
+    upserts: dict[str, str] = field(default_factory=dict)
+    deletes: list[str] = field(default_factory=list)
+    applied: dict[int, tuple[int, bytes]] = field(default_factory=dict)
+    prune: dict[int, int] = field(default_factory=dict)
 
 
 class StateTx(ABC):
@@ -124,6 +165,18 @@ class StateBackend(ABC):
     @abstractmethod
     def commits(self, name: str) -> list[tuple[str, int, int, int]]:
         """``(writer, txid, written, skipped)`` of every commit into ``name``, in commit order."""
+
+    @abstractmethod
+    def kv_load(self, name: str, task: int) -> KvSnapshot:
+        """A stateful task's last checkpoint: its ``key -> value`` (JSON texts), applied ids and checkpoint number."""
+
+    @abstractmethod
+    def kv_commit(self, name: str, task: int, commit: KvCommit) -> None:
+        """Write one checkpoint of a stateful task in one database transaction (all of it or nothing)."""
+
+    @abstractmethod
+    def kv_items(self, name: str) -> Iterator[tuple[int, str, str]]:
+        """``(task, key, value)`` of every task of state ``name`` (JSON texts)."""
 
     @abstractmethod
     def close(self) -> None:
@@ -254,6 +307,44 @@ class SqliteBackend(StateBackend):
     def commits(self, name: str) -> list[tuple[str, int, int, int]]:
         rows = self._db().execute("SELECT writer, txid, written, skipped FROM squall_state_commits WHERE name = ? ORDER BY seq", (name,)).fetchall()
         return [(str(wr), int(t), int(w), int(s)) for wr, t, w, s in rows]
+
+    @override
+    def kv_load(self, name: str, task: int) -> KvSnapshot:
+        with self._lock if self.path == ":memory:" else _nolock():
+            db = self._db()
+            values = {str(k): str(v) for k, v in db.execute("SELECT key, value FROM squall_kv WHERE name = ? AND task = ?", (name, task))}
+            rows = db.execute("SELECT checkpoint, source, ids FROM squall_kv_applied WHERE name = ? AND task = ?", (name, task)).fetchall()
+            top = db.execute("SELECT MAX(checkpoint) FROM squall_kv_applied WHERE name = ? AND task = ? AND source = -1", (name, task)).fetchone()
+        return KvSnapshot(values, [(int(s), bytes(b)) for _, s, b in rows if s != -1], int(top[0]) if top and top[0] is not None else 0)
+
+    @override
+    def kv_commit(self, name: str, task: int, commit: KvCommit) -> None:
+        with self._lock if self.path == ":memory:" else _nolock():
+            db = self._db()
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany(
+                    "INSERT INTO squall_kv (name, task, key, value) VALUES (?, ?, ?, ?) ON CONFLICT(name, task, key) DO UPDATE SET value = excluded.value",
+                    [(name, task, k, v) for k, v in commit.upserts.items()],
+                )
+                db.executemany("DELETE FROM squall_kv WHERE name = ? AND task = ? AND key = ?", [(name, task, k) for k in commit.deletes])
+                rows = [(name, task, commit.checkpoint, s, m, ids) for s, (m, ids) in commit.applied.items()]
+                rows.append((name, task, commit.checkpoint, -1, 0, b""))  # the checkpoint's own marker
+                db.executemany("INSERT OR REPLACE INTO squall_kv_applied (name, task, checkpoint, source, max_offset, ids) VALUES (?, ?, ?, ?, ?, ?)", rows)
+                db.execute("DELETE FROM squall_kv_applied WHERE name = ? AND task = ? AND source = -1 AND checkpoint < ?", (name, task, commit.checkpoint))
+                db.executemany(
+                    "DELETE FROM squall_kv_applied WHERE name = ? AND task = ? AND source = ? AND max_offset < ?",
+                    [(name, task, s, off) for s, off in commit.prune.items()],
+                )
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    @override
+    def kv_items(self, name: str) -> Iterator[tuple[int, str, str]]:
+        for t, k, v in self._db().execute("SELECT task, key, value FROM squall_kv WHERE name = ?", (name,)).fetchall():
+            yield int(t), str(k), str(v)
 
     @override
     def close(self) -> None:
@@ -388,6 +479,40 @@ class PostgresBackend(StateBackend):
     def commits(self, name: str) -> list[tuple[str, int, int, int]]:
         rows = self._rows("SELECT writer, txid, written, skipped FROM squall_state_commits WHERE name = %s ORDER BY seq", (name,))
         return [(str(wr), int(t), int(w), int(s)) for wr, t, w, s in rows]
+
+    @override
+    def kv_load(self, name: str, task: int) -> KvSnapshot:
+        values = {str(k): str(v) for k, v in self._rows("SELECT key, value FROM squall_kv WHERE name = %s AND task = %s", (name, task))}
+        rows = self._rows("SELECT source, ids FROM squall_kv_applied WHERE name = %s AND task = %s AND source <> -1", (name, task))
+        top = self._rows("SELECT MAX(checkpoint) FROM squall_kv_applied WHERE name = %s AND task = %s AND source = -1", (name, task))
+        return KvSnapshot(values, [(int(s), bytes(b)) for s, b in rows], int(top[0][0]) if top and top[0][0] is not None else 0)
+
+    @override
+    def kv_commit(self, name: str, task: int, commit: KvCommit) -> None:
+        conn = self._conn()
+        with conn.transaction(), conn.cursor() as cur:
+            if commit.upserts:
+                cur.executemany(
+                    "INSERT INTO squall_kv (name, task, key, value) VALUES (%s, %s, %s, %s) ON CONFLICT (name, task, key) DO UPDATE SET value = EXCLUDED.value",
+                    [(name, task, k, v) for k, v in commit.upserts.items()],
+                )
+            if commit.deletes:
+                cur.execute("DELETE FROM squall_kv WHERE name = %s AND task = %s AND key = ANY(%s)", (name, task, commit.deletes))
+            rows = [(name, task, commit.checkpoint, s, m, ids) for s, (m, ids) in commit.applied.items()]
+            rows.append((name, task, commit.checkpoint, -1, 0, b""))
+            cur.executemany(
+                "INSERT INTO squall_kv_applied (name, task, checkpoint, source, max_offset, ids) VALUES (%s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (name, task, checkpoint, source) DO UPDATE SET max_offset = EXCLUDED.max_offset, ids = EXCLUDED.ids",
+                rows,
+            )
+            cur.execute("DELETE FROM squall_kv_applied WHERE name = %s AND task = %s AND source = -1 AND checkpoint < %s", (name, task, commit.checkpoint))
+            for s, off in commit.prune.items():
+                cur.execute("DELETE FROM squall_kv_applied WHERE name = %s AND task = %s AND source = %s AND max_offset < %s", (name, task, s, off))
+
+    @override
+    def kv_items(self, name: str) -> Iterator[tuple[int, str, str]]:
+        for t, k, v in self._rows("SELECT task, key, value FROM squall_kv WHERE name = %s", (name,)):
+            yield int(t), str(k), str(v)
 
     @override
     def close(self) -> None:

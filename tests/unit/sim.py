@@ -19,7 +19,8 @@ class OneRoute:
 
     component = "b"
 
-    def __init__(self) -> None:
+    def __init__(self, tuple_ids: bool = False) -> None:
+        self.tuple_ids = tuple_ids
         self.routes = {"default": [Route("b", "t", 1, 0, GlobalGrouping(), False)]}
         self.outputs: dict[str, list[Any]] = {"default": []}
         self.direct = {"default": False}
@@ -39,8 +40,10 @@ class Capture:
 
 
 def as_tuple(raw: bytes) -> Tuple:
-    stream, source, task, values, anchors, _ = decode_tuple(raw, component="b", topic="t", partition=0, offset=0)
-    return Tuple(values, stream, source, task, anchors, {"v": 0})
+    stream, source, task, values, anchors, _, tid = decode_tuple(raw, component="b", topic="t", partition=0, offset=0)
+    t = Tuple(values, stream, source, task, anchors, {"v": 0})
+    t.tid = tid
+    return t
 
 
 def apply_ops(ledger: Ledger, ops: list[list[int]]) -> list[Any]:
@@ -61,5 +64,5 @@ def apply_ops(ledger: Ledger, ops: list[list[int]]) -> list[Any]:
     return outs
 
 
-def collector(capture: Capture, acks: AckBuffer) -> BoltOutputCollectorImpl:
-    return BoltOutputCollectorImpl(OneRoute(), 1, capture, acks)  # type: ignore[arg-type]
+def collector(capture: Capture, acks: AckBuffer, tuple_ids: bool = False) -> BoltOutputCollectorImpl:
+    return BoltOutputCollectorImpl(OneRoute(tuple_ids), 1, capture, acks)  # type: ignore[arg-type]

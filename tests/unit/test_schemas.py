@@ -31,6 +31,7 @@ def check(name: str, raw: bytes) -> None:
 def test_tuple_envelope() -> None:
     check("tuple.schema.json", encode_tuple("default", "split", 3, ["word", 1], {2**64 - 1: 5}))
     check("tuple.schema.json", encode_tuple("__warmup", "__system", -1, [], {}))  # a SparkBolt's warm-up record
+    check("tuple.schema.json", encode_tuple("default", "split", 3, ["word"], {7: 5}, None, (2**31 - 1, 12, 2**32 - 1)))  # a stateful topology's tuple id
     with pytest.raises(jsonschema.ValidationError):
         check("tuple.schema.json", b'[1,"s","c",0,[],[-1,2]]')
 

@@ -83,7 +83,7 @@ def complete_trees(out: dict[str, list[Any]], roots: list[int], edges: list[int]
             ops.append([2, to_unsigned(root)])
     for kind, value in zip(out["kind"], out["value"], strict=True):
         if kind == KIND_RECORD:
-            _, _, _, _, anchors, _ = decode_tuple(value, component="count", topic="t", partition=0, offset=0)
+            _, _, _, _, anchors, _, _ = decode_tuple(value, component="count", topic="t", partition=0, offset=0)
             ops += [[1, r, e] for r, e in anchors.items()]
     return apply_ops(ledger, ops)
 

@@ -13,10 +13,22 @@ from streams.wire.codec import decode_tuple, encode_rooted, encode_tuple
 def test_tuple_roundtrip_keeps_64_bit_ids_and_unicode() -> None:
     anchors = {2**64 - 1: 2**63 + 5, 17: 1}
     raw = encode_tuple("words", "split", 3, ["naïve", 1, None], anchors)
-    assert decode_tuple(raw, component="c", topic="t", partition=0, offset=0) == ("words", "split", 3, ["naïve", 1, None], anchors, None)
+    assert decode_tuple(raw, component="c", topic="t", partition=0, offset=0) == ("words", "split", 3, ["naïve", 1, None], anchors, None, None)
 
 
-@pytest.mark.parametrize("raw", [b"not json", b"[1,2]", b'[9,"s","c",0,[],[]]', b'[1,"s","c",0,[],[1]]', None, b"\xff\xfe"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"not json",
+        b"[1,2]",
+        b'[9,"s","c",0,[],[]]',
+        b'[1,"s","c",0,[],[1]]',
+        None,
+        b"\xff\xfe",
+        b'[1,"s","c",0,[],[],null,[1,-2,3]]',
+        b'[1,"s","c",0,[],[],null,[1]]',
+    ],
+)
 def test_bad_envelopes_raise_decode_error_naming_where(raw: bytes | None) -> None:
     with pytest.raises(DecodeError) as exc:
         decode_tuple(raw, component="count", topic="squall.t.count", partition=2, offset=41)
@@ -50,9 +62,14 @@ def test_the_one_root_fast_paths_agree_with_the_general_codec(stream: str, task:
     raw = encode_rooted(stream, "split", task, values, root, edge)
     assert raw == encode_tuple(stream, "split", task, values, {root: edge})
     got = decode_tuple(raw, component="c", topic="t", partition=0, offset=0)
-    assert got == (stream, "split", task, values, {root: edge}, None)
+    assert got == (stream, "split", task, values, {root: edge}, None, None)
     with_batch = decode_tuple(encode_tuple(stream, "split", task, values, {root: edge}, (7, 1, 9)), component="c", topic="t", partition=0, offset=0)
     assert with_batch[:5] == got[:5] and with_batch[5] == (7, 1, 9)
+    tid = (2**31 - 1, 2**40, 2**32 - 1)
+    with_id = decode_tuple(encode_rooted(stream, "split", task, values, root, edge, tid), component="c", topic="t", partition=0, offset=0)
+    assert with_id == (*got[:6], tid)
+    both = decode_tuple(encode_tuple(stream, "split", task, values, {root: edge}, (7, 1, 9), tid), component="c", topic="t", partition=0, offset=0)
+    assert both[5:] == ((7, 1, 9), tid)
 
 
 @pytest.mark.parametrize("raw", [b'[1,"s","c",0,[],[-1,2]]', b'[1,"s","c",0,[],[18446744073709551616,2]]', b'[1,"s","c",0,[],[1.5,2]]'])

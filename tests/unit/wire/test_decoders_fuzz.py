@@ -81,7 +81,7 @@ def test_changelog_records_decode_or_name_the_record_and_restore_safely(key: byt
 def test_tuple_envelopes_decode_or_name_the_record(raw: bytes | None) -> None:
     env = decoded_or_named(decode_tuple, raw)
     if env is not None:
-        stream, source, task, values, anchors, batch = env
+        stream, source, task, values, anchors, batch, _tid = env
         assert isinstance(stream, str) and isinstance(source, str) and isinstance(task, int) and isinstance(values, list)
         assert all(0 <= k < 2**64 and 0 <= v < 2**64 for k, v in anchors.items())
         assert decode_tuple(encode_tuple(stream, source, task, values, anchors, batch), **WHERE)[4] == anchors
