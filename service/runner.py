@@ -365,11 +365,25 @@ class Job:
         """Fold every output topic into ``{key: value}`` (``sum`` or ``last`` per OutputDef), and add every state output's ``key -> value``."""
         merged: dict[str, Any] = {}
         for so in self.topology.state_outputs:
+            if so.kind == "keyvalue":
+                merged.update(self.keyvalue(so.state))
+                continue
             merged.update({str(k): v for k, v in self.state(so.state, so.kind).items().items()})
         for out in self.topology.outputs:
             for obj in read_topic(self.bootstrap, out.topic_for(self.name)):
                 fold(merged, out, obj)
         return merged
+
+    def keyvalue(self, component: str) -> dict[str, Any]:
+        """A stateful bolt's checkpointed key-value state, every task's merged (``key -> value``)."""
+        url = self.conf.state_url
+        if not url:
+            raise InputError(f"[{self.name}] no state store configured (squall.state.url)")
+        backend = open_backend(url)
+        try:
+            return {str(json.loads(k)): json.loads(v) for _, k, v in backend.kv_items(f"{self.name}.{component}")}
+        finally:
+            backend.close()
 
     def state(self, name: str, kind: str = "opaque") -> State:
         """The topology's state ``name`` (what its committers wrote), in ``squall.state.url``."""

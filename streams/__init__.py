@@ -30,9 +30,11 @@ from streams.model.context import TopologyContext
 from streams.model.grouping import CustomStreamGrouping
 from streams.model.spec import GroupingKind, Topology
 from streams.model.spout import Spout
+from streams.model.stateful import StatefulBolt
 from streams.model.topology import TopologyBuilder
 from streams.model.tuple import DEFAULT_STREAM, Tuple
 from streams.model.windowed import TupleWindow, WindowedBolt
+from streams.state.keyvalue import KeyValueState
 from streams.windowing.spec import Count, Duration
 
 if TYPE_CHECKING:
@@ -66,6 +68,7 @@ __all__ = [
     "FatalError",
     "GroupingKind",
     "KafkaSpout",
+    "KeyValueState",
     "OpaqueKafkaSpout",
     "OutputCollector",
     "OutputFieldsDeclarer",
@@ -74,6 +77,7 @@ __all__ = [
     "Spout",
     "SpoutOutputCollector",
     "SquallError",
+    "StatefulBolt",
     "Topology",
     "TopologyBuilder",
     "TopologyContext",

@@ -131,6 +131,12 @@ class TopologyConfig(BaseModel):
         alias="squall.state.url",
         description="where committer bolts keep state: sqlite:///path.db (default: <data dir>/state/<topology>.db), postgresql://user@host/db",
     )
+    state_checkpoint_interval_ms: int = Field(
+        1000,
+        alias="topology.state.checkpoint.interval.ms",
+        gt=0,
+        description="how often a stateful bolt task checkpoints its state and acks what it applied (milliseconds; Storm's key; default 1000)",
+    )
     stats_interval_secs: float = Field(1.0, alias="squall.stats.interval.secs", gt=0, description="stats snapshot period (seconds; default 1)")
     acker_buckets: int = Field(3, alias="squall.acker.buckets", ge=2, description="RotatingMap buckets (default 3)")
     acker_persist_after_secs: float = Field(

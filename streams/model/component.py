@@ -64,6 +64,8 @@ class Hold:
     tuples: int = 0
     seconds: float = 0.0
     event_time: bool = False
+    checkpointed: bool = False
+    """It acks at its checkpoints (a stateful bolt): trees take up to ``topology.state.checkpoint.interval.ms`` longer."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,7 +80,8 @@ class ComponentDef:
 class StateOutputDef:
     """A committer's state that ``squall run`` writes to its output file (``{key: value}``).
 
-    ``state`` is the name given to ``context.state``, ``kind`` its semantics.
+    ``state`` is the name given to ``context.state``, ``kind`` its semantics; for
+    ``kind="keyvalue"``, ``state`` is a stateful bolt's component id (its tasks' states, merged).
     """
 
     state: str
@@ -167,6 +168,11 @@ class Topology:
                     raise TopologyError(f"[{d.id}] direct grouping on {sub.component}/{sub.stream}, which is not declared direct")
                 if direct and sub.kind != GroupingKind.DIRECT:
                     raise TopologyError(f"[{d.id}] {sub.kind} grouping on direct stream {sub.component}/{sub.stream}; a direct stream needs direct_grouping")
+                if getattr(d.obj, "needs_same_task_replays", False) and sub.kind in (GroupingKind.SHUFFLE, GroupingKind.NONE, GroupingKind.LOCAL_OR_SHUFFLE):
+                    raise TopologyError(
+                        f"[{d.id}] a stateful bolt cannot take {sub.component}/{sub.stream} by {sub.kind} grouping: a replayed tuple could reach "
+                        "another task and count twice; use fields, global, all, direct or a custom grouping"
+                    )
                 if sub.kind == GroupingKind.CUSTOM and not hasattr(sub.custom, "choose_tasks"):
                     raise TopologyError(f"[{d.id}] custom grouping needs a CustomStreamGrouping with choose_tasks")
         for out in self.outputs:
@@ -224,13 +230,14 @@ class Topology:
         in flight must leave room for them, or count windows never fill and event-time windows
         never see the newer timestamps that close them.
         """
-        tuples, seconds, event_time = 0, 0.0, False
+        tuples, seconds, event_time, checkpointed = 0, 0.0, False, False
         for d in self.bolts:
             h = d.obj.hold()
             tuples = max(tuples, h.tuples * d.num_tasks)
             seconds = max(seconds, h.seconds)
             event_time = event_time or h.event_time
-        return Hold(tuples, seconds, event_time)
+            checkpointed = checkpointed or h.checkpointed
+        return Hold(tuples, seconds, event_time, checkpointed)
 
     def fields(self, component: str, stream: str) -> tuple[str, ...]:
         """The declared fields of ``(component, stream)``. Raises KeyError for an unknown one."""

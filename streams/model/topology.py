@@ -20,6 +20,7 @@ from streams.model.bolt import BasicBolt, BasicBoltExecutor, Bolt
 from streams.model.component import Component
 from streams.model.spec import ComponentDef, GroupingKind, OutputDef, StateOutputDef, Subscription, Topology
 from streams.model.spout import Spout
+from streams.model.stateful import StatefulBolt, StatefulBoltExecutor
 from streams.model.tuple import DEFAULT_STREAM
 from streams.model.windowed import WindowedBolt, WindowedBoltExecutor
 
@@ -119,17 +120,25 @@ class TopologyBuilder:
             raise TopologyError(f"[{id}] set_spout needs a Spout, got {type(spout).__name__}")
         return SpoutDeclarer(self, self._add(id, spout, parallelism_hint, num_tasks, True))
 
-    def set_bolt(self, id: str, bolt: Bolt | BasicBolt | BatchBolt | WindowedBolt, parallelism_hint: int = 1, num_tasks: int | None = None) -> BoltDeclarer:  # noqa: A002
+    def set_bolt(
+        self,
+        id: str,  # noqa: A002
+        bolt: Bolt | BasicBolt | BatchBolt | WindowedBolt | StatefulBolt,
+        parallelism_hint: int = 1,
+        num_tasks: int | None = None,
+    ) -> BoltDeclarer:
         """Add a bolt (a BasicBolt is wrapped to anchor and ack automatically, a WindowedBolt to get windows; a BatchBolt is transactional)."""
         wrapped: Component
         if isinstance(bolt, BasicBolt):
             wrapped = BasicBoltExecutor(bolt)
         elif isinstance(bolt, WindowedBolt):
             wrapped = WindowedBoltExecutor(bolt)
+        elif isinstance(bolt, StatefulBolt):
+            wrapped = StatefulBoltExecutor(bolt)
         elif isinstance(bolt, Bolt | BatchBolt):
             wrapped = bolt
         else:
-            raise TopologyError(f"[{id}] set_bolt needs a Bolt, BasicBolt, WindowedBolt or BatchBolt, got {type(bolt).__name__}")
+            raise TopologyError(f"[{id}] set_bolt needs a Bolt, BasicBolt, WindowedBolt, StatefulBolt or BatchBolt, got {type(bolt).__name__}")
         cdef = self._add(id, wrapped, parallelism_hint, num_tasks, False)
         cdef.committer = is_committer(bolt)
         return BoltDeclarer(self, cdef)
@@ -146,7 +155,10 @@ class TopologyBuilder:
         return declarer
 
     def set_state_output(self, state: str, kind: str = "opaque") -> None:
-        """``squall run`` writes state ``state`` (of semantics ``kind``) to its output file."""
+        """``squall run`` writes state ``state`` (of semantics ``kind``) to its output file.
+
+        ``kind="keyvalue"``: ``state`` is a StatefulBolt's component id; its tasks' key-value states are merged.
+        """
         self._state_outputs.append(StateOutputDef(state, kind))
 
     def set_output(

@@ -20,6 +20,7 @@ from streams.exceptions import DecodeError, FailedException
 from streams.kafka.clients import consumer_config, flush_patiently, new_consumer, reopen_consumer, transit_s
 from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
+from streams.kafka.positions import SpoutPositions
 from streams.model.bolt import Bolt
 from streams.model.tuple import Tuple, tick_tuple
 from streams.runtime.collectors import BoltOutputCollectorImpl
@@ -69,6 +70,10 @@ class BoltExecutor(Executor):
         self._process_hist = self.stats.hist("process_latency")
         self._busy_s = 0.0  # seconds spent in execute() since the last snapshot
         self._window_start = time.monotonic()
+        self.positions: SpoutPositions | None = None
+        if self.topology.tuple_ids:  # a stateful bolt forgets tuple ids the spouts committed past
+            self.positions = SpoutPositions(self.bootstrap, self.topology, self.component, self.kafka.get("consumer"))
+            self.io.source_positions = self.positions
         self.commit_watch = CommitWatch(self.component, self.conf.consumer_reopen_after_secs)
         """Commits failing this long mean a consumer that lost its coordinator: replaced (streams.kafka.commit_watch)."""
         self.reopen_due = False
@@ -264,3 +269,5 @@ class BoltExecutor(Executor):
             self._maybe_stats(time.monotonic(), final=True)
             self.producer.flush(5)
             consumer.close()
+            if self.positions is not None:
+                self.positions.close()

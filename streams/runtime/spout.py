@@ -122,6 +122,8 @@ class SpoutExecutor(Executor):
         target = min(conf.pending_target_latency_secs, conf.message_timeout_secs / 5)
         floor = min(50, ceiling)
         hold = self.topology.hold()
+        if hold.checkpointed:
+            target += conf.state_checkpoint_interval_ms / 1000
         if hold.tuples or hold.seconds:
             # Windows hold tuples until they expire: trees take that much longer, and a count
             # window that cannot fill would stall the spout (each task carries its share). An

@@ -95,6 +95,12 @@ class KeyValueState:
         self._dirty.clear()
         self._deleted.clear()
 
+    def replace(self, other: KeyValueState) -> None:
+        """Become ``other`` (a rollback to a checkpoint), keeping this object: the bolt holds it."""
+        self._values = dict(other._values)
+        self._dirty.clear()
+        self._deleted.clear()
+
     @staticmethod
     def loaded(values: dict[str, str]) -> KeyValueState:
         """A state from stored ``key -> value`` JSON texts (a checkpoint)."""

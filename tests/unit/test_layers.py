@@ -6,7 +6,7 @@ Inside ``streams``, bottom to top, each layer imports only itself and the layers
 
 ``transactional`` sits on ``kafka`` and ``model`` (never ``monitoring`` or ``runtime``, and
 ``runtime`` never imports it). Above them all: ``spark`` -> ``acker`` -> ``service``. The
-facade ``streams/__init__.py`` re-exports model, kafka and transactional names; nothing
+facade ``streams/__init__.py`` re-exports state, windowing, model, kafka and transactional names; nothing
 inside the packages imports it.
 
 Every import counts, wherever it is: at module level, under ``if TYPE_CHECKING:`` and
@@ -36,7 +36,7 @@ def _contract() -> dict[str, frozenset[str]]:
         allowed[layer] = frozenset(STREAMS_ORDER[: i + 1])
     allowed["transactional"] = frozenset({"base", "wire", "state", "windowing", "model", "kafka", "transactional"})
     allowed["spark"] = frozenset(STREAMS_ORDER) | {"transactional", "spark"}
-    allowed["facade"] = frozenset({"base", "windowing", "model", "kafka", "transactional", "facade"})
+    allowed["facade"] = frozenset({"base", "state", "windowing", "model", "kafka", "transactional", "facade"})
     allowed["acker"] = allowed["spark"] | {"acker", "facade"}
     allowed["service"] = allowed["acker"] | {"service"}
     return allowed

@@ -1,0 +1,294 @@
+"""Stateful bolts (Storm's ``IStatefulBolt`` and ``KeyValueState``), with exactly-once state updates.
+
+A :class:`StatefulBolt` gets its task's :class:`~streams.state.keyvalue.KeyValueState` in
+``init_state`` (after ``prepare``, before the first tuple) and updates it in ``execute``. The
+runtime (:class:`StatefulBoltExecutor`):
+
+* **checkpoints** the state's changes every ``topology.state.checkpoint.interval.ms``
+  (Storm's key; default 1000) into ``squall.state.url`` (SQLite or PostgreSQL), in one
+  database transaction with the ids of the tuples applied since the last checkpoint;
+* **defers acks**: a tuple the bolt acked is acked for real only after the checkpoint that
+  holds its effect (Storm's StatefulBoltExecutor), so a crash replays what the state lost;
+* **applies each tuple once**: a tuple whose id (the same on every replay,
+  :mod:`streams.state.keyvalue`) was applied already is acked without calling ``execute``;
+* **rolls back** when the bolt fails a tuple (or ``execute`` raises): the state goes back to
+  the last checkpoint, and every tuple executed since is failed and replayed;
+* restores, after a crash or a move to another worker, the last checkpoint.
+
+So a tuple's effect is in the state exactly once, although tuples are delivered at least
+once, when the bolts upstream emit the same tuples for the same input (``split`` does; a bolt
+that emits at random, or on a timer, gets new ids on a replay: at least once). A replay must
+reach the task that applied the original, so a stateful bolt subscribes with a grouping that
+picks the task from the tuple: fields, global, all, direct or custom; shuffle is refused.
+
+Differences from Storm (docs/design.md, "Stateful bolts"): no checkpoint spout and no
+prepare/commit/rollback stream; each task checkpoints on its own clock, and tuple ids, not a
+consistent cut, keep partial trees from counting twice.
+
+Example, the stateful word count (examples/wordcount_stateful.py)::
+
+    >>> class Count(StatefulBolt):
+    ...     def init_state(self, state):
+    ...         self.counts = state
+    ...     def execute(self, tuple):
+    ...         word = tuple.get("word")
+    ...         self.counts[word] = self.counts.get(word, 0) + 1
+    ...         self.collector.ack(tuple)
+    >>> StatefulBoltExecutor(Count()).needs_tuple_ids
+    True
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from typing_extensions import override
+
+from streams.config import TopologyConfig
+from streams.exceptions import FailedException, StateError, TopologyError
+from streams.model.bolt import Bolt
+from streams.model.collector import Anchors, OutputCollector
+from streams.model.component import Component, Hold, OutputFieldsDeclarer
+from streams.model.context import TopologyContext
+from streams.model.tuple import DEFAULT_STREAM, Tuple
+from streams.state.backend import open_backend
+from streams.state.keyvalue import AppliedIds, Checkpointer, KeyValueState
+
+log = logging.getLogger("squall.stateful")
+
+PRUNE_EVERY = 10
+"""Checkpoints between two reads of the spouts' committed offsets (forgetting old tuple ids)."""
+
+
+class StatefulBolt(Component):
+    """A bolt with checkpointed key-value state (Storm's ``BaseStatefulBolt<KeyValueState>``).
+
+    Ack or fail every tuple as a :class:`~streams.model.bolt.Bolt` does; the runtime holds
+    the acks until the state that includes the tuple is checkpointed.
+    """
+
+    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        """Called once per task copy, before ``init_state``."""
+        self.collector = collector
+
+    def init_state(self, state: KeyValueState) -> None:
+        """The task's state as of its last checkpoint (empty at first). Keep it: it is the same object for the task's life."""
+        raise NotImplementedError
+
+    def execute(self, tuple: Tuple) -> None:  # noqa: A002 - Storm's name
+        """Process one tuple, updating the state; ack or fail it."""
+        raise NotImplementedError
+
+    def cleanup(self) -> None:
+        """Called when the worker stops cleanly (a checkpoint follows)."""
+
+
+class _DeferringCollector:
+    """Holds the bolt's acks until the next checkpoint; a fail rolls the task back."""
+
+    __slots__ = ("_collector", "_owner")
+
+    def __init__(self, collector: OutputCollector, owner: StatefulBoltExecutor) -> None:
+        self._collector = collector
+        self._owner = owner
+
+    def emit(self, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit as a bolt does (anchored to what you pass)."""
+        return self._collector.emit(values, anchors=anchors, stream=stream)
+
+    def emit_direct(self, task: int, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> None:
+        """Emit to one global ``task`` on a direct stream."""
+        self._collector.emit_direct(task, values, anchors=anchors, stream=stream)
+
+    def ack(self, tuple: Tuple) -> None:  # noqa: A002
+        """Acked for real after the checkpoint that holds its effect."""
+        self._owner.acked.append(tuple)
+
+    def fail(self, tuple: Tuple) -> None:  # noqa: A002
+        """Roll the task back to its last checkpoint; this tuple and every one executed since replay."""
+        self._owner.rollback(tuple)
+
+    def reset_timeout(self, tuple: Tuple) -> None:  # noqa: A002
+        """Restart the timeout of ``tuple``'s trees."""
+        self._collector.reset_timeout(tuple)
+
+
+class StatefulBoltExecutor(Bolt):
+    """Runs a :class:`StatefulBolt` as a :class:`Bolt` (Storm's ``StatefulBoltExecutor``; see the module docstring).
+
+    Args:
+      inner: the user's bolt.
+      clock: seconds (monotonic), for the checkpoint interval.
+    """
+
+    needs_tuple_ids = True
+    """The topology's tuples carry ids across replays (:attr:`streams.model.spec.Topology.tuple_ids`)."""
+    needs_same_task_replays = True
+    """A replay must reach the task that applied the original: shuffle groupings are refused."""
+
+    def __init__(self, inner: StatefulBolt, clock: Callable[[], float] = time.monotonic) -> None:
+        self.inner = inner
+        self.clock = clock
+        self.component = "?"
+        self.state = KeyValueState()
+        self.applied = AppliedIds()
+        self.checkpointer: Checkpointer | None = None
+        self.executed: list[Tuple] = []
+        """Tuples executed since the last checkpoint (a rollback fails them)."""
+        self.acked: list[Tuple] = []
+        """Tuples the bolt acked since the last checkpoint (acked for real after it)."""
+        self.interval_s = 1.0
+        self.last_checkpoint = 0.0
+        self.checkpoints = 0
+        self.duplicates = 0
+        """Replayed tuples skipped: their effect was already in the state (count)."""
+        self.rollbacks = 0
+        self.user_ticks = False
+        self.positions: Callable[[], dict[int, int]] | None = None
+
+    # -- topology time -----------------------------------------------------------------------------
+    @override
+    def validate(self, component_id: str) -> None:
+        self.component = component_id
+        self.inner.validate(component_id)
+
+    @override
+    def validate_conf(self, component_id: str, conf: TopologyConfig) -> None:
+        if conf.state_checkpoint_interval_ms / 1000 >= conf.message_timeout_secs and conf.ackers:
+            raise TopologyError(
+                f"[{component_id}] topology.state.checkpoint.interval.ms ({conf.state_checkpoint_interval_ms}) must be below "
+                f"topology.message.timeout.secs ({conf.message_timeout_secs:g} s): acks wait for the checkpoint"
+            )
+        self.inner.validate_conf(component_id, conf)
+
+    @override
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        self.inner.declare_output_fields(declarer)
+
+    @override
+    def get_component_configuration(self) -> dict[str, Any] | None:
+        conf = dict(self.inner.get_component_configuration() or {})
+        tick = TopologyConfig.model_validate(conf).tick_tuple_freq_secs
+        self.user_ticks = tick is not None
+        conf[_TICK_KEY] = CHECKPOINT_TICK_S if tick is None else min(tick, CHECKPOINT_TICK_S)
+        return conf
+
+    @override
+    def hold(self) -> Hold:
+        return Hold(checkpointed=True)
+
+    # -- run time --------------------------------------------------------------------------------
+    @override
+    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        self.component = context.this_component_id
+        self.collector = collector
+        url = context.config.state_url
+        if not url:
+            raise StateError(f"[{self.component}] a stateful bolt needs a state store: set squall.state.url")
+        backend = context.io.stores.get(url)
+        if backend is None:
+            backend = context.io.stores[url] = open_backend(url)
+        self.checkpointer = Checkpointer(backend, f"{context.topology.name}.{self.component}", context.this_task_index)
+        self.state = self.checkpointer.restore(self.applied)
+        self.interval_s = context.config.state_checkpoint_interval_ms / 1000
+        self.last_checkpoint = self.clock()
+        self.positions = context.io.source_positions
+        context.register_metric("state_checkpoints", lambda: float(self.checkpoints))
+        context.register_metric("state_duplicates", lambda: float(self.duplicates))
+        context.register_metric("state_rollbacks", lambda: float(self.rollbacks))
+        log.info(
+            "[%s] task %d restored checkpoint %d: %d keys, %d tuple ids",
+            self.component,
+            context.this_task_id,
+            self.checkpointer.checkpoint,
+            len(self.state),
+            len(self.applied),
+        )
+        self.inner.prepare(conf, context, _DeferringCollector(collector, self))
+        self.inner.init_state(self.state)
+
+    @override
+    def execute(self, tuple: Tuple) -> None:
+        if tuple.is_tick:
+            if self.clock() - self.last_checkpoint >= self.interval_s:
+                self.checkpoint()
+            if self.user_ticks:
+                self.inner.execute(tuple)
+            return
+        tid = tuple.tid
+        if tid is not None and not self.applied.add(tid):
+            self.duplicates += 1
+            self.acked.append(tuple)  # its effect is in the state: ack it with the next checkpoint
+            return
+        self.executed.append(tuple)
+        try:
+            self.inner.execute(tuple)
+        except FailedException:
+            self.rollback(tuple)
+        except Exception:
+            self.rollback(tuple)
+            raise
+
+    def checkpoint(self) -> None:
+        """Commit the state's changes and the tuple ids applied since the last checkpoint, then ack what they cover.
+
+        Steps:
+
+        1. every ``PRUNE_EVERY`` checkpoints, read the spouts' committed offsets (ids below
+           them are forgotten: their records cannot come back);
+        2. write the checkpoint (one database transaction);
+        3. ack the tuples the bolt acked before it.
+
+        A store that fails leaves everything pending (retried at the next tick; the tuples may
+        time out and replay, and are then skipped as duplicates).
+        """
+        assert self.checkpointer is not None
+        self.last_checkpoint = self.clock()
+        # 1. What may be forgotten.
+        prune: dict[int, int] = {}
+        if self.positions is not None and self.checkpoints % PRUNE_EVERY == PRUNE_EVERY - 1:
+            prune = self.positions()
+            self.applied.prune(prune)
+        # 2. The checkpoint.
+        try:
+            self.checkpointer.commit(self.state, self.applied, prune)
+        except StateError as exc:
+            log.warning("[%s] checkpoint failed (retried at the next tick): %s", self.component, exc)
+            return
+        self.checkpoints += 1
+        # 3. Acks.
+        for t in self.acked:
+            self.collector.ack(t)
+        self.acked = []
+        self.executed = []
+
+    def rollback(self, failed: Tuple) -> None:
+        """Back to the last checkpoint: the state reloads, and every tuple executed since fails (they replay)."""
+        assert self.checkpointer is not None
+        self.rollbacks += 1
+        self.applied.forget_pending()
+        snapshot = Checkpointer(self.checkpointer.backend, self.checkpointer.name, self.checkpointer.task).restore(AppliedIds())
+        self.state.replace(snapshot)
+        for t in self.executed:
+            self.collector.fail(t)
+        self.collector.fail(failed)
+        log.info("[%s] rolled back to checkpoint %d: failed %d tuples (they replay)", self.component, self.checkpointer.checkpoint, len(self.executed))
+        self.executed = []
+        self.acked = [t for t in self.acked if not t.settled]  # duplicates acked since: still due
+
+    @override
+    def cleanup(self) -> None:
+        try:
+            self.inner.cleanup()
+        finally:
+            if self.checkpointer is not None:
+                self.checkpoint()  # a clean stop commits and acks: the next owner replays nothing
+
+
+CHECKPOINT_TICK_S = 0.1
+"""How often a stateful task checks whether a checkpoint is due (seconds)."""
+
+_TICK_KEY = str(TopologyConfig.model_fields["tick_tuple_freq_secs"].alias)
