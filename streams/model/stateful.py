@@ -275,9 +275,20 @@ class StatefulBoltExecutor(Bolt):
         for t in self.executed:
             self.collector.fail(t)
         self.collector.fail(failed)
+        # A duplicate skipped since the checkpoint stands on its original: if that original was
+        # rolled back too (its id is forgotten), the duplicate's tree must replay as well, or it
+        # would complete with no effect left in the state.
+        keep = []
+        for t in self.acked:
+            if t.settled:
+                continue
+            if t.tid is not None and t.tid in self.applied:
+                keep.append(t)
+            else:
+                self.collector.fail(t)
         log.info("[%s] rolled back to checkpoint %d: failed %d tuples (they replay)", self.component, self.checkpointer.checkpoint, len(self.executed))
         self.executed = []
-        self.acked = [t for t in self.acked if not t.settled]  # duplicates acked since: still due
+        self.acked = keep
 
     @override
     def cleanup(self) -> None:

@@ -183,3 +183,21 @@ def test_a_stateful_bolt_refuses_a_shuffle_grouping_naming_it() -> None:
     b.set_bolt("count", Count()).shuffle_grouping("lines")
     with pytest.raises(TopologyError, match=r"\[count\] a stateful bolt cannot take lines/default by shuffle grouping"):
         b.create_topology("wc")
+
+
+def test_a_rollback_also_fails_a_skipped_duplicate_whose_original_it_undid() -> None:
+    """A stale copy from a failed tree is applied, its replay's copy is skipped as a duplicate; a
+    rollback then undoes the stale copy: the skipped one must fail too, or its tree completes
+    with no effect left (a lost word, seen in the integration test)."""
+    url = "memory://"
+    stores = {url: open_backend(url)}
+    clock = [0.0]
+    task = Task(url, stores, clock)
+    stale, replay = word_tuple(0, 0, "a"), word_tuple(0, 0, "a")
+    replay.anchors = {99: 5}  # the replay's tree
+    task.bolt.execute(stale)
+    task.bolt.execute(replay)
+    assert task.bolt.duplicates == 1
+    task.bolt.inner.fail_next = True  # type: ignore[attr-defined]
+    task.bolt.execute(word_tuple(1, 0, "b"))
+    assert replay.settled and 99 in task.acks.fails and dict(task.bolt.state.items()) == {}
