@@ -63,6 +63,7 @@ CONTENDERS = [
     "squall-acked",
     "squall-unacked",
     "squall-exactly-once",
+    "squall-stateful",
     "squall-spark",
     "quixstreams-alo",
     "quixstreams-eos",
@@ -84,6 +85,7 @@ closes a carrier's window only when a newer record of that carrier comes
 record moves on at once. Their own windows are not awaited (:func:`unlate`)."""
 WINDOW_END_HOUR = "2014-01-02T00"
 SPARK_EXAMPLES = {"wordcount": "wordcount_spark.py"}  # split as a SparkBolt; same contract as wordcount.py
+STATEFUL_EXAMPLES = {"wordcount": "wordcount_stateful.py"}  # count as a StatefulBolt; its result is its checkpointed state
 EXACTLY_ONCE = {"wordcount": ("wordcount_exactly_once.py", "counts"), "flights": ("flights_exactly_once.py", "totals")}
 EOS_REASON = (
     "not run: the embedded broker accepts transactions but read_committed readers still see aborted records, "
@@ -215,6 +217,34 @@ class StateWatcher:
         self.store.backend.close()
 
 
+class KvWatcher:
+    """:class:`StateWatcher` for a stateful bolt's checkpointed key-value state (``Job.keyvalue``)."""
+
+    def __init__(self, job: Job, component: str, every_s: float = 0.5) -> None:
+        self.job = job
+        self.component = component
+        self.every_s = every_s
+        self.state: dict[str, Any] = {}
+        self.latency = LogHistogram()
+        self.last_change = time.monotonic()
+        self._next = 0.0
+
+    def poll(self, timeout: float) -> int:
+        time.sleep(timeout)
+        now = time.monotonic()
+        if now < self._next:
+            return 0
+        self._next = now + self.every_s
+        new = {str(k): (v if isinstance(v, list) else [v]) for k, v in self.job.keyvalue(self.component).items()}
+        if new != self.state:
+            self.state, self.last_change = new, now
+            return 1
+        return 0
+
+    def close(self) -> None:
+        """Nothing to close (each poll opens and closes the store)."""
+
+
 def normalise(workload: str, exp: dict[str, Any]) -> dict[str, list[int]]:
     return {k: ([v] if workload in ("wordcount", "windows") else list(v)) for k, v in exp.items()}
 
@@ -231,7 +261,7 @@ def verdict(state: dict[str, list[int]], exp: dict[str, list[int]], at_least_onc
 
 
 def run_until(
-    watcher: Watcher | StateWatcher,
+    watcher: Watcher | StateWatcher | KvWatcher,
     exp: dict[str, list[int]],
     pids: Callable[[], Iterable[int]],
     quiet_s: float,
@@ -432,8 +462,10 @@ def run_squall(
     example: str | None = None,
     state: str | None = None,
     overrides: dict[str, Any] | None = None,
+    keyvalue: str | None = None,
 ) -> dict[str, Any]:
-    """``state``: a transactional example whose result is that committed state (not a topic).
+    """``state``: a transactional example whose result is that committed state (not a topic);
+    ``keyvalue``: a stateful bolt's component whose checkpointed state is the result.
     ``overrides``: topology config keys set over the example's (``--set``)."""
     w = WORKLOADS[workload]
     settings = ServiceSettings(bootstrap_servers=bootstrap, data_dir=workdir, log_level="WARNING")
@@ -444,8 +476,10 @@ def run_squall(
         job.wait_ready()
         key = {"flights": "carrier", "wordcount": "word", "windows": "key"}[workload]
         topic = f"squall.{job.name}.{w['output']}"
-        watcher: Watcher | StateWatcher
-        if state:
+        watcher: Watcher | StateWatcher | KvWatcher
+        if keyvalue:
+            watcher = KvWatcher(job, keyvalue)
+        elif state:
             watcher = StateWatcher(job, state)
         elif workload == "windows":
             watcher = Watcher(bootstrap, [topic, f"squall.{job.name}.late-counts"], "delta", w["fields"], key, unlate)
@@ -470,7 +504,7 @@ def run_squall(
         job.board.poll(1.5)
         hist = job.board.hist("spout", "complete_latency")  # empty when unacked
         p50, p99 = hist.quantile(0.5), hist.quantile(0.99)
-        correct, dups = verdict(watcher.state, exp, at_least_once=not state)
+        correct, dups = verdict(watcher.state, exp, at_least_once=not (state or keyvalue))
         watcher.close()
         acker_ops = int(job.board.total("spout", "acker_ops") + job.board.total("bolt", "acker_ops"))
         return {
@@ -657,6 +691,11 @@ def run_workload(
             elif name == "squall-exactly-once":
                 example, state = EXACTLY_ONCE[workload]
                 row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir, example, state)
+            elif name == "squall-stateful":
+                if workload not in STATEFUL_EXAMPLES:
+                    row = {"note": f"no stateful version of {workload}"}
+                else:
+                    row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir, STATEFUL_EXAMPLES[workload], keyvalue="count")
             elif name == "squall-windows":
                 row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir)
             elif name.startswith("squall"):
@@ -695,6 +734,8 @@ def run_workload(
                 elif name == "squall-exactly-once":
                     example, state = EXACTLY_ONCE[workload]
                     lat = run_squall(bootstrap, workload, csample, cexp, True, crate, quiet_s, limit_s, workdir, example, state)
+                elif name == "squall-stateful":
+                    lat = run_squall(bootstrap, workload, csample, cexp, True, crate, quiet_s, limit_s, workdir, STATEFUL_EXAMPLES[workload], keyvalue="count")
                 elif name.startswith("squall"):
                     lat = run_squall(bootstrap, workload, sample, sexp, name == "squall-acked", rate, quiet_s, limit_s, workdir, overrides=settings)
                 else:
@@ -756,6 +797,9 @@ def finish(rows: dict[str, Any]) -> None:
     eo = rows.get("squall-exactly-once", {}).get("records_per_s")
     if eo and acked:
         rows["squall-exactly-once"]["ratio_to_acked"] = eo / acked
+    stateful = rows.get("squall-stateful", {}).get("records_per_s")
+    if stateful and acked:
+        rows["squall-stateful"]["ratio_to_acked"] = stateful / acked
 
 
 def print_results(result: dict[str, Any]) -> None:
@@ -806,6 +850,9 @@ def print_workload(title: str, workload: str, rows: dict[str, Any]) -> None:
                 ["hop", "p50 ms", "p99 ms", "samples"],
                 [[h["hop"], h["p50_s"] * 1000, h["p99_s"] * 1000, h["count"]] for h in acked[key]],
             )
+    st = rows.get("squall-stateful", {})
+    if "ratio_to_acked" in st:
+        print(f"{title}: stateful / acked = {st['ratio_to_acked']:.2f}")
     eo = rows.get("squall-exactly-once", {})
     if "ratio_to_acked" in eo:
         r = eo["ratio_to_acked"]

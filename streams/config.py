@@ -137,6 +137,14 @@ class TopologyConfig(BaseModel):
         gt=0,
         description="how often a stateful bolt task checkpoints its state and acks what it applied (milliseconds; Storm's key; default 1000)",
     )
+    state_dedupe_retention_secs: float = Field(
+        600.0,
+        alias="squall.state.dedupe.retention.secs",
+        gt=0,
+        description="a stateful bolt keeps the ids of the tuples it applied at least this long, and until the spouts committed "
+        "past their records (seconds; default 600): a bolt upstream that restarts re-reads what it ran since its last offset "
+        "commit, and a copy arriving later than this after its original is counted again",
+    )
     stats_interval_secs: float = Field(1.0, alias="squall.stats.interval.secs", gt=0, description="stats snapshot period (seconds; default 1)")
     acker_buckets: int = Field(3, alias="squall.acker.buckets", ge=2, description="RotatingMap buckets (default 3)")
     acker_persist_after_secs: float = Field(

@@ -141,6 +141,8 @@ class StatefulBoltExecutor(Bolt):
         self.acked: list[Tuple] = []
         """Tuples the bolt acked since the last checkpoint (acked for real after it)."""
         self.interval_s = 1.0
+        self.retention_s = 600.0
+        """Applied tuple ids are kept at least this long (seconds): copies a bolt re-reads after a restart."""
         self.last_checkpoint = 0.0
         self.checkpoints = 0
         self.duplicates = 0
@@ -194,6 +196,7 @@ class StatefulBoltExecutor(Bolt):
         self.checkpointer = Checkpointer(backend, f"{context.topology.name}.{self.component}", context.this_task_index)
         self.state = self.checkpointer.restore(self.applied)
         self.interval_s = context.config.state_checkpoint_interval_ms / 1000
+        self.retention_s = context.config.state_dedupe_retention_secs
         self.last_checkpoint = self.clock()
         self.positions = context.io.source_positions
         context.register_metric("state_checkpoints", lambda: float(self.checkpoints))
@@ -237,8 +240,9 @@ class StatefulBoltExecutor(Bolt):
 
         Steps:
 
-        1. every ``PRUNE_EVERY`` checkpoints, read the spouts' committed offsets (ids below
-           them are forgotten: their records cannot come back);
+        1. every ``PRUNE_EVERY`` checkpoints, read the spouts' committed offsets and forget the
+           ids of checkpoints older than ``squall.state.dedupe.retention.secs`` whose records
+           are all below them (no copy can come back: :meth:`AppliedIds.forget`);
         2. write the checkpoint (one database transaction);
         3. ack the tuples the bolt acked before it.
 
@@ -248,13 +252,12 @@ class StatefulBoltExecutor(Bolt):
         assert self.checkpointer is not None
         self.last_checkpoint = self.clock()
         # 1. What may be forgotten.
-        prune: dict[int, int] = {}
+        forget = 0
         if self.positions is not None and self.checkpoints % PRUNE_EVERY == PRUNE_EVERY - 1:
-            prune = self.positions()
-            self.applied.prune(prune)
+            forget = self.applied.forget(self.positions(), time.time() - self.retention_s)
         # 2. The checkpoint.
         try:
-            self.checkpointer.commit(self.state, self.applied, prune)
+            self.checkpointer.commit(self.state, self.applied, forget)
         except StateError as exc:
             log.warning("[%s] checkpoint failed (retried at the next tick): %s", self.component, exc)
             return

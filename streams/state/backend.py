@@ -13,9 +13,10 @@ Both keep three tables, shared by every state of a database (``name`` tells them
 
 ``squall_kv``              ``(name, task, key) -> value``: a stateful bolt task's
                            ``KeyValueState`` (:mod:`streams.state.keyvalue`), key and value JSON
-``squall_kv_applied``      ``(name, task, checkpoint, source) -> (max_offset, ids)``: the tuple
-                           ids a stateful task applied, per checkpoint and source partition
-                           (packed ``(offset, path)`` pairs), until the spout committed past them
+``squall_kv_applied``      ``(name, task, checkpoint, source) -> (at, max_offset, ids)``: the tuple
+                           ids a stateful task applied, per checkpoint (written at ``at``) and
+                           source partition (packed ``(offset, path)`` pairs), until they are
+                           forgotten (:class:`streams.state.keyvalue.AppliedIds`)
 =========================  ==============================================================
 
 A batch's reads and writes and its txid go into one database transaction
@@ -58,7 +59,7 @@ SQLITE_SCHEMA = (
     "txid INTEGER NOT NULL, written INTEGER NOT NULL, skipped INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS squall_kv (name TEXT NOT NULL, task INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (name, task, key))",
     "CREATE TABLE IF NOT EXISTS squall_kv_applied (name TEXT NOT NULL, task INTEGER NOT NULL, checkpoint INTEGER NOT NULL, source INTEGER NOT NULL, "
-    "max_offset INTEGER NOT NULL, ids BLOB NOT NULL, PRIMARY KEY (name, task, checkpoint, source))",
+    "at REAL NOT NULL, max_offset INTEGER NOT NULL, ids BLOB NOT NULL, PRIMARY KEY (name, task, checkpoint, source))",
 )
 
 POSTGRES_SCHEMA = (
@@ -70,7 +71,7 @@ POSTGRES_SCHEMA = (
     "txid BIGINT NOT NULL, written INTEGER NOT NULL, skipped INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS squall_kv (name TEXT NOT NULL, task INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (name, task, key))",
     "CREATE TABLE IF NOT EXISTS squall_kv_applied (name TEXT NOT NULL, task INTEGER NOT NULL, checkpoint BIGINT NOT NULL, source BIGINT NOT NULL, "
-    "max_offset BIGINT NOT NULL, ids BYTEA NOT NULL, PRIMARY KEY (name, task, checkpoint, source))",
+    "at DOUBLE PRECISION NOT NULL, max_offset BIGINT NOT NULL, ids BYTEA NOT NULL, PRIMARY KEY (name, task, checkpoint, source))",
 )
 
 
@@ -78,12 +79,12 @@ POSTGRES_SCHEMA = (
 class KvSnapshot:
     """What :meth:`StateBackend.kv_load` returns.
 
-    ``values`` (key -> value, JSON texts), ``applied`` (``(source, packed ids)`` rows) and
-    ``checkpoint`` (0 before the first).
+    ``values`` (key -> value, JSON texts), ``applied`` (``(checkpoint, at, source, max
+    offset, packed ids)`` rows, oldest checkpoint first) and ``checkpoint`` (0 before the first).
     """
 
     values: dict[str, str] = field(default_factory=dict)
-    applied: list[tuple[int, bytes]] = field(default_factory=list)
+    applied: list[tuple[int, float, int, int, bytes]] = field(default_factory=list)
     checkpoint: int = 0
 
 
@@ -91,16 +92,18 @@ class KvSnapshot:
 class KvCommit:
     """One checkpoint of a stateful task (:meth:`StateBackend.kv_commit`).
 
-    ``checkpoint``: its number; ``upserts``/``deletes``: keys changed since the last one (JSON
-    texts); ``applied``: ``source -> (max offset, packed ids)`` of the tuples applied since;
-    ``prune``: ``source -> offset``: applied-id rows whose max offset is below it go.
+    ``checkpoint``: its number; ``at``: when (seconds since the epoch); ``upserts``/``deletes``:
+    keys changed since the last one (JSON texts); ``applied``: ``source -> (max offset, packed
+    ids)`` of the tuples applied since; ``forget_upto``: applied-id rows of checkpoints up to
+    this number go (0: none).
     """
 
     checkpoint: int
+    at: float = 0.0
     upserts: dict[str, str] = field(default_factory=dict)
     deletes: list[str] = field(default_factory=list)
     applied: dict[int, tuple[int, bytes]] = field(default_factory=dict)
-    prune: dict[int, int] = field(default_factory=dict)
+    forget_upto: int = 0
 
 
 class StateTx(ABC):
@@ -313,9 +316,13 @@ class SqliteBackend(StateBackend):
         with self._lock if self.path == ":memory:" else _nolock():
             db = self._db()
             values = {str(k): str(v) for k, v in db.execute("SELECT key, value FROM squall_kv WHERE name = ? AND task = ?", (name, task))}
-            rows = db.execute("SELECT checkpoint, source, ids FROM squall_kv_applied WHERE name = ? AND task = ?", (name, task)).fetchall()
+            rows = db.execute(
+                "SELECT checkpoint, at, source, max_offset, ids FROM squall_kv_applied WHERE name = ? AND task = ? AND source <> -1 ORDER BY checkpoint",
+                (name, task),
+            ).fetchall()
             top = db.execute("SELECT MAX(checkpoint) FROM squall_kv_applied WHERE name = ? AND task = ? AND source = -1", (name, task)).fetchone()
-        return KvSnapshot(values, [(int(s), bytes(b)) for _, s, b in rows if s != -1], int(top[0]) if top and top[0] is not None else 0)
+        applied = [(int(c), float(a), int(s), int(m), bytes(b)) for c, a, s, m, b in rows]
+        return KvSnapshot(values, applied, int(top[0]) if top and top[0] is not None else 0)
 
     @override
     def kv_commit(self, name: str, task: int, commit: KvCommit) -> None:
@@ -328,14 +335,16 @@ class SqliteBackend(StateBackend):
                     [(name, task, k, v) for k, v in commit.upserts.items()],
                 )
                 db.executemany("DELETE FROM squall_kv WHERE name = ? AND task = ? AND key = ?", [(name, task, k) for k in commit.deletes])
-                rows = [(name, task, commit.checkpoint, s, m, ids) for s, (m, ids) in commit.applied.items()]
-                rows.append((name, task, commit.checkpoint, -1, 0, b""))  # the checkpoint's own marker
-                db.executemany("INSERT OR REPLACE INTO squall_kv_applied (name, task, checkpoint, source, max_offset, ids) VALUES (?, ?, ?, ?, ?, ?)", rows)
-                db.execute("DELETE FROM squall_kv_applied WHERE name = ? AND task = ? AND source = -1 AND checkpoint < ?", (name, task, commit.checkpoint))
+                rows = [(name, task, commit.checkpoint, s, commit.at, m, ids) for s, (m, ids) in commit.applied.items()]
+                rows.append((name, task, commit.checkpoint, -1, commit.at, 0, b""))  # the checkpoint's own marker
                 db.executemany(
-                    "DELETE FROM squall_kv_applied WHERE name = ? AND task = ? AND source = ? AND max_offset < ?",
-                    [(name, task, s, off) for s, off in commit.prune.items()],
+                    "INSERT OR REPLACE INTO squall_kv_applied (name, task, checkpoint, source, at, max_offset, ids) VALUES (?, ?, ?, ?, ?, ?, ?)", rows
                 )
+                db.execute("DELETE FROM squall_kv_applied WHERE name = ? AND task = ? AND source = -1 AND checkpoint < ?", (name, task, commit.checkpoint))
+                if commit.forget_upto:
+                    db.execute(
+                        "DELETE FROM squall_kv_applied WHERE name = ? AND task = ? AND source <> -1 AND checkpoint <= ?", (name, task, commit.forget_upto)
+                    )
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
@@ -483,9 +492,13 @@ class PostgresBackend(StateBackend):
     @override
     def kv_load(self, name: str, task: int) -> KvSnapshot:
         values = {str(k): str(v) for k, v in self._rows("SELECT key, value FROM squall_kv WHERE name = %s AND task = %s", (name, task))}
-        rows = self._rows("SELECT source, ids FROM squall_kv_applied WHERE name = %s AND task = %s AND source <> -1", (name, task))
+        rows = self._rows(
+            "SELECT checkpoint, at, source, max_offset, ids FROM squall_kv_applied WHERE name = %s AND task = %s AND source <> -1 ORDER BY checkpoint",
+            (name, task),
+        )
         top = self._rows("SELECT MAX(checkpoint) FROM squall_kv_applied WHERE name = %s AND task = %s AND source = -1", (name, task))
-        return KvSnapshot(values, [(int(s), bytes(b)) for s, b in rows], int(top[0][0]) if top and top[0][0] is not None else 0)
+        applied = [(int(c), float(a), int(s), int(m), bytes(b)) for c, a, s, m, b in rows]
+        return KvSnapshot(values, applied, int(top[0][0]) if top and top[0][0] is not None else 0)
 
     @override
     def kv_commit(self, name: str, task: int, commit: KvCommit) -> None:
@@ -498,16 +511,18 @@ class PostgresBackend(StateBackend):
                 )
             if commit.deletes:
                 cur.execute("DELETE FROM squall_kv WHERE name = %s AND task = %s AND key = ANY(%s)", (name, task, commit.deletes))
-            rows = [(name, task, commit.checkpoint, s, m, ids) for s, (m, ids) in commit.applied.items()]
-            rows.append((name, task, commit.checkpoint, -1, 0, b""))
+            rows = [(name, task, commit.checkpoint, s, commit.at, m, ids) for s, (m, ids) in commit.applied.items()]
+            rows.append((name, task, commit.checkpoint, -1, commit.at, 0, b""))
             cur.executemany(
-                "INSERT INTO squall_kv_applied (name, task, checkpoint, source, max_offset, ids) VALUES (%s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (name, task, checkpoint, source) DO UPDATE SET max_offset = EXCLUDED.max_offset, ids = EXCLUDED.ids",
+                "INSERT INTO squall_kv_applied (name, task, checkpoint, source, at, max_offset, ids) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (name, task, checkpoint, source) DO UPDATE SET at = EXCLUDED.at, max_offset = EXCLUDED.max_offset, ids = EXCLUDED.ids",
                 rows,
             )
             cur.execute("DELETE FROM squall_kv_applied WHERE name = %s AND task = %s AND source = -1 AND checkpoint < %s", (name, task, commit.checkpoint))
-            for s, off in commit.prune.items():
-                cur.execute("DELETE FROM squall_kv_applied WHERE name = %s AND task = %s AND source = %s AND max_offset < %s", (name, task, s, off))
+            if commit.forget_upto:
+                cur.execute(
+                    "DELETE FROM squall_kv_applied WHERE name = %s AND task = %s AND source <> -1 AND checkpoint <= %s", (name, task, commit.forget_upto)
+                )
 
     @override
     def kv_items(self, name: str) -> Iterator[tuple[int, str, str]]:

@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterator
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from streams.state.backend import KvCommit, StateBackend
@@ -120,16 +123,33 @@ TupleId = tuple[int, int, int]
 """``(source, offset, path)``: a tuple's identity across replays (see the module docstring)."""
 
 
+@dataclass
+class Generation:
+    """The ids one checkpoint made durable.
+
+    Its number, when (seconds since the epoch), the highest source offset per source, and the
+    ids (packed ints).
+    """
+
+    checkpoint: int
+    at: float
+    max_offset: dict[int, int] = field(default_factory=dict)
+    keys: list[int] = field(default_factory=list)
+
+
 class AppliedIds:
-    """The ids of the tuples a task applied, until their source records can never be replayed.
+    """The ids of the tuples a task applied, until no copy of those tuples can come back.
 
     ``add`` returns False for an id already applied (a replay: skip it). Ids applied since the
-    last checkpoint are kept apart (:meth:`pending_rows`), so a checkpoint writes only those.
+    last checkpoint are kept apart (:meth:`pending_rows`), so a checkpoint writes only those;
+    checkpointed ids are kept per checkpoint (:class:`Generation`), oldest first, so that they
+    can be forgotten in the order they came (:meth:`forget`).
     """
 
     def __init__(self) -> None:
         self._ids: set[int] = set()
         self._new: dict[int, list[tuple[int, int]]] = {}
+        self.generations: deque[Generation] = deque()
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -150,8 +170,14 @@ class AppliedIds:
         """``source -> (max offset, packed ids)`` applied since the last :meth:`clear_pending`."""
         return {s: (max(o for o, _ in pairs), b"".join(_PAIR.pack(o, p) for o, p in pairs)) for s, pairs in self._new.items()}
 
-    def clear_pending(self) -> None:
-        """The pending ids are durable."""
+    def clear_pending(self, checkpoint: int = 0, at: float = 0.0) -> None:
+        """The pending ids are durable, in checkpoint ``checkpoint`` written at ``at``."""
+        if self._new:
+            gen = Generation(checkpoint, at)
+            for s, pairs in self._new.items():
+                gen.max_offset[s] = max(o for o, _ in pairs)
+                gen.keys.extend(_pack((s, o, p)) for o, p in pairs)
+            self.generations.append(gen)
         self._new = {}
 
     def forget_pending(self) -> None:
@@ -161,19 +187,36 @@ class AppliedIds:
                 self._ids.discard(_pack((s, o, p)))
         self._new = {}
 
-    def load(self, rows: list[tuple[int, bytes]]) -> None:
-        """Add the ids of checkpointed rows (``(source, packed ids)``)."""
-        for source, blob in rows:
+    def load(self, rows: list[tuple[int, float, int, int, bytes]]) -> None:
+        """Add checkpointed rows, ``(checkpoint, at, source, max offset, packed ids)``, oldest checkpoint first."""
+        for checkpoint, at, source, max_offset, blob in rows:
+            if not self.generations or self.generations[-1].checkpoint != checkpoint:
+                self.generations.append(Generation(checkpoint, at))
+            gen = self.generations[-1]
+            gen.max_offset[source] = max(max_offset, gen.max_offset.get(source, -1))
             for off, path in _PAIR.iter_unpack(blob):
-                self._ids.add(_pack((source, off, path)))
+                key = _pack((source, off, path))
+                self._ids.add(key)
+                gen.keys.append(key)
 
-    def prune(self, committed: dict[int, int]) -> int:
-        """Forget ids whose source offset is below ``committed[source]`` (the spout will never replay them); returns how many went."""
-        if not committed:
-            return 0
-        gone = [k for k in self._ids if (k >> 96) in committed and ((k >> 32) & _OFF_MASK) < committed[k >> 96]]
-        self._ids.difference_update(gone)
-        return len(gone)
+    def forget(self, committed: dict[int, int], before: float) -> int:
+        """Forget the oldest checkpoints' ids that no copy can reach any more; returns the last checkpoint forgotten (0: none).
+
+        A checkpoint's ids go when it was written before ``before`` (seconds since the epoch:
+        now minus ``squall.state.dedupe.retention.secs``, for copies a bolt re-reads after a
+        restart) and every source's offset in it is below ``committed[source]`` (the spout's
+        committed offset: the spout never replays below it). Oldest first; the first that
+        cannot go stops it.
+        """
+        last = 0
+        while self.generations:
+            gen = self.generations[0]
+            if gen.at >= before or any(off >= committed.get(s, -1) for s, off in gen.max_offset.items()):
+                break
+            self._ids.difference_update(gen.keys)
+            last = gen.checkpoint
+            self.generations.popleft()
+        return last
 
 
 _OFF_MASK = (1 << 64) - 1
@@ -185,15 +228,16 @@ def _pack(tid: TupleId) -> int:
 
 
 class Checkpointer:
-    """Writes and reads a stateful task's checkpoints in a backend (state ``name``, task index ``task``).
+    """Writes and reads a stateful task's checkpoints in a backend (state ``name``, task index ``task``; ``clock``: seconds since the epoch).
 
     Raises StateError (the store) from its methods.
     """
 
-    def __init__(self, backend: StateBackend, name: str, task: int) -> None:
+    def __init__(self, backend: StateBackend, name: str, task: int, clock: Callable[[], float] = time.time) -> None:
         self.backend = backend
         self.name = name
         self.task = task
+        self.clock = clock
         self.checkpoint = 0
         """The last checkpoint committed (0: none yet)."""
 
@@ -204,23 +248,27 @@ class Checkpointer:
         applied.load(snap.applied)
         return KeyValueState.loaded(snap.values)
 
-    def commit(self, state: KeyValueState, applied: AppliedIds, prune: dict[int, int] | None = None) -> int:
+    def commit(self, state: KeyValueState, applied: AppliedIds, forget_upto: int = 0) -> int:
         """Write the state's changes and the ids applied since the last checkpoint, in one transaction; returns the checkpoint number.
+
+        ``forget_upto``: the applied ids of checkpoints up to this number go from the store too
+        (:meth:`AppliedIds.forget` dropped them from memory).
 
         Steps:
 
         1. collect the changed keys and the new ids;
-        2. write them, the checkpoint's marker and the pruning, in one database transaction;
+        2. write them, the checkpoint's marker and what is forgotten, in one database transaction;
         3. only then mark them durable in memory (a failure in 2 leaves them pending).
         """
         # 1. What changed since the last checkpoint.
         upserts, deletes = state.changes()
         rows = applied.pending_rows()
         number = self.checkpoint + 1
+        at = self.clock()
         # 2. One transaction: all of it or nothing.
-        self.backend.kv_commit(self.name, self.task, KvCommit(number, upserts, deletes, rows, dict(prune or {})))
+        self.backend.kv_commit(self.name, self.task, KvCommit(number, at, upserts, deletes, rows, forget_upto))
         # 3. Durable.
         state.clear_changes()
-        applied.clear_pending()
+        applied.clear_pending(number, at)
         self.checkpoint = number
         return number

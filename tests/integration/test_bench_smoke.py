@@ -46,6 +46,9 @@ def test_bench_smoke_every_contender_runs_and_is_correct(bootstrap: str, broker_
             assert rows["limit"]["tool"] == "ProducerPerformance + ConsumerPerformance" and len(rows["limit"]["limit_hops"]) == 2
         if workload == "flights":
             assert "no SparkBolt version" in rows["squall-spark"]["note"]
+            assert "no stateful version" in rows["squall-stateful"]["note"]
+        else:  # exact, read from its checkpointed state
+            assert rows["squall-stateful"]["correct"] is True and rows["squall-stateful"]["duplicates"] == 0
         for name, row in rows.items():
             if "note" in row:
                 continue

@@ -10,9 +10,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
 
-from wordcount_stateful import Split  # noqa: E402
+from wordcount_stateful import Split
 
-from streams import KafkaSpout, KeyValueState, RecordTranslator, StatefulBolt, Topology, TopologyBuilder, Tuple  # noqa: E402
+from streams import KafkaSpout, KeyValueState, RecordTranslator, StatefulBolt, Topology, TopologyBuilder, Tuple
 
 
 class FlakyCount(StatefulBolt):

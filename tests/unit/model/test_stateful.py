@@ -115,7 +115,7 @@ def test_the_checkpointed_count_is_exact_after_crashes_replays_and_failed_tuples
             delivered = {}
             continue
         if action < 0.12:
-            task.bolt.inner.fail_next = True  # type: ignore[attr-defined]
+            task.bolt.inner.fail_next = True
         if action < 0.3 or not queue:
             clock[0] += 1.5
             task.bolt.execute(tick_tuple())
@@ -168,7 +168,7 @@ def test_a_failed_tuple_rolls_the_task_back_and_fails_what_ran_since_the_checkpo
     task.bolt.execute(tick_tuple())  # checkpoint: a=1
     second, third = word_tuple(1, 0, "a"), word_tuple(2, 0, "b")
     task.bolt.execute(second)
-    task.bolt.inner.fail_next = True  # type: ignore[attr-defined]
+    task.bolt.inner.fail_next = True
     task.bolt.execute(third)
     assert dict(task.bolt.state.items()) == {"a": 1} and task.bolt.rollbacks == 1
     assert task.acks.fails == {2, 3}  # both trees replay
@@ -198,6 +198,33 @@ def test_a_rollback_also_fails_a_skipped_duplicate_whose_original_it_undid() -> 
     task.bolt.execute(stale)
     task.bolt.execute(replay)
     assert task.bolt.duplicates == 1
-    task.bolt.inner.fail_next = True  # type: ignore[attr-defined]
+    task.bolt.inner.fail_next = True
     task.bolt.execute(word_tuple(1, 0, "b"))
     assert replay.settled and 99 in task.acks.fails and dict(task.bolt.state.items()) == {}
+
+
+def test_applied_ids_are_forgotten_only_when_old_and_below_every_spout_commit() -> None:
+    """A split that restarts re-reads what it ran since its last offset commit, long after the
+    spout committed past those records: the ids must outlive that too (the kill -9 test with
+    PostgreSQL counted such copies again when ids went at the spout's commit alone)."""
+    from streams.state.keyvalue import AppliedIds, Checkpointer
+
+    now = [1000.0]
+    backend = open_backend("memory://")
+    cp = Checkpointer(backend, "t.count", 0, clock=lambda: now[0])
+    applied, state = AppliedIds(), KeyValueState()
+    applied.add((1, 10, 7))
+    cp.commit(state, applied)  # checkpoint 1 at 1000
+    now[0] = 1500.0
+    applied.add((1, 20, 7))
+    applied.add((2, 5, 7))
+    cp.commit(state, applied)  # checkpoint 2 at 1500
+    assert applied.forget({1: 100, 2: 100}, before=900.0) == 0  # too young
+    assert applied.forget({1: 15, 2: 100}, before=2000.0) == 1  # checkpoint 2 holds offset 20 >= 15: stops there
+    assert (1, 10, 7) not in applied and (1, 20, 7) in applied
+    cp.commit(state, applied, forget_upto=1)
+    again = AppliedIds()
+    Checkpointer(backend, "t.count", 0).restore(again)
+    assert (1, 10, 7) not in again and (1, 20, 7) in again and (2, 5, 7) in again
+    assert [g.checkpoint for g in again.generations] == [2]
+    assert again.forget({1: 21, 2: 6}, before=2000.0) == 2 and len(again) == 0
