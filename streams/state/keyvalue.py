@@ -22,8 +22,9 @@ Pure but for :class:`Checkpointer`, which writes through a
 from __future__ import annotations
 
 import json
-import struct
+import sys
 import time
+from array import array
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -32,8 +33,6 @@ from typing import Any
 from streams.state.backend import KvCommit, StateBackend
 
 _MISSING = object()
-_PAIR = struct.Struct("<qI")
-"""One packed applied id within a source: offset (int64), path (uint32)."""
 
 
 class KeyValueState:
@@ -148,7 +147,8 @@ class AppliedIds:
 
     def __init__(self) -> None:
         self._ids: set[int] = set()
-        self._new: dict[int, list[tuple[int, int]]] = {}
+        self._new: dict[int, list[int]] = {}
+        """Per source: the packed ids applied since the last checkpoint."""
         self.generations: deque[Generation] = deque()
 
     def __len__(self) -> int:
@@ -159,32 +159,45 @@ class AppliedIds:
 
     def add(self, tid: TupleId) -> bool:
         """Record ``tid`` as applied; False if it already was."""
-        key = _pack(tid)
-        if key in self._ids:
+        source, offset, path = tid
+        key = (source << 96) | ((offset & _OFF_MASK) << 32) | (path & 0xFFFFFFFF)
+        ids = self._ids
+        if key in ids:
             return False
-        self._ids.add(key)
-        self._new.setdefault(tid[0], []).append((tid[1], tid[2]))
+        ids.add(key)
+        pending = self._new.get(source)
+        if pending is None:
+            self._new[source] = [key]
+        else:
+            pending.append(key)
         return True
 
     def pending_rows(self) -> dict[int, tuple[int, bytes]]:
-        """``source -> (max offset, packed ids)`` applied since the last :meth:`clear_pending`."""
-        return {s: (max(o for o, _ in pairs), b"".join(_PAIR.pack(o, p) for o, p in pairs)) for s, pairs in self._new.items()}
+        """``source -> (max offset, packed ids)`` applied since the last :meth:`clear_pending`.
 
-    def clear_pending(self, checkpoint: int = 0, at: float = 0.0) -> None:
-        """The pending ids are durable, in checkpoint ``checkpoint`` written at ``at``."""
+        Packed: the offsets as int64, then the paths as uint32, little-endian.
+        """
+        out: dict[int, tuple[int, bytes]] = {}
+        for s, keys in self._new.items():
+            offsets = array("q", [(k >> 32) & _OFF_MASK for k in keys])
+            paths = array("I", [k & 0xFFFFFFFF for k in keys])
+            out[s] = (max(offsets), _le(offsets) + _le(paths))
+        return out
+
+    def clear_pending(self, checkpoint: int = 0, at: float = 0.0, rows: dict[int, tuple[int, bytes]] | None = None) -> None:
+        """The pending ids are durable, in checkpoint ``checkpoint`` written at ``at`` (``rows``: their :meth:`pending_rows`, if at hand)."""
         if self._new:
             gen = Generation(checkpoint, at)
-            for s, pairs in self._new.items():
-                gen.max_offset[s] = max(o for o, _ in pairs)
-                gen.keys.extend(_pack((s, o, p)) for o, p in pairs)
+            for s, keys in self._new.items():
+                gen.max_offset[s] = rows[s][0] if rows is not None and s in rows else max((k >> 32) & _OFF_MASK for k in keys)
+                gen.keys.extend(keys)
             self.generations.append(gen)
         self._new = {}
 
     def forget_pending(self) -> None:
         """Drop the ids applied since the last checkpoint (a rollback: their tuples will be applied again)."""
-        for s, pairs in self._new.items():
-            for o, p in pairs:
-                self._ids.discard(_pack((s, o, p)))
+        for keys in self._new.values():
+            self._ids.difference_update(keys)
         self._new = {}
 
     def load(self, rows: list[tuple[int, float, int, int, bytes]]) -> None:
@@ -194,10 +207,16 @@ class AppliedIds:
                 self.generations.append(Generation(checkpoint, at))
             gen = self.generations[-1]
             gen.max_offset[source] = max(max_offset, gen.max_offset.get(source, -1))
-            for off, path in _PAIR.iter_unpack(blob):
-                key = _pack((source, off, path))
-                self._ids.add(key)
-                gen.keys.append(key)
+            n = len(blob) // 12
+            offsets, paths = array("q"), array("I")
+            offsets.frombytes(blob[: 8 * n])
+            paths.frombytes(blob[8 * n :])
+            if sys.byteorder == "big":
+                offsets.byteswap()
+                paths.byteswap()
+            keys = [(source << 96) | (o << 32) | p for o, p in zip(offsets, paths, strict=True)]
+            self._ids.update(keys)
+            gen.keys.extend(keys)
 
     def forget(self, committed: dict[int, int], before: float) -> int:
         """Forget the oldest checkpoints' ids that no copy can reach any more; returns the last checkpoint forgotten (0: none).
@@ -220,6 +239,14 @@ class AppliedIds:
 
 
 _OFF_MASK = (1 << 64) - 1
+
+
+def _le(a: array[int]) -> bytes:
+    """An array's bytes, little-endian."""
+    if sys.byteorder == "big":
+        a = array(a.typecode, a)
+        a.byteswap()
+    return a.tobytes()
 
 
 def _pack(tid: TupleId) -> int:
@@ -269,6 +296,6 @@ class Checkpointer:
         self.backend.kv_commit(self.name, self.task, KvCommit(number, at, upserts, deletes, rows, forget_upto))
         # 3. Durable.
         state.clear_changes()
-        applied.clear_pending(number, at)
+        applied.clear_pending(number, at, rows)
         self.checkpoint = number
         return number

@@ -92,6 +92,34 @@ def decode_tuple(raw: bytes | None, *, component: str, topic: str, partition: in
                     r, e = flat
                     if type(r) is int and type(e) is int and 0 <= r < _U64 and 0 <= e < _U64:
                         return stream, source, task, values, {r: e}, None, None
+        elif type(msg) is list and len(msg) == 8 and msg[6] is None:  # a stateful topology's tuple: one root, an id
+            version, stream, source, task, values, flat, _, tid = msg
+            if (
+                version == VERSION
+                and type(stream) is str
+                and type(source) is str
+                and type(task) is int
+                and type(values) is list
+                and type(flat) is list
+                and len(flat) == 2
+                and type(tid) is list
+                and len(tid) == 3
+            ):
+                r, e = flat
+                a, b, c = tid
+                if (
+                    type(r) is int
+                    and type(e) is int
+                    and 0 <= r < _U64
+                    and 0 <= e < _U64
+                    and type(a) is int
+                    and type(b) is int
+                    and type(c) is int
+                    and 0 <= a < _U64
+                    and 0 <= b < _U64
+                    and 0 <= c < _U64
+                ):
+                    return stream, source, task, values, {r: e}, None, (a, b, c)
         if not isinstance(msg, list) or len(msg) not in (6, 7, 8):
             raise ValueError("an envelope is an array of 6, 7 or 8 items")
         version, stream, source, task, values, flat = msg[:6]
