@@ -93,7 +93,7 @@ def decode_tuple(raw: bytes | None, *, component: str, topic: str, partition: in
                     if type(r) is int and type(e) is int and 0 <= r < _U64 and 0 <= e < _U64:
                         return stream, source, task, values, {r: e}, None, None
         elif type(msg) is list and len(msg) == 8 and msg[6] is None:  # a stateful topology's tuple: one root, an id
-            version, stream, source, task, values, flat, _, tid = msg
+            version, stream, source, task, values, flat, _, raw_id = msg
             if (
                 version == VERSION
                 and type(stream) is str
@@ -102,11 +102,11 @@ def decode_tuple(raw: bytes | None, *, component: str, topic: str, partition: in
                 and type(values) is list
                 and type(flat) is list
                 and len(flat) == 2
-                and type(tid) is list
-                and len(tid) == 3
+                and type(raw_id) is list
+                and len(raw_id) == 3
             ):
                 r, e = flat
-                a, b, c = tid
+                a, b, c = raw_id
                 if (
                     type(r) is int
                     and type(e) is int
