@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from typing_extensions import override
 
 from bench.common import BROKERS, ROOT, broker, fmt, print_table, proc_status_bytes, write_json
 from bench.peers.workloads import expected_flights, expected_windows, expected_wordcount, words
@@ -193,8 +194,8 @@ class StateWatcher:
     """Watches a transactional topology's committed state (what its committers wrote), in
     the same shape as :class:`Watcher`: ``key -> [values]``. Reads every ``every_s``."""
 
-    def __init__(self, job: Job, state: str, every_s: float = 0.5) -> None:
-        self.store = job.state(state, "transactional")
+    def __init__(self, job: Job, state: str | None, every_s: float = 0.5) -> None:
+        self.store = job.state(state, "transactional") if state is not None else None
         self.every_s = every_s
         self.state: dict[str, Any] = {}
         self.latency = LogHistogram()
@@ -207,42 +208,33 @@ class StateWatcher:
         if now < self._next:
             return 0
         self._next = now + self.every_s
-        new = {str(k): (v if isinstance(v, list) else [v]) for k, v in self.store.items().items()}
+        new = {str(k): (v if isinstance(v, list) else [v]) for k, v in self.read().items()}
         if new != self.state:
             self.state, self.last_change = new, now
             return 1
         return 0
 
+    def read(self) -> dict[Any, Any]:
+        """The state now, ``key -> value``."""
+        assert self.store is not None
+        return self.store.items()
+
     def close(self) -> None:
-        self.store.backend.close()
+        if self.store is not None:
+            self.store.backend.close()
 
 
-class KvWatcher:
-    """:class:`StateWatcher` for a stateful bolt's checkpointed key-value state (``Job.keyvalue``)."""
+class KvWatcher(StateWatcher):
+    """:class:`StateWatcher` of a stateful bolt's checkpointed key-value state (``Job.keyvalue``)."""
 
     def __init__(self, job: Job, component: str, every_s: float = 0.5) -> None:
+        super().__init__(job, None, every_s)
         self.job = job
         self.component = component
-        self.every_s = every_s
-        self.state: dict[str, Any] = {}
-        self.latency = LogHistogram()
-        self.last_change = time.monotonic()
-        self._next = 0.0
 
-    def poll(self, timeout: float) -> int:
-        time.sleep(timeout)
-        now = time.monotonic()
-        if now < self._next:
-            return 0
-        self._next = now + self.every_s
-        new = {str(k): (v if isinstance(v, list) else [v]) for k, v in self.job.keyvalue(self.component).items()}
-        if new != self.state:
-            self.state, self.last_change = new, now
-            return 1
-        return 0
-
-    def close(self) -> None:
-        """Nothing to close (each poll opens and closes the store)."""
+    @override
+    def read(self) -> dict[str, Any]:
+        return self.job.keyvalue(self.component)
 
 
 def normalise(workload: str, exp: dict[str, Any]) -> dict[str, list[int]]:
@@ -261,7 +253,7 @@ def verdict(state: dict[str, list[int]], exp: dict[str, list[int]], at_least_onc
 
 
 def run_until(
-    watcher: Watcher | StateWatcher | KvWatcher,
+    watcher: Watcher | StateWatcher,
     exp: dict[str, list[int]],
     pids: Callable[[], Iterable[int]],
     quiet_s: float,
@@ -476,7 +468,7 @@ def run_squall(
         job.wait_ready()
         key = {"flights": "carrier", "wordcount": "word", "windows": "key"}[workload]
         topic = f"squall.{job.name}.{w['output']}"
-        watcher: Watcher | StateWatcher | KvWatcher
+        watcher: Watcher | StateWatcher
         if keyvalue:
             watcher = KvWatcher(job, keyvalue)
         elif state:

@@ -407,6 +407,15 @@ def _pg_bindir() -> Path | None:
     return found[-1].parent if found else None
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A state store per test: a fresh SQLite file, then the session's PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'state.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A PostgreSQL for state tests: ``SQUALL_TEST_POSTGRES`` if set, else a throw-away

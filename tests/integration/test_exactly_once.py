@@ -29,14 +29,6 @@ pytestmark = [pytest.mark.broker, pytest.mark.embedded]
 EO = TOPOLOGIES / "eo_wordcount.py"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'state.db'}"
-    url: str = request.getfixturevalue("postgres_url")
-    return url
-
-
 def run(job: Job, during: Any = None) -> Any:
     try:
         job.start()

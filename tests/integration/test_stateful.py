@@ -16,14 +16,6 @@ from tests.integration.conftest import EXAMPLES, TOPOLOGIES, corpus_slice, direc
 pytestmark = [pytest.mark.broker, pytest.mark.embedded]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'state.db'}"
-    url: str = request.getfixturevalue("postgres_url")
-    return url
-
-
 def registered(job: Job, name: str) -> int:
     """A counter the stateful tasks registered, summed over every executor instance seen."""
     return int(sum(s["counters"].get(name, 0) for s in job.board_snapshots() if s["component"] == "count"))

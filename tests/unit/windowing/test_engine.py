@@ -6,12 +6,13 @@ at a time, with time advancing at arbitrary moments (a simulated clock: the time
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.windowing import Count, Duration, WindowEngine, WindowSpec
+from streams.windowing import Count, Duration, Firing, WindowEngine, WindowSpec
 
 Item = tuple[int, float]  # (arrival number, ts)
 
@@ -54,18 +55,28 @@ def reference(spec: WindowSpec, items: list[Item], until: float, ended: bool = F
     return out
 
 
+def step_through(engine: WindowEngine[Item], steps: list[tuple[str, float]]) -> Iterator[tuple[str, float, list[Firing[Item]]]]:
+    """Feed ``("add", ts)`` (item ``(n, ts)``, numbered from 1) and ``("advance", t)`` steps; yields each step with the windows it fired."""
+    n = 0
+    for kind, t in steps:
+        if kind == "add":
+            n += 1
+            yield kind, t, engine.add(t, (n, t))
+        else:
+            yield kind, t, engine.advance(t)
+
+
+def added(steps: list[tuple[str, float]]) -> set[Item]:
+    """Every item the steps add."""
+    return {(i + 1, t) for i, t in enumerate(t for kind, t in steps if kind == "add")}
+
+
 def run(spec: WindowSpec, steps: list[tuple[str, float]]) -> tuple[list[tuple[float, list[Any]]], list[list[Item]], WindowEngine[Item]]:
     """Feed the engine ``("add", ts)``/``("advance", t)`` steps; returns its firings and the acks taken after each step."""
     engine: WindowEngine[Item] = WindowEngine(spec)
     fired: list[tuple[float, list[Any]]] = []
     acks: list[list[Item]] = []
-    n = 0
-    for kind, t in steps:
-        if kind == "add":
-            n += 1
-            got = engine.add(t, (n, t))
-        else:
-            got = engine.advance(t)
+    for _, _, got in step_through(engine, steps):
         for f in got:
             fired.append((f.end, f.tuples))
             acks.append([])  # a marker: a firing happened here
@@ -94,8 +105,7 @@ def feeds(draw: st.DrawFn) -> tuple[WindowSpec, list[tuple[str, float]], float]:
 def test_each_item_is_in_exactly_the_windows_it_belongs_to(case: tuple[WindowSpec, list[tuple[str, float]], float]) -> None:
     spec, steps, until = case
     fired, _, _ = run(spec, steps)
-    items = [(n + 1, t) for n, t in enumerate(t for kind, t in steps if kind == "add")]
-    assert fired == reference(spec, items, until)
+    assert fired == reference(spec, sorted(added(steps)), until)
 
 
 @settings(max_examples=400, deadline=None)
@@ -104,21 +114,14 @@ def test_each_item_is_acked_once_and_only_after_its_last_window(case: tuple[Wind
     spec, steps, _ = case
     engine: WindowEngine[Item] = WindowEngine(spec)
     acked: set[Item] = set()
-    n = 0
-    for kind, t in steps:
-        if kind == "add":
-            n += 1
-            got = engine.add(t, (n, t))
-        else:
-            got = engine.advance(t)
+    for _, _, got in step_through(engine, steps):
         for f in got:
             assert not acked & set(f.tuples), "an acked item is in a later window"
         taken = engine.take_expired()
         assert not acked & set(taken), "acked twice"
         acked |= set(taken)
         assert not acked & set(engine.held()), "an acked item is still held"
-    held = set(engine.held())
-    assert acked | held == {(i + 1, t) for i, t in enumerate(t for kind, t in steps if kind == "add")}
+    assert acked | set(engine.held()) == added(steps)
 
 
 @settings(max_examples=200, deadline=None)
@@ -129,13 +132,7 @@ def test_expired_lists_what_left_since_the_previous_firing(case: tuple[WindowSpe
     engine: WindowEngine[Item] = WindowEngine(spec)
     news: list[Item] = []
     expired: list[Item] = []
-    n = 0
-    for kind, t in steps:
-        if kind == "add":
-            n += 1
-            got = engine.add(t, (n, t))
-        else:
-            got = engine.advance(t)
+    for _, _, got in step_through(engine, steps):
         for f in got:
             assert set(f.new) <= set(f.tuples)
             news += f.new
@@ -150,13 +147,7 @@ def test_the_previous_window_plus_new_minus_expired_is_the_window(case: tuple[Wi
     spec, steps, _ = case
     engine: WindowEngine[Item] = WindowEngine(spec)
     previous: set[Item] = set()
-    n = 0
-    for kind, t in steps:
-        if kind == "add":
-            n += 1
-            got = engine.add(t, (n, t))
-        else:
-            got = engine.advance(t)
+    for kind, t, got in step_through(engine, steps):
         if end_with_flush and kind == "advance" and t == steps[-1][1]:
             got += engine.flush()
         for f in got:
