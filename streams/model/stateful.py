@@ -54,8 +54,8 @@ from streams.model.collector import Anchors, OutputCollector
 from streams.model.component import Component, Hold, OutputFieldsDeclarer
 from streams.model.context import TopologyContext
 from streams.model.tuple import DEFAULT_STREAM, Tuple
-from streams.state.backend import open_backend
 from streams.state.keyvalue import AppliedIds, Checkpointer, KeyValueState
+from streams.state.stores import open_backend
 
 log = logging.getLogger("squall.stateful")
 

@@ -18,7 +18,8 @@ last committed txid (:meth:`State.apply`). Which semantics to choose:
 (3, 1)
 """
 
-from streams.state.backend import StateBackend, open_backend
+from streams.state.backend import StateBackend
 from streams.state.semantics import ApplyResult, NonTransactionalState, OpaqueState, State, TransactionalState
+from streams.state.stores import open_backend
 
 __all__ = ["ApplyResult", "NonTransactionalState", "OpaqueState", "State", "StateBackend", "TransactionalState", "open_backend"]
