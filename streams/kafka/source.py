@@ -50,6 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
+from streams.wire.ids import source_key
 from streams.wire.naming import TP
 
 if TYPE_CHECKING:
@@ -81,6 +82,10 @@ class KafkaMessageId(NamedTuple):
         """The source partition ``(topic, partition)``."""
         return (self.topic, self.partition)
 
+    def tuple_ids(self) -> list[tuple[int, int, int]]:
+        """The id of its one spout tuple across replays: ``(source key, offset, path 0)`` (:mod:`streams.state.keyvalue`)."""
+        return [(source_key(self.topic, self.partition), self.offset, 0)]
+
 
 class KafkaRecordsId(NamedTuple):
     """The message id of one tree that carries several records of one source partition.
@@ -104,6 +109,11 @@ class KafkaRecordsId(NamedTuple):
     def tp(self) -> TP:
         """The source partition ``(topic, partition)``."""
         return (self.topic, self.partition)
+
+    def tuple_ids(self) -> list[tuple[int, int, int]]:
+        """The ids of its spout tuples across replays, one per record, in ``offsets`` order."""
+        key = source_key(self.topic, self.partition)
+        return [(key, off, 0) for off in self.offsets]
 
     @property
     def size(self) -> int:

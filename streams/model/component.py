@@ -97,6 +97,11 @@ class OutputFieldsDeclarer:
 class Component:
     """What spouts and bolts share: output declaration, component config, validation."""
 
+    needs_tuple_ids = False
+    """Its input tuples must carry ids that survive replays (a stateful bolt deduplicates by them)."""
+    needs_same_task_replays = False
+    """A replayed tuple must reach the task that saw the original: groupings that pick a task at random are refused."""
+
     def validate(self, component_id: str) -> None:
         """Check the constructor's options; raise :class:`TopologyError` naming ``component_id``.
 

@@ -127,7 +127,7 @@ class Topology:
         self.outputs = outputs
         self.state_outputs = state_outputs or []
         self.transactional = any(is_transactional_spout(d.obj) for d in defs)
-        self.tuple_ids = any(getattr(d.obj, "needs_tuple_ids", False) for d in defs)
+        self.tuple_ids = any(d.obj.needs_tuple_ids for d in defs)
         """Tuples carry ids that survive replays: a stateful bolt deduplicates by them (:mod:`streams.state.keyvalue`)."""
         self._field_index: dict[tuple[str, str], dict[str, int]] = {}
         ordered = [d for d in defs if d.is_spout] + [d for d in defs if not d.is_spout]
@@ -168,7 +168,7 @@ class Topology:
                     raise TopologyError(f"[{d.id}] direct grouping on {sub.component}/{sub.stream}, which is not declared direct")
                 if direct and sub.kind != GroupingKind.DIRECT:
                     raise TopologyError(f"[{d.id}] {sub.kind} grouping on direct stream {sub.component}/{sub.stream}; a direct stream needs direct_grouping")
-                if getattr(d.obj, "needs_same_task_replays", False) and sub.kind in (GroupingKind.SHUFFLE, GroupingKind.NONE, GroupingKind.LOCAL_OR_SHUFFLE):
+                if d.obj.needs_same_task_replays and sub.kind in (GroupingKind.SHUFFLE, GroupingKind.NONE, GroupingKind.LOCAL_OR_SHUFFLE):
                     raise TopologyError(
                         f"[{d.id}] a stateful bolt cannot take {sub.component}/{sub.stream} by {sub.kind} grouping: a replayed tuple could reach "
                         "another task and count twice; use fields, global, all, direct or a custom grouping"

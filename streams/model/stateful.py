@@ -125,9 +125,7 @@ class StatefulBoltExecutor(Bolt):
     """
 
     needs_tuple_ids = True
-    """The topology's tuples carry ids across replays (:attr:`streams.model.spec.Topology.tuple_ids`)."""
     needs_same_task_replays = True
-    """A replay must reach the task that applied the original: shuffle groupings are refused."""
 
     def __init__(self, inner: StatefulBolt, clock: Callable[[], float] = time.monotonic) -> None:
         self.inner = inner

@@ -233,8 +233,6 @@ class WindowedBoltExecutor(Bolt):
         self.out: WindowedOutputCollector | None = None
         self.refused = 0
         """Tuples failed because the task held ``max_tuples`` (count)."""
-        self.late_acked = 0
-        """Late tuples acked without a late stream (count)."""
         self.last_arrival = 0.0
         """Processing time of the last input tuple (seconds; processing-time windows' idle check)."""
 
@@ -365,7 +363,6 @@ class WindowedBoltExecutor(Bolt):
         if stream is not None:
             self.collector.emit([list(tuple.values), ts, watermark], anchors=tuple, stream=stream)
         else:
-            self.late_acked += 1
             log.debug("[%s] late tuple at %s (timestamp %s < watermark %s) acked", self.component, tuple.where, ts, watermark)
         self.collector.ack(tuple)
 

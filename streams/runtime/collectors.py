@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from streams.exceptions import FatalError
-from streams.kafka.source import KafkaMessageId, KafkaRecordsId
 from streams.model.collector import Anchors
 from streams.model.grouping import DirectGrouping
 from streams.model.tuple import DEFAULT_STREAM, Tuple
@@ -31,20 +30,19 @@ from streams.monitoring.stats import LogHistogram
 from streams.runtime.acks import AckBuffer, ProduceFn
 from streams.runtime.routing import Route, Router
 from streams.wire.codec import encode_json, encode_rooted, encode_tuple
-from streams.wire.ids import child_path, new_id, source_key
+from streams.wire.ids import child_path, new_id
 
 
-def source_tids(msg_id: Any, n: int) -> list[tuple[int, int, int] | None]:
-    """The ids of ``n`` spout tuples emitted under ``msg_id``: a KafkaSpout record's source key and offset, path 0.
+def source_tids(msg_id: Any, n: int) -> list[tuple[int, int, int]] | None:
+    """The ids across replays of ``n`` spout tuples emitted under ``msg_id``, if it gives them.
 
-    Another spout's message ids give none: their tuples are not deduplicated (at least once).
+    ``msg_id.tuple_ids()``: a KafkaSpout record's source key and offset. Other message ids give none: their tuples are not deduplicated (at least once).
     """
-    if isinstance(msg_id, KafkaRecordsId) and len(msg_id.offsets) == n:
-        key = source_key(msg_id.topic, msg_id.partition)
-        return [(key, off, 0) for off in msg_id.offsets]
-    if isinstance(msg_id, KafkaMessageId) and n == 1:
-        return [(source_key(msg_id.topic, msg_id.partition), msg_id.offset, 0)]
-    return [None] * n
+    ids = getattr(msg_id, "tuple_ids", None)
+    if ids is None:
+        return None
+    out: list[tuple[int, int, int]] = ids()
+    return out if len(out) == n else None
 
 
 class _Emitter:
@@ -254,7 +252,8 @@ class SpoutOutputCollectorImpl(_Emitter):
         tracked = msg_id is not None and self.acks is not None
         root = new_id() if tracked else 0
         xor = 0
-        tid = source_tids(msg_id, 1)[0] if self.tuple_ids and tracked else None
+        tids = source_tids(msg_id, 1) if self.tuple_ids and tracked else None
+        tid = tids[0] if tids else None
         for route in self.router.stream(stream):
             for local in route.grouping.choose(values):
                 if tracked:
@@ -318,8 +317,9 @@ class SpoutOutputCollectorImpl(_Emitter):
         xor = 0
         tasks: list[int] = []
         component, task_id, produce, outputs = self.component, self.task_id, self.produce, self.router.outputs
-        tids = source_tids(msg_id, len(tuples)) if self.tuple_ids and tracked else [None] * len(tuples)
-        for (stream, values), tid in zip(tuples, tids, strict=True):
+        tids = source_tids(msg_id, len(tuples)) if self.tuple_ids and tracked else None
+        for i, (stream, values) in enumerate(tuples):
+            tid = tids[i] if tids is not None else None
             for route in self.router.stream(stream):
                 for local in route.grouping.choose(values):
                     if tracked:
