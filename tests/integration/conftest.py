@@ -289,6 +289,22 @@ def kill_workers(job: Job, workers: list[int], rng: random.Random, log: list[str
     return t
 
 
+def run_killing_random_workers(job: Job, n: int, kills: list[str], pause_s: tuple[float, float] = (1.0, 2.5)) -> Summary:
+    """Start ``job``, SIGKILL ``n`` of its workers picked at random (:func:`kill_workers`, logged
+    in ``kills``), wait until every record is committed; always closes the job."""
+    rng = random.Random()
+    try:
+        job.start()
+        assert job.cluster is not None
+        workers = [rng.randrange(len(job.cluster.workers)) for _ in range(n)]
+        killer = kill_workers(job, workers, rng, kills, pause_s=pause_s)
+        summary = job.wait(600)
+        killer.join(5)
+    finally:
+        job.close()
+    return summary
+
+
 def assert_at_least(counts: dict[str, int], expected: Counter[str]) -> None:
     """At-least-once output: no word missing, none extra, every count >= the true count."""
     missing = {w: n for w, n in expected.items() if w not in counts}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ from service.config import ServiceSettings
 from service.runner import Job
 from streams.kafka.clients import new_producer
 from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_changelog_topic, acker_topic, component_topic
-from tests.integration.conftest import EXAMPLES, TestBroker, assert_at_least, corpus_slice, dead_letters, direct_count, kill_workers
+from tests.integration.conftest import EXAMPLES, TestBroker, assert_at_least, corpus_slice, dead_letters, direct_count, run_killing_random_workers
 
 pytestmark = [pytest.mark.broker, pytest.mark.embedded]
 
@@ -55,17 +54,8 @@ def test_three_kill9s_of_random_workers_lose_nothing(settings: ServiceSettings, 
     # (unbounded, trees of records finish 30,000 lines before the third kill can land).
     overrides = {"topology.message.timeout.secs": 10, "topology.max.spout.pending": 500}
     job = Job(EXAMPLES / "wordcount.py", src, tmp_path / "counts.json", settings, conf_overrides=overrides)
-    rng = random.Random()
     kills: list[str] = []
-    try:
-        job.start()
-        assert job.cluster is not None
-        workers = [rng.randrange(len(job.cluster.workers)) for _ in range(3)]
-        killer = kill_workers(job, workers, rng, kills, pause_s=(1.0, 2.5))
-        summary = job.wait(600)
-        killer.join(5)
-    finally:
-        job.close()
+    summary = run_killing_random_workers(job, 3, kills)
     counts = json.loads((tmp_path / "counts.json").read_text())
     assert_at_least(counts, direct_count(src))
     ratio = summary.emitted / summary.records
