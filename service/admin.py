@@ -12,7 +12,8 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from service.exceptions import BrokerError
-from streams.config import TopologyConfig
+from streams.config import TopologyConfig, resolve
+from streams.kafka.changelog_store import SCHEME as CHANGELOG_SCHEME
 from streams.kafka.clients import at_high_watermarks, new_admin, new_consumer
 from streams.model.spec import Topology
 from streams.wire.naming import (
@@ -24,6 +25,7 @@ from streams.wire.naming import (
     dead_letter_topic,
     ledger_topic,
     metrics_topic,
+    state_changelog_topic,
 )
 
 DAY_MS = 24 * 3600 * 1000
@@ -65,7 +67,8 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, Topic
       ``squall.topic.retention.ms``, and purged by their consumers after each commit;
     * a KafkaSpout's own source topic: deleted after the retention, never purged (it is the
       input; a replay may read it again);
-    * ``__acker.changelog``, ``__ledger``, ``__coordinator``: compacted;
+    * ``__acker.changelog``, ``__ledger``, ``__coordinator``, and ``<bolt>.state`` of a
+      stateful bolt whose state is ``kafka://``: compacted;
     * ``__metrics``: a day; ``__dlq`` and outputs: the retention.
     """
     name = topology.name
@@ -84,6 +87,10 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, Topic
         topics.setdefault(out.topic_for(name), TopicSpec(1, keep))
     if topology.transactional:
         topics[coordinator_topic(name)] = TopicSpec(1, COMPACTED)
+    for cdef in topology.components.values():
+        url = resolve(conf.model_dump(by_alias=True, exclude_unset=True), cdef.conf, where=cdef.id).state_url or ""
+        if cdef.obj.hold().checkpointed and url.startswith(CHANGELOG_SCHEME):
+            topics[state_changelog_topic(name, cdef.id)] = TopicSpec(cdef.num_tasks, COMPACTED)
     return topics
 
 

@@ -28,6 +28,8 @@ from service.exceptions import InputError
 from service.local import LocalCluster
 from service.scheduling import is_spark_bolt, worker_plan
 from streams.config import TopologyConfig, resolve
+from streams.kafka.changelog_store import SCHEME as CHANGELOG_SCHEME
+from streams.kafka.changelog_store import ChangelogKvStore
 from streams.kafka.clients import new_consumer, new_producer
 from streams.kafka.spout import KafkaSpout
 from streams.model.checks import check_confs
@@ -36,6 +38,8 @@ from streams.model.spec import OutputDef, Topology
 from streams.monitoring.board import StatsBoard
 from streams.monitoring.spout_ledger import REPLAY_CAUSES
 from streams.state import State, open_backend
+from streams.state.backend import KvStore
+from streams.state.keyvalue import is_internal
 from streams.state.semantics import STATE_KINDS
 from streams.transactional.spout import TransactionalKafkaSpout
 from streams.wire.naming import ACKER_COMPONENT, component_group, component_topic
@@ -379,9 +383,10 @@ class Job:
         url = self.conf.state_url
         if not url:
             raise InputError(f"[{self.name}] no state store configured (squall.state.url)")
-        backend = open_backend(url)
+        kafka = self.settings.kafka_overrides()
+        backend: KvStore = ChangelogKvStore(self.bootstrap, kafka, component) if url.startswith(CHANGELOG_SCHEME) else open_backend(url)
         try:
-            return {str(json.loads(k)): json.loads(v) for _, k, v in backend.kv_items(f"{self.name}.{component}")}
+            return {str(json.loads(k)): json.loads(v) for _, k, v in backend.kv_items(f"{self.name}.{component}") if not is_internal(k)}
         finally:
             backend.close()
 

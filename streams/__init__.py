@@ -31,6 +31,7 @@ from streams.model.grouping import CustomStreamGrouping
 from streams.model.spec import GroupingKind, Topology
 from streams.model.spout import Spout
 from streams.model.stateful import StatefulBolt
+from streams.model.stateful_windowed import StatefulWindowedBolt
 from streams.model.topology import TopologyBuilder
 from streams.model.tuple import DEFAULT_STREAM, Tuple
 from streams.model.windowed import TupleWindow, WindowedBolt
@@ -78,6 +79,7 @@ __all__ = [
     "SpoutOutputCollector",
     "SquallError",
     "StatefulBolt",
+    "StatefulWindowedBolt",
     "Topology",
     "TopologyBuilder",
     "TopologyContext",

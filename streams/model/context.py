@@ -12,6 +12,7 @@ from streams.config import TopologyConfig
 from streams.exceptions import StateError, TopologyError
 from streams.model.spec import Topology
 from streams.state import State, StateBackend, open_backend
+from streams.state.backend import KvStore
 from streams.state.semantics import STATE_KINDS
 
 METRIC_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -57,6 +58,35 @@ class ExecutorIO:
     stores: dict[str, StateBackend] = field(default_factory=dict)
     source_positions: Callable[[], dict[int, int]] | None = None
     """The KafkaSpouts' committed offsets by source key (:mod:`streams.kafka.positions`): what a stateful bolt may forget."""
+    open_changelog: Callable[[], KvStore] | None = None
+    """Opens the compacted-changelog store of ``kafka://`` state on this executor's Kafka (:mod:`streams.kafka.changelog_store`)."""
+    kv_stores: dict[str, KvStore] = field(default_factory=dict)
+
+    def kv_store(self, url: str, component: str) -> KvStore:
+        """The store of stateful bolt checkpoints at ``url`` (one per URL, shared by the executor's tasks).
+
+        ``kafka://``: compacted changelog topics on the topology's Kafka; else a database
+        (:func:`streams.state.stores.open_backend`). Raises StateError naming ``component``.
+        """
+        store = self.kv_stores.get(url)
+        if store is None:
+            if url.startswith("kafka://"):
+                if self.open_changelog is None:
+                    raise StateError(f"[{component}] kafka:// state needs a Kafka executor (not available here)")
+                store = self.open_changelog()
+            else:
+                store = self.stores.get(url)
+                if store is None:
+                    store = self.stores[url] = open_backend(url)
+            self.kv_stores[url] = store
+        return store
+
+    def close_stores(self) -> None:
+        """Close the stores opened here (a changelog store flushes its producers)."""
+        for store in {id(s): s for s in [*self.stores.values(), *self.kv_stores.values()]}.values():
+            store.close()
+        self.stores.clear()
+        self.kv_stores.clear()
 
 
 class TopologyContext:
@@ -114,6 +144,10 @@ class TopologyContext:
         cls = STATE_KINDS.get(kind)
         if cls is None:
             raise StateError(f"[{self.this_component_id}] unknown state kind {kind!r} (kinds: {sorted(STATE_KINDS)})")
+        if url.startswith("kafka://"):
+            raise StateError(
+                f"[{self.this_component_id}] state {name!r}: kafka:// holds only stateful bolts' checkpoints; Trident state needs sqlite:// or postgresql://"
+            )
         backend = self.io.stores.get(url)
         if backend is None:
             backend = self.io.stores[url] = open_backend(url)

@@ -5,8 +5,9 @@ A :class:`StatefulBolt` gets its task's :class:`~streams.state.keyvalue.KeyValue
 runtime (:class:`StatefulBoltExecutor`):
 
 * **checkpoints** the state's changes every ``topology.state.checkpoint.interval.ms``
-  (Storm's key; default 1000) into ``squall.state.url`` (SQLite or PostgreSQL), in one
-  database transaction with the ids of the tuples applied since the last checkpoint;
+  (Storm's key; default 1000) into ``squall.state.url`` (SQLite, PostgreSQL, or ``kafka://``:
+  a compacted changelog topic, :mod:`streams.kafka.changelog_store`), in one transaction
+  with the ids of the tuples applied since the last checkpoint;
 * **defers acks**: a tuple the bolt acked is acked for real only after the checkpoint that
   holds its effect (Storm's StatefulBoltExecutor), so a crash replays what the state lost;
 * **applies each tuple once**: a tuple whose id (the same on every replay,
@@ -55,7 +56,6 @@ from streams.model.component import Component, Hold, OutputFieldsDeclarer
 from streams.model.context import TopologyContext
 from streams.model.tuple import DEFAULT_STREAM, Tuple
 from streams.state.keyvalue import AppliedIds, Checkpointer, KeyValueState
-from streams.state.stores import open_backend
 
 log = logging.getLogger("squall.stateful")
 
@@ -81,6 +81,9 @@ class StatefulBolt(Component):
     def execute(self, tuple: Tuple) -> None:  # noqa: A002 - Storm's name
         """Process one tuple, updating the state; ack or fail it."""
         raise NotImplementedError
+
+    def pre_commit(self) -> None:
+        """Called just before each checkpoint (Storm's ``preCommit``): put what must be saved into the state."""
 
     def cleanup(self) -> None:
         """Called when the worker stops cleanly (a checkpoint follows)."""
@@ -188,10 +191,8 @@ class StatefulBoltExecutor(Bolt):
         url = context.config.state_url
         if not url:
             raise StateError(f"[{self.component}] a stateful bolt needs a state store: set squall.state.url")
-        backend = context.io.stores.get(url)
-        if backend is None:
-            backend = context.io.stores[url] = open_backend(url)
-        self.checkpointer = Checkpointer(backend, f"{context.topology.name}.{self.component}", context.this_task_index)
+        store = context.io.kv_store(url, self.component)
+        self.checkpointer = Checkpointer(store, f"{context.topology.name}.{self.component}", context.this_task_index)
         self.state = self.checkpointer.restore(self.applied)
         self.interval_s = context.config.state_checkpoint_interval_ms / 1000
         self.retention_s = context.config.state_dedupe_retention_secs
@@ -214,10 +215,16 @@ class StatefulBoltExecutor(Bolt):
     @override
     def execute(self, tuple: Tuple) -> None:
         if tuple.is_tick:
+            if self.user_ticks:  # the bolt's tick first (a window fires), so the checkpoint holds what it did
+                try:
+                    self.inner.execute(tuple)
+                except FailedException:
+                    self.rollback(None)
+                except Exception:
+                    self.rollback(None)
+                    raise
             if self.clock() - self.last_checkpoint >= self.interval_s:
                 self.checkpoint()
-            if self.user_ticks:
-                self.inner.execute(tuple)
             return
         tid = tuple.tid
         if tid is not None and not self.applied.add(tid):
@@ -241,7 +248,7 @@ class StatefulBoltExecutor(Bolt):
         1. every ``PRUNE_EVERY`` checkpoints, read the spouts' committed offsets and forget the
            ids of checkpoints older than ``squall.state.dedupe.retention.secs`` whose records
            are all below them (no copy can come back: :meth:`AppliedIds.forget`);
-        2. write the checkpoint (one database transaction);
+        2. write the checkpoint (one transaction);
         3. ack the tuples the bolt acked before it.
 
         A store that fails leaves everything pending (retried at the next tick; the tuples may
@@ -253,7 +260,8 @@ class StatefulBoltExecutor(Bolt):
         forget = 0
         if self.positions is not None and self.checkpoints % PRUNE_EVERY == PRUNE_EVERY - 1:
             forget = self.applied.forget(self.positions(), time.time() - self.retention_s)
-        # 2. The checkpoint.
+        # 2. The checkpoint, with what the bolt adds to it first (Storm's preCommit).
+        self.inner.pre_commit()
         try:
             self.checkpointer.commit(self.state, self.applied, forget)
         except StateError as exc:
@@ -266,8 +274,11 @@ class StatefulBoltExecutor(Bolt):
         self.acked = []
         self.executed = []
 
-    def rollback(self, failed: Tuple) -> None:
-        """Back to the last checkpoint: the state reloads, and every tuple executed since fails (they replay)."""
+    def rollback(self, failed: Tuple | None) -> None:
+        """Back to the last checkpoint: the state reloads (``init_state`` is called again, as in Storm), and every tuple executed since fails (they replay).
+
+        ``failed``: the tuple the bolt failed (None: a tick's work failed).
+        """
         assert self.checkpointer is not None
         self.rollbacks += 1
         self.applied.forget_pending()
@@ -275,7 +286,8 @@ class StatefulBoltExecutor(Bolt):
         self.state.replace(snapshot)
         for t in self.executed:
             self.collector.fail(t)
-        self.collector.fail(failed)
+        if failed is not None:
+            self.collector.fail(failed)
         # A duplicate skipped since the checkpoint stands on its original: if that original was
         # rolled back too (its id is forgotten), the duplicate's tree must replay as well, or it
         # would complete with no effect left in the state.
@@ -290,6 +302,7 @@ class StatefulBoltExecutor(Bolt):
         log.info("[%s] rolled back to checkpoint %d: failed %d tuples (they replay)", self.component, self.checkpointer.checkpoint, len(self.executed))
         self.executed = []
         self.acked = keep
+        self.inner.init_state(self.state)
 
     @override
     def cleanup(self) -> None:

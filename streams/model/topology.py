@@ -21,6 +21,7 @@ from streams.model.component import Component
 from streams.model.spec import ComponentDef, GroupingKind, OutputDef, StateOutputDef, Subscription, Topology
 from streams.model.spout import Spout
 from streams.model.stateful import StatefulBolt, StatefulBoltExecutor
+from streams.model.stateful_windowed import StatefulWindowedBolt, persistent_windows
 from streams.model.tuple import DEFAULT_STREAM
 from streams.model.windowed import WindowedBolt, WindowedBoltExecutor
 
@@ -123,7 +124,7 @@ class TopologyBuilder:
     def set_bolt(
         self,
         id: str,  # noqa: A002
-        bolt: Bolt | BasicBolt | BatchBolt | WindowedBolt | StatefulBolt,
+        bolt: Bolt | BasicBolt | BatchBolt | WindowedBolt | StatefulBolt | StatefulWindowedBolt,
         parallelism_hint: int = 1,
         num_tasks: int | None = None,
     ) -> BoltDeclarer:
@@ -131,6 +132,8 @@ class TopologyBuilder:
         wrapped: Component
         if isinstance(bolt, BasicBolt):
             wrapped = BasicBoltExecutor(bolt)
+        elif isinstance(bolt, StatefulWindowedBolt):
+            wrapped = persistent_windows(bolt)
         elif isinstance(bolt, WindowedBolt):
             wrapped = WindowedBoltExecutor(bolt)
         elif isinstance(bolt, StatefulBolt):

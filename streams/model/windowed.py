@@ -305,10 +305,14 @@ class WindowedBoltExecutor(Bolt):
         self.component = context.this_component_id
         self.collector = collector
         self.windows = EventTimeWindows(spec) if spec.event_time else WindowEngine(spec)
-        self.out = WindowedOutputCollector(collector)
+        self.out = self._output_collector(collector)
         context.register_metric("window_late", lambda: float(self.late_count))
         context.register_metric("window_refused", lambda: float(self.refused))
         self.inner.prepare(conf, context, self.out)
+
+    def _output_collector(self, collector: OutputCollector) -> WindowedOutputCollector:
+        """The collector the bolt emits through: anchored to the window being executed."""
+        return WindowedOutputCollector(collector)
 
     @property
     def late_count(self) -> int:
@@ -339,10 +343,17 @@ class WindowedBoltExecutor(Bolt):
             return
         if isinstance(windows, EventTimeWindows):
             ts = self._timestamp(tuple)
-            if not windows.add(f"{tuple.source_component}:{tuple.source_task}/{tuple.stream}", ts, tuple, now):
+            if windows.add(f"{tuple.source_component}:{tuple.source_task}/{tuple.stream}", ts, tuple, now):
+                self._held(tuple)
+            else:
                 self._late(tuple, ts, windows.watermark)
             return
-        self._fire(windows.add(now, tuple))
+        fired = windows.add(now, tuple)
+        self._held(tuple)
+        self._fire(fired)
+
+    def _held(self, tuple: Tuple) -> None:  # noqa: A002
+        """``tuple`` is in the windows now (acked when it expires; a persistent window overrides this)."""
 
     def _idle(self, spec: WindowSpec, now: float) -> bool:
         """Processing time: no input for ``idle_s``, and windows that the timer alone does not empty (a Count length or interval)."""
@@ -381,16 +392,24 @@ class WindowedBoltExecutor(Bolt):
             try:
                 self.inner.execute(TupleWindow(f.tuples, f.new, f.expired, f.start, f.end))
             except Exception as exc:
-                for rest in firings[i:]:
-                    for t in rest.tuples:
-                        self.collector.fail(t)
-                if isinstance(exc, FailedException):
+                if not self._window_failed(firings[i:], exc):
                     break
                 raise WindowError(f"[{self.component}] execute of window [{f.start}, {f.end}) with {len(f.tuples)} tuples failed: {exc!r}") from exc
             finally:
                 out.window = []
-        for t in windows.take_expired():
-            self.collector.ack(t)  # ignored for a tuple failed above
+        self._expire(windows.take_expired())
+
+    def _window_failed(self, rest: Sequence[Firing[Tuple]], exc: Exception) -> bool:
+        """A window's ``execute`` raised ``exc``: fail the tuples of it and of the windows after it; True to raise WindowError."""
+        for f in rest:
+            for t in f.tuples:
+                self.collector.fail(t)
+        return not isinstance(exc, FailedException)
+
+    def _expire(self, tuples: list[Tuple]) -> None:
+        """Tuples that left every window: acked (ignored for one failed above)."""
+        for t in tuples:
+            self.collector.ack(t)
 
     @override
     def cleanup(self) -> None:

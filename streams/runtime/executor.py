@@ -31,6 +31,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
 from streams.config import TopologyConfig
 from streams.exceptions import FatalError
+from streams.kafka.changelog_store import ChangelogKvStore
 from streams.kafka.clients import ProducedBytes, committed_offsets, make_producer, new_admin, produce_fn
 from streams.kafka.purge import Purger
 from streams.model.component import Component
@@ -140,6 +141,7 @@ class Executor:
         self.acks = AckBuffer(acker_topic(topology.name), conf.ackers) if conf.ackers > 0 else None
         self.tasks: tuple[int, ...] = tuple(range(self._task_count())) if tasks is None else tuple(tasks)
         self.io = ExecutorIO(bootstrap, self.kafka, self.dead_letter)
+        self.io.open_changelog = lambda: ChangelogKvStore(bootstrap, self.kafka, component)
         purging = conf.purge_interval_secs > 0
         admin = new_admin({"bootstrap.servers": bootstrap, "log_level": 3, **self.kafka.get("admin", {})}) if purging else None
         self.purger = Purger(component, conf.purge_interval_secs, admin)
@@ -170,6 +172,11 @@ class Executor:
             self.error = exc
             log.exception("[%s] executor stopped by a fatal error: %s", self.component, exc)
             raise
+        finally:
+            try:
+                self.io.close_stores()
+            except Exception as exc:
+                log.warning("[%s] closing state stores: %s", self.component, exc)
 
     def _run(self) -> None:
         raise NotImplementedError

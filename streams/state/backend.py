@@ -23,7 +23,9 @@ A batch's reads and writes and its txid go into one database transaction
 (:meth:`StateBackend.transaction`), so a crash leaves all of a batch or none of it.
 
 The two implementations: :mod:`streams.state.sqlite` and :mod:`streams.state.postgres`;
-:func:`streams.state.stores.open_backend` picks one by URL.
+:func:`streams.state.stores.open_backend` picks one by URL. Stateful bolts need only the
+:class:`KvStore` part, which a compacted changelog topic also provides
+(:mod:`streams.kafka.changelog_store`).
 """
 
 from __future__ import annotations
@@ -97,7 +99,34 @@ class StateTx(ABC):
         """Record ``txid`` as the writer's last committed batch and log the commit."""
 
 
-class StateBackend(ABC):
+class KvStore(ABC):
+    """Where stateful bolt tasks keep their checkpoints (:class:`streams.state.keyvalue.Checkpointer`).
+
+    A :class:`StateBackend` (SQLite, PostgreSQL) is one; so is a compacted changelog topic
+    (:mod:`streams.kafka.changelog_store`, ``kafka://``), which needs no database.
+    Raises :class:`StateError` naming the store when it cannot be reached.
+    """
+
+    url: str
+
+    @abstractmethod
+    def kv_load(self, name: str, task: int) -> KvSnapshot:
+        """A stateful task's last checkpoint: its ``key -> value`` (JSON texts), applied ids and checkpoint number."""
+
+    @abstractmethod
+    def kv_commit(self, name: str, task: int, commit: KvCommit) -> None:
+        """Write one checkpoint of a stateful task atomically (all of it or nothing)."""
+
+    @abstractmethod
+    def kv_items(self, name: str) -> Iterator[tuple[int, str, str]]:
+        """``(task, key, value)`` of every task of state ``name`` (JSON texts)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections and clients."""
+
+
+class StateBackend(KvStore):
     """A database holding states.
 
     Safe to share between threads (each thread gets its own connection); picklable (it
@@ -127,18 +156,6 @@ class StateBackend(ABC):
     @abstractmethod
     def commits(self, name: str) -> list[tuple[str, int, int, int]]:
         """``(writer, txid, written, skipped)`` of every commit into ``name``, in commit order."""
-
-    @abstractmethod
-    def kv_load(self, name: str, task: int) -> KvSnapshot:
-        """A stateful task's last checkpoint: its ``key -> value`` (JSON texts), applied ids and checkpoint number."""
-
-    @abstractmethod
-    def kv_commit(self, name: str, task: int, commit: KvCommit) -> None:
-        """Write one checkpoint of a stateful task in one database transaction (all of it or nothing)."""
-
-    @abstractmethod
-    def kv_items(self, name: str) -> Iterator[tuple[int, str, str]]:
-        """``(task, key, value)`` of every task of state ``name`` (JSON texts)."""
 
     @abstractmethod
     def close(self) -> None:

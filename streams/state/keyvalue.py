@@ -10,7 +10,7 @@ state's changes and the ids applied since the last checkpoint in one database tr
 the checkpoint holds is skipped, the rest is applied again.
 
 Pure but for :class:`Checkpointer`, which writes through a
-:class:`~streams.state.backend.StateBackend` (SQLite or PostgreSQL).
+:class:`~streams.state.backend.KvStore` (SQLite, PostgreSQL or a compacted changelog topic).
 
 >>> state = KeyValueState()
 >>> state["the"] = state.get("the", 0) + 1
@@ -30,9 +30,25 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams.state.backend import KvCommit, StateBackend
+from streams.state.backend import KvCommit, KvStore
 
 _MISSING = object()
+
+INTERNAL = "\x00squall"
+"""First item of the runtime's own keys (tuples): a stateful windowed bolt keeps its window there.
+:meth:`KeyValueState.items` and ``len`` leave them out."""
+
+
+def internal_key(*parts: Any) -> tuple[Any, ...]:
+    """A key of the runtime's own (``(INTERNAL, *parts)``), hidden from the bolt's view of its state."""
+    return (INTERNAL, *parts)
+
+
+def is_internal(key: Any) -> bool:
+    """Whether ``key`` (a key, or its stored JSON text) is one of the runtime's own."""
+    if isinstance(key, str):
+        return key.startswith('["\\u0000squall"')
+    return isinstance(key, tuple) and bool(key) and key[0] == INTERNAL
 
 
 class KeyValueState:
@@ -81,11 +97,11 @@ class KeyValueState:
         return key in self._values
 
     def __len__(self) -> int:
-        return len(self._values)
+        return sum(1 for k in self._values if not is_internal(k))
 
     def items(self) -> Iterator[tuple[Any, Any]]:
-        """Every ``(key, value)``."""
-        return iter(list(self._values.items()))
+        """Every ``(key, value)`` (not the runtime's own keys, :func:`internal_key`)."""
+        return iter([(k, v) for k, v in self._values.items() if not is_internal(k)])
 
     def changes(self) -> tuple[dict[str, str], list[str]]:
         """``(upserts, deletes)`` since the last :meth:`clear_changes`, as JSON texts."""
@@ -260,7 +276,7 @@ class Checkpointer:
     Raises StateError (the store) from its methods.
     """
 
-    def __init__(self, backend: StateBackend, name: str, task: int, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, backend: KvStore, name: str, task: int, clock: Callable[[], float] = time.time) -> None:
         self.backend = backend
         self.name = name
         self.task = task

@@ -40,9 +40,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from streams.windowing.spec import Count, Duration, WindowSpec
 
@@ -164,6 +164,36 @@ class WindowEngine(Generic[T]):
     def held(self) -> Iterator[T]:
         """Every held item, oldest first."""
         return (e.item for e in self.entries)
+
+    # -- persistence -----------------------------------------------------------------------------
+    def dump(self, ref: Callable[[T], int]) -> dict[str, Any]:
+        """Everything but the spec, as JSON-able data, each item replaced by ``ref(item)`` (a stateful windowed bolt's checkpoint)."""
+        return {
+            "entries": [[e.ts, e.seq, ref(e.item)] for e in self.entries],
+            "seq": self.seq,
+            "now": self.now,
+            "next_end": self.next_end,
+            "last_end": self.last_end,
+            "last_new": self._last_new,
+            "phase": self._phase,
+            "expired": [ref(i) for i in self._expired],
+            "unacked": [ref(i) for i in self._unacked],
+        }
+
+    @classmethod
+    def load(cls, spec: WindowSpec, data: dict[str, Any], item: Callable[[int], T]) -> WindowEngine[T]:
+        """The engine :meth:`dump` saved, items brought back by ``item(ref)``. Raises KeyError/TypeError for data it did not write."""
+        e: WindowEngine[T] = cls(spec)
+        e.entries = deque(Entry(float(ts), int(seq), item(r)) for ts, seq, r in data["entries"])
+        e.seq = int(data["seq"])
+        e.now = float(data["now"])
+        e.next_end = None if data["next_end"] is None else float(data["next_end"])
+        e.last_end = float(data["last_end"])
+        e._last_new = int(data["last_new"])
+        e._phase = int(data["phase"])
+        e._expired = [item(r) for r in data["expired"]]
+        e._unacked = [item(r) for r in data["unacked"]]
+        return e
 
     # -- firing ----------------------------------------------------------------------------------
     def _fire_at_item(self) -> Firing[T]:

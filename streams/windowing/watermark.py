@@ -35,9 +35,9 @@ Pure; ``now`` (processing time, seconds) is passed in.
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
-from typing import Generic, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from streams.windowing.engine import Firing, WindowEngine
 from streams.windowing.spec import Duration, WindowSpec
@@ -66,7 +66,8 @@ class EventTimeWindows(Generic[T]):
         self.late = 0
         """Tuples refused as late (count)."""
         self._pending: list[tuple[float, int, T]] = []
-        self._order = itertools.count()
+        self._order = 0
+        """Tuples added so far (a tie-break in the heap; an int, so the windows pickle)."""
 
     def __len__(self) -> int:
         """Tuples held: waiting for the watermark, or in the engine."""
@@ -81,7 +82,8 @@ class EventTimeWindows(Generic[T]):
             return False
         if ts > self.newest.get(channel, -math.inf):
             self.newest[channel] = ts
-        heapq.heappush(self._pending, (ts, next(self._order), item))
+        self._order += 1
+        heapq.heappush(self._pending, (ts, self._order, item))
         return True
 
     def tick(self, now: float) -> list[Firing[T]]:
@@ -113,6 +115,34 @@ class EventTimeWindows(Generic[T]):
         if self._idle(now):
             mark = max(self.newest.values()) + _reach(self.spec)
         return max(mark, self.watermark)
+
+    def dump(self, ref: Callable[[T], int]) -> dict[str, Any]:
+        """Everything but the spec, as JSON-able data, each item replaced by ``ref(item)`` (see :meth:`WindowEngine.dump`)."""
+        return {
+            "engine": self.engine.dump(ref),
+            "watermark": self.watermark,
+            "newest": dict(self.newest),
+            "seen": dict(self.seen),
+            "last_arrival": self.last_arrival,
+            "late": self.late,
+            "pending": [[ts, order, ref(i)] for ts, order, i in self._pending],
+            "order": self._order,
+        }
+
+    @classmethod
+    def load(cls, spec: WindowSpec, data: dict[str, Any], item: Callable[[int], T]) -> EventTimeWindows[T]:
+        """The windows :meth:`dump` saved, items brought back by ``item(ref)``."""
+        w: EventTimeWindows[T] = cls(spec)
+        w.engine = WindowEngine.load(spec, data["engine"], item)
+        w.watermark = float(data["watermark"])
+        w.newest = {str(k): float(v) for k, v in data["newest"].items()}
+        w.seen = {str(k): float(v) for k, v in data["seen"].items()}
+        w.last_arrival = float(data["last_arrival"])
+        w.late = int(data["late"])
+        w._pending = [(float(ts), int(order), item(r)) for ts, order, r in data["pending"]]
+        heapq.heapify(w._pending)
+        w._order = int(data["order"])
+        return w
 
     def take_expired(self) -> list[T]:
         """Tuples that can be in no later window, once each (to be acked)."""

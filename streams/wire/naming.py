@@ -11,6 +11,7 @@ Everything a topology ``T`` owns is prefixed ``squall.T.`` (see docs/design.md):
 ``squall.T.__dlq``             dead-letter topic for records past their retries or poison
 ``squall.T.__coordinator``     transactional spouts' coordinator state (key = spout id)
 ``squall.T.__ledger``          spout tasks' durable counts (partition = the spout's global task id)
+``squall.T.<bolt>.state``      a stateful bolt's checkpoints with ``kafka://`` state (compacted; partition = task)
 =============================  ===========================================================
 
 Consumer groups are named like the topic the group reads: ``squall.T.<component>``.
@@ -73,3 +74,8 @@ def coordinator_topic(topology: str) -> str:
 def ledger_topic(topology: str) -> str:
     """Spout tasks' durable ledgers: ``squall.T.__ledger`` (partition = spout task id)."""
     return f"{PREFIX}.{topology}.__ledger"
+
+
+def state_changelog_topic(topology: str, component: str) -> str:
+    """A stateful bolt's checkpoints with ``kafka://`` state: ``squall.T.<bolt>.state`` (compacted; partition *i* = task *i*)."""
+    return f"{component_topic(topology, component)}.state"

@@ -432,6 +432,18 @@ def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
+@pytest.fixture(params=["sqlite", "postgres", "kafka"])
+def kv_state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store for stateful bolts' checkpoints per test: SQLite, PostgreSQL, then a compacted
+    changelog topic on the test's broker (``kafka://``)."""
+    if request.param == "kafka":
+        return "kafka://"
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'state.db'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url
+
+
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A PostgreSQL for state tests: ``SQUALL_TEST_POSTGRES`` if set, else a throw-away

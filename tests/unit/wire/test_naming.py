@@ -39,7 +39,7 @@ def test_the_topic_partition_alias_is_defined_once() -> None:
         for n in ast.walk(ast.parse(p.read_text()))
         if isinstance(n, ast.Assign) and ast.unparse(n.value) == "tuple[str, int]" and ast.unparse(n.targets[0]) in ("TP", "TopicPartition", "TopicPart")
     ]
-    assert defs == ["streams/wire/naming.py:28"]
+    assert [d.rsplit(":", 1)[0] for d in defs] == ["streams/wire/naming.py"]
 
 
 def test_names() -> None:
