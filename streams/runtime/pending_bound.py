@@ -130,6 +130,9 @@ class AdaptiveBound(PendingBound):
       floor, ceiling: the bound's range (message ids in flight per task).
       window_s: how often the bound may change (seconds).
       clock: seconds (monotonic); injectable for tests.
+      hold_s: what every tree waits on purpose (seconds: a stateful bolt's checkpoint interval,
+        a window's length): taken off each complete latency before it is compared with the
+        target, so a tree that waited for a checkpoint is not "slow" and slow start lasts.
     """
 
     GROW = 1.3
@@ -145,6 +148,7 @@ class AdaptiveBound(PendingBound):
         ceiling: int = 20_000,
         window_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
+        hold_s: float = 0.0,
     ) -> None:
         if not 0 < floor <= initial <= ceiling:
             raise ValueError(f"need 0 < floor <= initial <= ceiling, got {floor}, {initial}, {ceiling}")
@@ -154,6 +158,7 @@ class AdaptiveBound(PendingBound):
         self.ceiling = ceiling
         self.window_s = window_s
         self.clock = clock
+        self.hold_s = hold_s
         self._window_end = clock() + window_s
         self._done = 0
         self._slow = 0
@@ -173,6 +178,7 @@ class AdaptiveBound(PendingBound):
 
     @override
     def completed(self, latency_s: float, weight: int = 1) -> None:
+        latency_s -= self.hold_s
         self._done += 1
         if latency_s > self._slowest:
             self._slowest = latency_s
@@ -200,6 +206,7 @@ class AdaptiveBound(PendingBound):
         if now < self._window_end:
             return "wait"
         self._window_end = now + self.window_s
+        oldest_age_s -= self.hold_s
         slow = self._timeouts > 0 or self._slow > self.SLOW_FRACTION * self._done or oldest_age_s > self.target_s
         hit = self._hit
         fast = self._fast == self._done and oldest_age_s <= self.target_s / 2

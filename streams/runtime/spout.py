@@ -122,8 +122,7 @@ class SpoutExecutor(Executor):
         target = min(conf.pending_target_latency_secs, conf.message_timeout_secs / 5)
         floor = min(50, ceiling)
         hold = self.topology.hold()
-        if hold.checkpointed:
-            target += conf.state_checkpoint_interval_ms / 1000
+        hold_s = conf.state_checkpoint_interval_ms / 1000 if hold.checkpointed else 0.0  # acks wait for a checkpoint
         if hold.tuples or hold.seconds:
             # Windows hold tuples until they expire: trees take that much longer, and a count
             # window that cannot fill would stall the spout (each task carries its share). An
@@ -133,9 +132,9 @@ class SpoutExecutor(Executor):
             ceiling = max(ceiling, floor)
             if hold.event_time:
                 floor = ceiling
-            target += hold.seconds
-            log.info("[%s] bolts hold %s before acking: pending floor %d, ceiling %d, target %g s", self.component, hold, floor, ceiling, target)
-        return AdaptiveBound(initial=max(min(conf.pending_initial, ceiling), floor), target_s=target, floor=floor, ceiling=ceiling)
+            hold_s += hold.seconds
+            log.info("[%s] bolts hold %s before acking: pending floor %d, ceiling %d, target %g s past the hold", self.component, hold, floor, ceiling, target)
+        return AdaptiveBound(initial=max(min(conf.pending_initial, ceiling), floor), target_s=target, floor=floor, ceiling=ceiling, hold_s=hold_s)
 
     # -- tasks -----------------------------------------------------------------------
     def _open_tasks(self) -> None:

@@ -105,7 +105,8 @@ class KeyValueState:
 
     def changes(self) -> tuple[dict[str, str], list[str]]:
         """``(upserts, deletes)`` since the last :meth:`clear_changes`, as JSON texts."""
-        upserts = {_key(k): json.dumps(self._values[k], separators=(",", ":")) for k in self._dirty}
+        values = self._values
+        upserts = {_key(k): _value(values[k]) for k in self._dirty}
         return upserts, [_key(k) for k in self._deleted]
 
     def clear_changes(self) -> None:
@@ -125,8 +126,19 @@ class KeyValueState:
         return KeyValueState({_unkey(k): json.loads(v) for k, v in values.items()})
 
 
+_KEY_JSON = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
+_VALUE_JSON = json.JSONEncoder(separators=(",", ":")).encode
+_STR_JSON: Callable[[str], str] = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+
+
 def _key(key: Any) -> str:
-    return json.dumps(key, separators=(",", ":"), sort_keys=True)
+    """Canonical JSON of a key (a str, the common case, without building an encoder)."""
+    return _STR_JSON(key) if type(key) is str else _KEY_JSON(key)
+
+
+def _value(value: Any) -> str:
+    """JSON of a value (an int, the common case, as its digits)."""
+    return str(value) if type(value) is int else _VALUE_JSON(value)
 
 
 def _unkey(raw: str) -> Any:
@@ -149,7 +161,8 @@ class Generation:
     checkpoint: int
     at: float
     max_offset: dict[int, int] = field(default_factory=dict)
-    keys: list[int] = field(default_factory=list)
+    keys: tuple[int, ...] = ()
+    """A tuple of ints: the cyclic GC stops tracking it (a list would be walked at every full collection)."""
 
 
 class AppliedIds:
@@ -162,9 +175,11 @@ class AppliedIds:
     """
 
     def __init__(self) -> None:
-        self._ids: set[int] = set()
-        self._new: dict[int, list[int]] = {}
-        """Per source: the packed ids applied since the last checkpoint."""
+        self._ids: dict[int, None] = {}
+        """The applied ids (packed), as a dict's keys: a dict of ints is not tracked by the cyclic
+        GC, a set is, and a set of a million ids cost every full collection ~30 ms."""
+        self._new: list[int] = []
+        """The packed ids applied since the last checkpoint (the source is ``key >> 96``)."""
         self.generations: deque[Generation] = deque()
 
     def __len__(self) -> int:
@@ -180,13 +195,20 @@ class AppliedIds:
         ids = self._ids
         if key in ids:
             return False
-        ids.add(key)
-        pending = self._new.get(source)
-        if pending is None:
-            self._new[source] = [key]
-        else:
-            pending.append(key)
+        ids[key] = None
+        self._new.append(key)
         return True
+
+    def _pending_by_source(self) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {}
+        for k in self._new:
+            s = k >> 96
+            keys = out.get(s)
+            if keys is None:
+                out[s] = [k]
+            else:
+                keys.append(k)
+        return out
 
     def pending_rows(self) -> dict[int, tuple[int, bytes]]:
         """``source -> (max offset, packed ids)`` applied since the last :meth:`clear_pending`.
@@ -194,7 +216,7 @@ class AppliedIds:
         Packed: the offsets as int64, then the paths as uint32, little-endian.
         """
         out: dict[int, tuple[int, bytes]] = {}
-        for s, keys in self._new.items():
+        for s, keys in self._pending_by_source().items():
             offsets = array("q", [(k >> 32) & _OFF_MASK for k in keys])
             paths = array("I", [k & 0xFFFFFFFF for k in keys])
             out[s] = (max(offsets), _le(offsets) + _le(paths))
@@ -204,17 +226,21 @@ class AppliedIds:
         """The pending ids are durable, in checkpoint ``checkpoint`` written at ``at`` (``rows``: their :meth:`pending_rows`, if at hand)."""
         if self._new:
             gen = Generation(checkpoint, at)
-            for s, keys in self._new.items():
-                gen.max_offset[s] = rows[s][0] if rows is not None and s in rows else max((k >> 32) & _OFF_MASK for k in keys)
-                gen.keys.extend(keys)
+            if rows is not None:
+                gen.max_offset = {s: m for s, (m, _) in rows.items()}
+            else:
+                for s, keys in self._pending_by_source().items():
+                    gen.max_offset[s] = max((k >> 32) & _OFF_MASK for k in keys)
+            gen.keys = tuple(self._new)
             self.generations.append(gen)
-        self._new = {}
+        self._new = []
 
     def forget_pending(self) -> None:
         """Drop the ids applied since the last checkpoint (a rollback: their tuples will be applied again)."""
-        for keys in self._new.values():
-            self._ids.difference_update(keys)
-        self._new = {}
+        pop = self._ids.pop
+        for k in self._new:
+            pop(k, None)
+        self._new = []
 
     def load(self, rows: list[tuple[int, float, int, int, bytes]]) -> None:
         """Add checkpointed rows, ``(checkpoint, at, source, max offset, packed ids)``, oldest checkpoint first."""
@@ -231,8 +257,8 @@ class AppliedIds:
                 offsets.byteswap()
                 paths.byteswap()
             keys = [(source << 96) | (o << 32) | p for o, p in zip(offsets, paths, strict=True)]
-            self._ids.update(keys)
-            gen.keys.extend(keys)
+            self._ids.update(dict.fromkeys(keys))
+            gen.keys += tuple(keys)
 
     def forget(self, committed: dict[int, int], before: float) -> int:
         """Forget the oldest checkpoints' ids that no copy can reach any more; returns the last checkpoint forgotten (0: none).
@@ -248,7 +274,9 @@ class AppliedIds:
             gen = self.generations[0]
             if gen.at >= before or any(off >= committed.get(s, -1) for s, off in gen.max_offset.items()):
                 break
-            self._ids.difference_update(gen.keys)
+            pop = self._ids.pop
+            for k in gen.keys:
+                pop(k, None)
             last = gen.checkpoint
             self.generations.popleft()
         return last

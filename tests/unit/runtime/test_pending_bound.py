@@ -17,13 +17,13 @@ class Clock:
         return self.now
 
 
-def simulate(service_rate: float, base_latency_s: float, seconds: float, target_s: float = 1.0) -> tuple[AdaptiveBound, list[float]]:
+def simulate(service_rate: float, base_latency_s: float, seconds: float, target_s: float = 1.0, hold_s: float = 0.0) -> tuple[AdaptiveBound, list[float]]:
     """A spout with unlimited input in front of a topology that completes ``service_rate``
     trees/s after ``base_latency_s`` of transit, plus queueing (Little's law: a queue of
     ``pending - rate * base`` trees waits ``queue / rate``). Returns the bound and the
     complete latency of every second."""
     clock = Clock()
-    b = AdaptiveBound(target_s=target_s, clock=clock)  # starts at 100 per task
+    b = AdaptiveBound(target_s=target_s, clock=clock, hold_s=hold_s)  # starts at 100 per task
     latencies = []
     for _ in range(int(seconds * 10)):  # 0.1 s steps
         clock.now += 0.1
@@ -48,6 +48,37 @@ def test_it_settles_near_the_target_at_full_throughput(rate: float, base: float)
     assert max(tail) <= 1.0 * 1.5  # near the target, never towards a timeout
     throughput = min(rate, b.limit / tail[-1])
     assert throughput >= 0.9 * rate  # Little's law no longer caps it
+
+
+def test_a_checkpoint_hold_does_not_end_slow_start() -> None:
+    """Acks that wait for a stateful bolt's checkpoint (1 s interval: 0.5 s on average, plus 0.1 s
+    of work): the hold is taken off each latency, so the bound doubles to full throughput within
+    a few seconds; counting the hold as latency (the target raised by it instead) left slow start
+    at once and took most of a benchmark run to grow."""
+    rate, work, interval = 9_000.0, 0.1, 1.0
+
+    def run(hold_s: float, target_s: float, seconds: float) -> tuple[float, list[float]]:
+        """Seconds until the bound allows 90% of the rate, and the worst latency of each step."""
+        clock = Clock()
+        bound = AdaptiveBound(target_s=target_s, clock=clock, hold_s=hold_s)
+        full, worst = seconds, []
+        for step in range(int(seconds * 10)):
+            clock.now += 0.1
+            bound.hit()
+            queue = max(0.0, bound.limit - rate * (work + interval / 2)) / rate
+            done = int(min(rate, bound.limit / (work + interval / 2 + queue)) * 0.1)
+            for k in range(done):  # each tree waited for the next checkpoint: 0 to 1 s
+                bound.completed(work + queue + interval * k / max(done, 1))
+            bound.adjust(oldest_age_s=work + queue + interval)
+            worst.append(work + queue + interval)
+            if full == seconds and bound.limit / (work + interval / 2 + queue) >= 0.9 * rate:
+                full = (step + 1) / 10
+        return full, worst
+
+    with_hold, worst = run(hold_s=interval, target_s=1.0, seconds=60)
+    raised_target, _ = run(hold_s=0.0, target_s=1.0 + interval, seconds=60)
+    assert with_hold <= 5.0 and raised_target >= 2 * with_hold, (with_hold, raised_target)
+    assert max(worst[-300:]) <= interval + 1.0 * 1.5  # the hold plus about the target, never towards a timeout
 
 
 def test_timeouts_shrink_it_and_fixed_is_fixed() -> None:
