@@ -128,7 +128,7 @@ class KeyValueState:
 
 _KEY_JSON = json.JSONEncoder(separators=(",", ":"), sort_keys=True).encode
 _VALUE_JSON = json.JSONEncoder(separators=(",", ":")).encode
-_STR_JSON: Callable[[str], str] = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+_STR_JSON: Callable[[str], str] = json.encoder.encode_basestring_ascii
 
 
 def _key(key: Any) -> str:
