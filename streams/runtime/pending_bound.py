@@ -139,6 +139,7 @@ class AdaptiveBound(PendingBound):
     SLOW_START = 2.0
     SHRINK = 0.7
     SLOW_FRACTION = 0.1
+    HOLD_BOOST = 8
 
     def __init__(
         self,
@@ -178,7 +179,13 @@ class AdaptiveBound(PendingBound):
 
     @override
     def completed(self, latency_s: float, weight: int = 1) -> None:
+        raw = latency_s
         latency_s -= self.hold_s
+        if self.hold_s:
+            # Slow start doubles the bound once per complete latency; a tree that waited for a
+            # checkpoint took longer than its work, so it counts as the trees that work alone
+            # would have completed in that time (at most HOLD_BOOST of them).
+            weight *= min(self.HOLD_BOOST, max(1, int(raw / max(latency_s, self.target_s / 10))))
         self._done += 1
         if latency_s > self._slowest:
             self._slowest = latency_s
