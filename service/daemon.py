@@ -41,6 +41,7 @@ from service.broker import EMBEDDED_EVENT_KEY, EMBEDDED_LAYER, EMBEDDED_WARNING,
 from service.claims import Claim, ClaimBook, task_refs
 from service.config import ServiceSettings
 from service.control_log import ControlLog, ControlTopics, ControlWriter, EventLog, ensure_control_topics
+from service.hang import heartbeat_mtime, heartbeat_path, heartbeat_stale
 from service.http import HealthServer
 from service.metrics import ProcessStats, StatsCollector, merge_snapshots
 from service.plan import TopologyPlan, materialize
@@ -75,6 +76,10 @@ class WorkerProc:
     started_at: float
     stopping: bool = False
     kill_at: float = 0.0
+    started_wall: float = 0.0
+    """When it was started (seconds since the epoch: its heartbeat file's clock)."""
+    heartbeat: Path | None = None
+    """Its heartbeat file (:mod:`service.hang`)."""
 
 
 class SupervisorService:
@@ -133,6 +138,12 @@ class SupervisorService:
         self.m_workers = Gauge("squall_supervisor_workers", "Workers this supervisor runs", labels, registry=self.registry)
         self.m_slots = Gauge("squall_supervisor_slots", "Worker slots this supervisor owns", labels, registry=self.registry)
         self.m_topologies = Gauge("squall_supervisor_topologies", "Topologies in the control topic", labels, registry=self.registry)
+        self.m_hung = Counter(
+            "squall_worker_hung",
+            "Workers killed because their process stopped (no heartbeat for squall.worker.hang.timeout.secs)",
+            ["supervisor", "topology"],
+            registry=self.registry,
+        )
         self.m_restarts = Counter(
             "squall_worker_restarts", "Workers restarted after an unexpected exit", ["supervisor", "topology", "worker"], registry=self.registry
         )
@@ -248,6 +259,7 @@ class SupervisorService:
             elif self.waiting.get(spec.key) != why:
                 self.waiting[spec.key] = why
                 log.info("[%s] worker w%d waits: %s", spec.key.topology, spec.key.worker, why)
+        self._kill_hung()
         for w in self.procs.values():
             if w.stopping and now >= w.kill_at and w.proc.poll() is None:
                 log.warning("[%s] worker w%d ignored SIGTERM for %.0f s: SIGKILL", w.spec.key.topology, w.spec.key.worker, self.settings.shutdown_timeout_secs)
@@ -296,8 +308,10 @@ class SupervisorService:
         log_path = logs / f"{spec.key.topology}-w{spec.key.worker}.log"
         ready = plan.path.parent / f"worker-{spec.key.worker}.ready"
         ready.unlink(missing_ok=True)
+        heartbeat = heartbeat_path(plan.path.parent, spec.key.worker)
+        heartbeat.unlink(missing_ok=True)
         proc = spawn_worker(plan.path, spec.key.worker, log_path)
-        self.procs[spec.key] = WorkerProc(spec, proc, log_path, ready, now)
+        self.procs[spec.key] = WorkerProc(spec, proc, log_path, ready, now, started_wall=time.time(), heartbeat=heartbeat)
         self.m_restarts.labels(self.id, spec.key.topology, str(spec.key.worker))  # 0 from the start: rates and alerts see it
         tasks = sorted([c, t] for c, t in task_refs(spec.executors))
         self._event(
@@ -339,6 +353,25 @@ class SupervisorService:
         w.kill_at = self.clock() + self.settings.shutdown_timeout_secs + 5
         w.proc.send_signal(signal.SIGTERM)
         log.info("[%s] stopping worker w%d (pid %d)", w.spec.key.topology, w.spec.key.worker, w.proc.pid)
+
+    def _kill_hung(self) -> None:
+        """SIGKILL each worker whose heartbeat file stopped (:mod:`service.hang`): the next round reaps it as a crash and restarts it."""
+        wall = time.time()
+        for w in self.procs.values():
+            plan = self.plans.get(w.spec.key.topology)
+            if w.stopping or w.heartbeat is None or plan is None or w.proc.poll() is not None:
+                continue
+            timeout = plan.conf.worker_hang_timeout_secs
+            if heartbeat_stale(heartbeat_mtime(w.heartbeat), w.started_wall, wall, timeout):
+                log.error(
+                    "[%s] worker w%d (pid %d): no heartbeat for %.0f s: the process is hung; killing it",
+                    w.spec.key.topology,
+                    w.spec.key.worker,
+                    w.proc.pid,
+                    timeout,
+                )
+                self.m_hung.labels(self.id, w.spec.key.topology).inc()
+                w.proc.kill()
 
     def _reap(self, now: float) -> None:
         for key, w in list(self.procs.items()):

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from service.exceptions import WorkerDied
+from service.hang import heartbeat_mtime, heartbeat_path, heartbeat_stale
 from service.restarts import CrashHistory, RestartPolicy
 from service.scheduling import WorkerPlan, worker_components
 from service.spawn import log_tail, spawn_worker
@@ -36,11 +37,19 @@ class LocalCluster:
       plan: from :func:`service.scheduling.worker_plan` (written to ``workdir/plan.json``).
       policy: crash backoff and give-up (default :class:`RestartPolicy`).
       clock: monotonic seconds (injected for tests).
+      hang_timeout_s: a worker whose heartbeat file is older than this is SIGKILLed, then
+        restarted as after a crash (:mod:`service.hang`; seconds, 0: never).
     Not thread-safe: one thread calls everything.
     """
 
     def __init__(
-        self, topology: Topology, workdir: Path, plan: WorkerPlan, policy: RestartPolicy | None = None, clock: Callable[[], float] = time.monotonic
+        self,
+        topology: Topology,
+        workdir: Path,
+        plan: WorkerPlan,
+        policy: RestartPolicy | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        hang_timeout_s: float = 0.0,
     ) -> None:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -57,6 +66,11 @@ class LocalCluster:
         self.restart_at: dict[int, float] = {}
         self.restarts = 0
         """Workers restarted after an unexpected exit (``squall_worker_restarts_total``)."""
+        self.hang_timeout_s = hang_timeout_s
+        self.started_at: dict[int, float] = {}
+        """Wall-clock start of each worker (seconds since the epoch: heartbeat files' clock)."""
+        self.hung = 0
+        """Workers killed because their process stopped (stale heartbeat)."""
 
     def components(self, i: int) -> list[str]:
         """The component ids of worker ``i``'s executors."""
@@ -75,6 +89,8 @@ class LocalCluster:
 
     def spawn(self, i: int) -> None:
         """Start worker ``i`` (again)."""
+        heartbeat_path(self.plan.workdir, i).unlink(missing_ok=True)
+        self.started_at[i] = time.time()
         self.procs[i] = spawn_worker(self.plan_path, i, self.log_path(i))
         self.expected_down.discard(i)
         self.restart_at.pop(i, None)
@@ -112,6 +128,7 @@ class LocalCluster:
                 continue
             code = proc.poll()
             if code is None:
+                self._kill_if_hung(i, proc)
                 continue
             comps = ",".join(dict.fromkeys(self.components(i)))
             history = self.crashes.setdefault(i, CrashHistory(self.policy))
@@ -124,6 +141,21 @@ class LocalCluster:
                 )
             log.warning("[%s] worker w%d exited with %s: restarting it in %.1f s", comps, i, code, delay)
             self.restart_at[i] = now + delay
+
+    def _kill_if_hung(self, i: int, proc: subprocess.Popen[bytes]) -> None:
+        """SIGKILL worker ``i`` if its heartbeat file stopped (the next :meth:`check` restarts it)."""
+        mtime = heartbeat_mtime(heartbeat_path(self.plan.workdir, i))
+        if heartbeat_stale(mtime, self.started_at.get(i, 0.0), time.time(), self.hang_timeout_s):
+            self.hung += 1
+            log.error(
+                "[%s] worker w%d (pid %d): no heartbeat for %.0f s: the process is hung; killing it",
+                ",".join(self.components(i)),
+                i,
+                proc.pid,
+                self.hang_timeout_s,
+            )
+            proc.kill()
+            proc.wait(30)
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """SIGTERM every worker, wait for clean exits, SIGKILL what remains."""

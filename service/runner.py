@@ -185,7 +185,7 @@ class Job:
             topology_overrides=self.topology_overrides,
             metrics_host=self.settings.http_host,
         )
-        self.cluster = LocalCluster(self.topology, workdir, plan, self.settings.restart_policy())
+        self.cluster = LocalCluster(self.topology, workdir, plan, self.settings.restart_policy(), hang_timeout_s=self.conf.worker_hang_timeout_secs)
         self.cluster.start()
         self.board = StatsBoard(bootstrap, self.name)
         self.started = time.monotonic()

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from service.control_log import ControlTopics
 from service.drain import draining_elsewhere
+from service.hang import HUNG_EXIT_CODE, heartbeat_path, stalled
 from service.metrics import StatsCollector, serve
 from service.scheduling import WorkerPlan, is_spark_bolt
 from service.status_watch import StatusWatcher
@@ -223,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         t.start()
     log.info("[%s] worker w%d running %s", plan.name, index, [e.component for e in executors])
     ready = Path(plan.workdir) / f"worker-{index}.ready"
+    heartbeat = heartbeat_path(plan.workdir, index)
+    hang_timeout = executors[0].conf.worker_hang_timeout_secs if executors else 0.0
     failed = False
     while not stop.wait(0.2):
         if any(not t.is_alive() for t in threads):
@@ -230,6 +233,20 @@ def main(argv: list[str] | None = None) -> int:
             break
         if not ready.exists() and all(e.assigned.is_set() for e in executors):
             ready.write_text(str(os.getpid()))
+        heartbeat.touch()
+        hung = stalled(
+            {f"{e.component} ({t.name})": e.beat for e, t in zip(executors, threads, strict=True) if e.assigned.is_set()}, time.monotonic(), hang_timeout
+        )
+        if hung:
+            log.error(
+                "[%s] worker w%d: executor %s has not come round for %.0f s (squall.worker.hang.timeout.secs): hung; exiting to be restarted",
+                ",".join(hung),
+                index,
+                " and ".join(hung),
+                hang_timeout,
+            )
+            logging.shutdown()
+            os._exit(HUNG_EXIT_CODE)  # the hung thread cannot be joined
     if not failed:
         drain(plan, spouts, threads)
     if watcher is not None:

@@ -146,6 +146,14 @@ class TopologyConfig(BaseModel):
         "commit, and a copy arriving later than this after its original is counted again",
     )
     stats_interval_secs: float = Field(1.0, alias="squall.stats.interval.secs", gt=0, description="stats snapshot period (seconds; default 1)")
+    worker_hang_timeout_secs: float = Field(
+        120.0,
+        alias="squall.worker.hang.timeout.secs",
+        ge=0,
+        description="an executor whose loop has not come round for this long (a bolt stuck in execute, a client that "
+        "never returns), or a worker process that stopped altogether, is hung: the worker is restarted (seconds; "
+        "default 120; 0: never)",
+    )
     acker_buckets: int = Field(3, alias="squall.acker.buckets", ge=2, description="RotatingMap buckets (default 3)")
     acker_persist_after_secs: float = Field(
         2.0,

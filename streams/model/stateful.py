@@ -85,6 +85,13 @@ class StatefulBolt(Component):
     def pre_commit(self) -> None:
         """Called just before each checkpoint (Storm's ``preCommit``): put what must be saved into the state."""
 
+    def state_restored(self) -> None:
+        """Called after a rollback put the last checkpoint back into the state (the object ``init_state`` got).
+
+        ``init_state`` is not called again, so what the bolt keeps besides the state (a cache,
+        a set of tuples already failed once) survives; rebuild here what derives from the state.
+        """
+
     def cleanup(self) -> None:
         """Called when the worker stops cleanly (a checkpoint follows)."""
 
@@ -275,7 +282,7 @@ class StatefulBoltExecutor(Bolt):
         self.executed = []
 
     def rollback(self, failed: Tuple | None) -> None:
-        """Back to the last checkpoint: the state reloads (``init_state`` is called again, as in Storm), and every tuple executed since fails (they replay).
+        """Back to the last checkpoint: the state reloads (the same object; then ``state_restored``), and every tuple executed since fails (they replay).
 
         ``failed``: the tuple the bolt failed (None: a tick's work failed).
         """
@@ -302,7 +309,7 @@ class StatefulBoltExecutor(Bolt):
         log.info("[%s] rolled back to checkpoint %d: failed %d tuples (they replay)", self.component, self.checkpointer.checkpoint, len(self.executed))
         self.executed = []
         self.acked = keep
-        self.inner.init_state(self.state)
+        self.inner.state_restored()
 
     @override
     def cleanup(self) -> None:

@@ -13,7 +13,7 @@ state, so:
   bolt: :mod:`streams.model.stateful`). So each window fires once with the same tuples as far
   as the state can tell, and the state's updates from ``execute(window)`` happen exactly once;
 * ``execute(window)`` raising (or failing a tuple) rolls the task back to its last checkpoint:
-  state and windows; the tuples since then replay;
+  state and windows (then ``state_restored``); the tuples since then replay;
 * emits are not anchored to the window's tuples (they were acked at a checkpoint, as in Storm);
   what the bolt emits is at least once: a window that fired after the last checkpoint fires
   again after a crash.
@@ -67,8 +67,11 @@ class StatefulWindowedBolt(WindowedBolt):
     """A windowed bolt with checkpointed state whose windows survive a crash (see the module docstring)."""
 
     def init_state(self, state: KeyValueState) -> None:
-        """The task's state as of its last checkpoint (called after ``prepare``, and again after a rollback)."""
+        """The task's state as of its last checkpoint (called once, after ``prepare``)."""
         raise NotImplementedError
+
+    def state_restored(self) -> None:
+        """Called after a rollback put the last checkpoint (state and windows) back into the state."""
 
 
 class _UnanchoredCollector(WindowedOutputCollector):
@@ -129,6 +132,17 @@ class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
     @override
     def init_state(self, state: KeyValueState) -> None:
         """Restore the windows from ``state`` (empty at first), then hand the state to the bolt."""
+        self._restore_windows(state)
+        self.user.init_state(state)
+
+    @override
+    def state_restored(self) -> None:
+        """After a rollback: the windows come back from the checkpoint too."""
+        assert self.state is not None
+        self._restore_windows(self.state)
+        self.user.state_restored()
+
+    def _restore_windows(self, state: KeyValueState) -> None:
         self.state = state
         self.numbers, self.stored = {}, {}
         spec = self._spec()
@@ -150,7 +164,6 @@ class PersistentWindows(WindowedBoltExecutor, StatefulBolt):
             self.windows.last_arrival = now
             self.windows.seen = dict.fromkeys(self.windows.seen, now)
         self.last_arrival = now
-        self.user.init_state(state)
 
     def _restored(self, n: int, stored: Any) -> Tuple:
         assert self.context is not None

@@ -152,6 +152,8 @@ class Executor:
         self.assigned = threading.Event()
         """Set once this executor has opened its tasks and, for an acker, restored its
         table: the worker's readiness."""
+        self.beat = time.monotonic()
+        """When the executor's loop last came round (monotonic seconds): its heartbeat."""
         self.start_offsets: dict[int, int] = {}
         """Where :meth:`_assign` started each input partition (negative: librdkafka's logical offsets)."""
 
@@ -230,7 +232,12 @@ class Executor:
         log.warning("[%s] dead-lettered %s[%s]@%s after %d attempts: %s", self.component, topic, partition, offset, attempts, reason)
 
     def _maybe_stats(self, now: float, final: bool = False) -> None:
-        """Publish a stats snapshot to ``squall.T.__metrics`` every ``squall.stats.interval.secs``."""
+        """Publish a stats snapshot to ``squall.T.__metrics`` every ``squall.stats.interval.secs``.
+
+        Called once per round of the executor's loop: it is also the executor's heartbeat
+        (:attr:`beat`, read by the worker's hang check, :mod:`service.hang`).
+        """
+        self.beat = now
         if final or now >= self._next_stats:
             self._next_stats = now + self.conf.stats_interval_secs
             self._update_gauges()

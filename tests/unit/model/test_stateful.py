@@ -41,9 +41,11 @@ class Split(BasicBolt):
 class Count(StatefulBolt):
     def __init__(self) -> None:
         self.fail_next = False
+        self.inits = 0
 
     def init_state(self, state: KeyValueState) -> None:
         self.counts = state
+        self.inits += 1
 
     def execute(self, tuple: Tuple) -> None:  # noqa: A002
         word = tuple[0]
@@ -197,6 +199,7 @@ def test_a_failed_tuple_rolls_the_task_back_and_fails_what_ran_since_the_checkpo
     task.bolt.execute(third)
     assert dict(task.bolt.state.items()) == {"a": 1} and task.bolt.rollbacks == 1
     assert task.acks.fails == {2, 3}  # both trees replay
+    assert task.bolt.inner.counts is task.bolt.state and task.bolt.inner.inits == 1  # refilled in place; init_state not called again
     task.bolt.execute(word_tuple(1, 0, "a"))  # the replays are applied again (their ids were forgotten)
     task.bolt.execute(word_tuple(2, 0, "b"))
     assert dict(task.bolt.state.items()) == {"a": 2, "b": 1}
