@@ -42,7 +42,7 @@ def test_an_executor_stuck_in_execute_restarts_its_worker(settings: ServiceSetti
 
 
 def test_a_stopped_worker_process_is_killed_and_restarted(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
-    src = corpus_slice(corpus, tmp_path / "slice.txt", 20_000)
+    src = corpus_slice(corpus, tmp_path / "slice.txt", 10_000)
     out = tmp_path / "counts.json"
     settings = settings.model_copy(update={"restart_initial_secs": 0.5})
     job = Job(TOPOLOGIES / "single_spout_wordcount.py", src, out, settings, conf_overrides={"squall.worker.hang.timeout.secs": 5})
