@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -50,8 +49,7 @@ def test_a_stopped_worker_process_is_killed_and_restarted(settings: ServiceSetti
 
     def freeze() -> None:
         assert job.cluster is not None
-        time.sleep(3)
-        w = job.cluster.worker_of("count")
+        w = job.cluster.worker_of("count")  # at once: the input is all there, and nothing is counted until it comes back
         pid = job.cluster.procs[w].pid
         os.kill(pid, signal.SIGSTOP)  # alive, but runs nothing: no stats, no heartbeat
         stopped.append(pid)
