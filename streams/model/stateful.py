@@ -223,13 +223,7 @@ class StatefulBoltExecutor(Bolt):
     def execute(self, tuple: Tuple) -> None:
         if tuple.is_tick:
             if self.user_ticks:  # the bolt's tick first (a window fires), so the checkpoint holds what it did
-                try:
-                    self.inner.execute(tuple)
-                except FailedException:
-                    self.rollback(None)
-                except Exception:
-                    self.rollback(None)
-                    raise
+                self._run(tuple, None)
             if self.clock() - self.last_checkpoint >= self.interval_s:
                 self.checkpoint()
             return
@@ -239,12 +233,16 @@ class StatefulBoltExecutor(Bolt):
             self.acked.append(tuple)  # its effect is in the state: ack it with the next checkpoint
             return
         self.executed.append(tuple)
+        self._run(tuple, tuple)
+
+    def _run(self, tuple: Tuple, failed: Tuple | None) -> None:  # noqa: A002
+        """The bolt's ``execute``; a failure rolls the task back (``failed``: the tuple to fail with it), and any other exception is raised again after that."""
         try:
             self.inner.execute(tuple)
         except FailedException:
-            self.rollback(tuple)
+            self.rollback(failed)
         except Exception:
-            self.rollback(tuple)
+            self.rollback(failed)
             raise
 
     def checkpoint(self) -> None:
