@@ -327,6 +327,8 @@ class Job:
         end = time.monotonic() + 5
         while time.monotonic() < end and self.board.poll(0.3):
             pass
+        if not self.board.read_to_now_or_reopen():
+            log.warning("[%s] could not read the stats to their end: the summary may show older counters", self.name)
         return self.summary()
 
     def summary(self) -> Summary:

@@ -92,7 +92,13 @@ def new_consumer(cfg: Mapping[str, Any]) -> Consumer:
 
 
 def reopen_consumer(
-    old: Consumer, cfg: Mapping[str, Any], positions: list[TopicPartition], component: str, gaps: FetchGaps | None = None, close_timeout_s: float = 10.0
+    old: Consumer,
+    cfg: Mapping[str, Any],
+    positions: list[TopicPartition],
+    component: str,
+    gaps: FetchGaps | None = None,
+    close_timeout_s: float = 10.0,
+    why: str = "offset commits keep failing",
 ) -> Consumer:
     """A new assign-only consumer with ``cfg``, reading ``positions``, in place of ``old``.
 
@@ -101,9 +107,9 @@ def reopen_consumer(
     next (negative: librdkafka's logical offsets, such as ``OFFSET_BEGINNING``); ``gaps``, the
     executor's :class:`~streams.kafka.fetch_gaps.FetchGaps`, is told to expect them. ``old``
     is closed on a helper thread, waited for at most ``close_timeout_s`` seconds: a wedged
-    client must not wedge its executor too.
+    client must not wedge its executor too. ``why`` goes in the log line.
     """
-    log.warning("[%s] offset commits to group %s keep failing: replacing the consumer", component, cfg.get("group.id"))
+    log.warning("[%s] %s (group %s): replacing the consumer", component, why, cfg.get("group.id"))
     if gaps is not None:
         for tp in positions:
             if tp.offset >= 0:

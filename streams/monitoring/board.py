@@ -10,7 +10,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from streams.exceptions import DecodeError
-from streams.kafka.clients import at_high_watermarks, new_consumer, true_end_offsets
+from streams.kafka.clients import at_high_watermarks, new_consumer, reopen_consumer, true_end_offsets
 from streams.monitoring.ledger_store import TAIL, parse_ledger
 from streams.monitoring.spout_ledger import TaskLedger
 from streams.monitoring.stats import LogHistogram
@@ -35,22 +35,23 @@ class StatsBoard:
     def __init__(self, bootstrap: str, topology: str, overrides: dict[str, Any] | None = None) -> None:
         self.bootstrap = bootstrap
         self.overrides = overrides
-        self.consumer = new_consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"squall.{topology}.__board",
-                "enable.auto.commit": False,
-                "fetch.wait.max.ms": 50,
-                "log_level": 0,
-                **(overrides or {}),
-            }
-        )
+        self.config: dict[str, Any] = {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"squall.{topology}.__board",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 50,
+            "log_level": 0,
+            **(overrides or {}),
+        }
+        self.consumer = new_consumer(self.config)
         self.metrics_topic = metrics_topic(topology)
         self.ledger_topic = ledger_topic(topology)
         self.latest: dict[str, dict[str, Any]] = {}
         self.ledgers: dict[int, TaskLedger] = {}
         assignment = [TopicPartition(self.metrics_topic, 0, OFFSET_BEGINNING)]
         assignment += [TopicPartition(self.ledger_topic, p, off) for p, off in self._ledger_starts(bootstrap, overrides).items()]
+        self.starts = {(tp.topic, tp.partition): tp.offset for tp in assignment}
+        """Where each assigned partition was first read from (a reopened consumer resumes where the old one was)."""
         self.consumer.assign(assignment)
 
     def _ledger_starts(self, bootstrap: str, overrides: dict[str, Any] | None) -> dict[int, int]:
@@ -129,6 +130,23 @@ class StatsBoard:
                 return True
             if time.monotonic() > deadline:
                 return False
+
+    def read_to_now_or_reopen(self, timeout_s: float = 10.0) -> bool:
+        """:meth:`read_to_now`; if that times out, replace the consumer (at the offsets it had reached) and try once more.
+
+        On Apache Kafka 4.4 an assign-only consumer sometimes fetches nothing, for good, after a
+        10 s broker pause (as the executors' consumers did; :func:`~streams.kafka.clients.reopen_consumer`):
+        ``squall run``'s summary then showed the counters from before the pause.
+        """
+        if self.read_to_now(timeout_s):
+            return True
+        tps = self.consumer.assignment()
+        positions = [
+            TopicPartition(tp.topic, tp.partition, pos.offset if pos.offset >= 0 else self.starts[(tp.topic, tp.partition)])
+            for tp, pos in zip(tps, self.consumer.position(tps), strict=True)
+        ]
+        self.consumer = reopen_consumer(self.consumer, self.config, positions, "board", why=f"stats not read to their end within {timeout_s:.0f} s")
+        return self.read_to_now(timeout_s)
 
     def live(self, now: float, fresh_s: float = 5.0) -> list[dict[str, Any]]:
         """Snapshots of executors that are running now (not final, recent)."""

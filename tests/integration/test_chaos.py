@@ -67,7 +67,9 @@ def test_three_kill9s_of_random_workers_lose_nothing(settings: ServiceSettings, 
         f"restart replays {summary.replays['restart']} vs in flight at the {len(spout_kills)} spout kill(s) {in_flight_at_kills} "
         f"+ one commit period ({one_commit_period:.0f} records) each; {summary.lines()}"
     )
-    assert len(kills) == summary.worker_restarts >= 1
+    # Each kill is restarted 0.5 s later, before the next (1-2.5 s later); the last one may land
+    # as the job finishes, when every tree is acked and its restart is not needed any more.
+    assert summary.worker_restarts >= 1 and len(kills) - 1 <= summary.worker_restarts <= len(kills)
     assert summary.emitted == summary.records + summary.replayed  # the durable ledgers balance, kills or not
     assert summary.replays["restart"] <= in_flight_at_kills + len(spout_kills) * 2 * one_commit_period
 
