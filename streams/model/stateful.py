@@ -7,7 +7,10 @@ runtime (:class:`StatefulBoltExecutor`):
 * **checkpoints** the state's changes every ``topology.state.checkpoint.interval.ms``
   (Storm's key; default 1000) into ``squall.state.url`` (SQLite, PostgreSQL, or ``kafka://``:
   a compacted changelog topic, :mod:`streams.kafka.changelog_store`), in one transaction
-  with the ids of the tuples applied since the last checkpoint;
+  with the ids of the tuples applied since the last checkpoint; and sooner, at most every
+  :data:`IDLE_CHECKPOINT_S`, when its input ran dry with acks waiting (no tuple between two
+  ticks): a trickle of input is not held for a whole interval, and a spout's pending bound
+  ramps up as fast as without a hold;
 * **defers acks**: a tuple the bolt acked is acked for real only after the checkpoint that
   holds its effect (Storm's StatefulBoltExecutor), so a crash replays what the state lost;
 * **applies each tuple once**: a tuple whose id (the same on every replay,
@@ -60,7 +63,10 @@ from streams.state.keyvalue import AppliedIds, Checkpointer, KeyValueState
 log = logging.getLogger("squall.stateful")
 
 PRUNE_EVERY = 10
-"""Checkpoints between two reads of the spouts' committed offsets (forgetting old tuple ids)."""
+"""Checkpoint intervals between two reads of the spouts' committed offsets (forgetting old tuple ids)."""
+
+IDLE_CHECKPOINT_S = 0.2
+"""Least time between two checkpoints taken early because the input ran dry (seconds)."""
 
 
 class StatefulBolt(Component):
@@ -152,10 +158,16 @@ class StatefulBoltExecutor(Bolt):
         self.retention_s = 600.0
         """Applied tuple ids are kept at least this long (seconds): copies a bolt re-reads after a restart."""
         self.last_checkpoint = 0.0
+        self.next_prune = 0.0
+        """When the next checkpoint may forget old tuple ids (clock seconds)."""
         self.checkpoints = 0
         self.duplicates = 0
         """Replayed tuples skipped: their effect was already in the state (count)."""
         self.rollbacks = 0
+        self.idle_checkpoints = 0
+        """Checkpoints taken before the interval because the input ran dry (count)."""
+        self.busy = False
+        """A tuple was executed since the last tick."""
         self.user_ticks = False
         self.positions: Callable[[], dict[int, int]] | None = None
 
@@ -204,10 +216,12 @@ class StatefulBoltExecutor(Bolt):
         self.interval_s = context.config.state_checkpoint_interval_ms / 1000
         self.retention_s = context.config.state_dedupe_retention_secs
         self.last_checkpoint = self.clock()
+        self.next_prune = self.last_checkpoint + PRUNE_EVERY * self.interval_s
         self.positions = context.io.source_positions
         context.register_metric("state_checkpoints", lambda: float(self.checkpoints))
         context.register_metric("state_duplicates", lambda: float(self.duplicates))
         context.register_metric("state_rollbacks", lambda: float(self.rollbacks))
+        context.register_metric("state_idle_checkpoints", lambda: float(self.idle_checkpoints))
         log.info(
             "[%s] task %d restored checkpoint %d: %d keys, %d tuple ids",
             self.component,
@@ -224,9 +238,15 @@ class StatefulBoltExecutor(Bolt):
         if tuple.is_tick:
             if self.user_ticks:  # the bolt's tick first (a window fires), so the checkpoint holds what it did
                 self._run(tuple, None)
-            if self.clock() - self.last_checkpoint >= self.interval_s:
+            since = self.clock() - self.last_checkpoint
+            if since >= self.interval_s:
                 self.checkpoint()
+            elif not self.busy and self.acked and since >= IDLE_CHECKPOINT_S:
+                self.idle_checkpoints += 1
+                self.checkpoint()
+            self.busy = False
             return
+        self.busy = True
         tid = tuple.tid
         if tid is not None and not self.applied.add(tid):
             self.duplicates += 1
@@ -250,7 +270,7 @@ class StatefulBoltExecutor(Bolt):
 
         Steps:
 
-        1. every ``PRUNE_EVERY`` checkpoints, read the spouts' committed offsets and forget the
+        1. every ``PRUNE_EVERY`` checkpoint intervals, read the spouts' committed offsets and forget the
            ids of checkpoints older than ``squall.state.dedupe.retention.secs`` whose records
            are all below them (no copy can come back: :meth:`AppliedIds.forget`);
         2. write the checkpoint (one transaction);
@@ -263,7 +283,8 @@ class StatefulBoltExecutor(Bolt):
         self.last_checkpoint = self.clock()
         # 1. What may be forgotten.
         forget = 0
-        if self.positions is not None and self.checkpoints % PRUNE_EVERY == PRUNE_EVERY - 1:
+        if self.positions is not None and self.last_checkpoint >= self.next_prune:
+            self.next_prune = self.last_checkpoint + PRUNE_EVERY * self.interval_s
             forget = self.applied.forget(self.positions(), time.time() - self.retention_s)
         # 2. The checkpoint, with what the bolt adds to it first (Storm's preCommit).
         self.inner.pre_commit()

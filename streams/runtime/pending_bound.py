@@ -139,7 +139,7 @@ class AdaptiveBound(PendingBound):
     SLOW_START = 2.0
     SHRINK = 0.7
     SLOW_FRACTION = 0.1
-    HOLD_BOOST = 8
+    HOLD_BOOST = 16
 
     def __init__(
         self,

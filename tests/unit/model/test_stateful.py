@@ -148,7 +148,7 @@ def test_the_checkpointed_count_is_exact_after_crashes_replays_and_failed_tuples
         if action < 0.14:
             task.bolt.inner.fail_next = True
         if action < 0.25 or not spout.queue:
-            clock[0] += 1.5
+            clock[0] += rng.choice([0.1, 0.3, 1.5])  # a tick: an idle checkpoint, none, or one that is due
             task.bolt.execute(tick_tuple())
         else:
             k = rng.randrange(len(spout.queue))
@@ -182,6 +182,36 @@ def test_acks_wait_for_the_checkpoint_and_a_replay_is_skipped() -> None:
     dup = word_tuple(0, 0, "a")
     again.bolt.execute(dup)
     assert again.bolt.duplicates == 1 and dict(again.bolt.state.items()) == {"a": 1}
+
+
+def test_an_idle_task_checkpoints_early_and_a_busy_one_at_the_interval() -> None:
+    """A trickle of input is acked after ~0.2 s, not a whole interval: a tick that finds no
+    tuple since the one before checkpoints what waits; while tuples keep coming between ticks,
+    checkpoints come every interval (1 s here)."""
+    url = "memory://"
+    stores = {url: open_backend(url)}
+    clock = [0.0]
+    task = Task(url, stores, clock)
+    t = word_tuple(0, 0, "a")
+    task.bolt.execute(t)
+    clock[0] = 0.1
+    task.bolt.execute(tick_tuple())  # a tuple came since the last tick: busy, no checkpoint
+    assert not t.settled
+    clock[0] = 0.2
+    task.bolt.execute(tick_tuple())  # none since: idle, and 0.2 s since the last checkpoint
+    assert t.settled and task.bolt.checkpoints == 1 and task.bolt.idle_checkpoints == 1
+    clock[0] = 0.3
+    task.bolt.execute(tick_tuple())  # idle with nothing to ack: no checkpoint
+    assert task.bolt.checkpoints == 1
+    busy = []
+    for i in range(1, 12):  # a tuple between every two ticks for 1.1 s
+        busy.append(word_tuple(i, 0, "b"))
+        task.bolt.execute(busy[-1])
+        clock[0] = 0.3 + 0.1 * i
+        task.bolt.execute(tick_tuple())
+        if clock[0] < 0.2 + 1.0 - 1e-9:
+            assert task.bolt.checkpoints == 1 and not busy[0].settled, clock[0]
+    assert task.bolt.checkpoints == 2 and task.bolt.idle_checkpoints == 1 and busy[0].settled  # the interval's checkpoint
 
 
 def test_a_failed_tuple_rolls_the_task_back_and_fails_what_ran_since_the_checkpoint() -> None:
