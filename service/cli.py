@@ -275,6 +275,9 @@ def status_cmd(
     if broker:
         typer.echo(f"embedded broker (supervisor {broker['supervisor']}): {broker['rss_bytes'] / 2**20:,.0f} MB resident and growing (for trying Squall only)")
     for e in st["errors"]:
+        if e.get("event") == "refused":
+            typer.echo(f"supervisor {e['supervisor']}: {e['reason']}")
+            continue
         typer.echo(f"worker w{e['worker']} ({e['components']}) on {e['supervisor']} exited with {e['exit_code']}{' (gave up)' if e['gave_up'] else ''}")
 
 

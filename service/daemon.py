@@ -40,7 +40,7 @@ from service.admin import ensure_topology_topics
 from service.broker import EMBEDDED_EVENT_KEY, EMBEDDED_LAYER, EMBEDDED_WARNING, EmbeddedBroker
 from service.claims import Claim, ClaimBook, task_refs
 from service.config import ServiceSettings
-from service.control_log import ControlLog, ControlTopics, ControlWriter, EventLog, ensure_control_topics
+from service.control_log import SLOTS, ControlLog, ControlTopics, ControlWriter, EventLog, ensure_control_topics
 from service.hang import heartbeat_mtime, heartbeat_path, heartbeat_stale
 from service.http import HealthServer
 from service.metrics import ProcessStats, StatsCollector, merge_snapshots
@@ -49,6 +49,7 @@ from service.reconcile import Running, WorkerKey, WorkerSpec, decide, desired_wo
 from service.restarts import CrashHistory, RestartPolicy
 from service.slots import SlotMembership, slot_of
 from service.spawn import log_tail, spawn_worker
+from service.state_placement import local_state_components, refusal
 from streams.config import resolve
 from streams.exceptions import SquallError
 from streams.monitoring.board import StatsBoard
@@ -129,6 +130,10 @@ class SupervisorService:
         self.membership: SlotMembership | None = None
         self.plans: dict[str, TopologyPlan] = {}
         self.plan_errors: dict[str, str] = {}
+        self.local_state: dict[tuple[str, int], dict[str, str]] = {}
+        """Per (topology, version): its components whose state is a local file (:func:`service.state_placement.local_state_components`)."""
+        self.refusals: set[tuple[WorkerKey, int]] = set()
+        """Workers (and the record version) refused for their state's place, already reported."""
         self.procs: dict[WorkerKey, WorkerProc] = {}
         self.crashes: dict[WorkerKey, CrashHistory] = {}
         self.backoff_until: dict[WorkerKey, float] = {}
@@ -329,6 +334,9 @@ class SupervisorService:
         assert self.membership is not None and self.events is not None
         if slot_of(spec.key.topology, spec.key.worker) not in self.membership.startable():
             return "its slot was just gained (or a rebalance is under way)"
+        refused = self._refused(spec, now)
+        if refused is not None:
+            return refused
         if not self.events.caught_up():
             return "reading the events of the other supervisors"
         blocking = self.claims.blocking(spec.key.topology, task_refs(spec.executors), now, self._alive)
@@ -336,6 +344,24 @@ class SupervisorService:
             who = ", ".join(f"w{c.worker} (pid {c.pid}) on {c.supervisor}" for c in blocking)
             return f"its tasks are still held by {who}"
         return None
+
+    def _refused(self, spec: WorkerSpec, now: float) -> str | None:
+        """Why ``spec`` may never start on this supervisor (:mod:`service.state_placement`), or None.
+
+        Said once per record version and worker: logged as an error and written to the events
+        topic as ``refused`` (``squall status`` lists it among the errors).
+        """
+        plan = self.plans[spec.key.topology]
+        local = self.local_state.get((plan.name, plan.version))
+        if local is None:
+            local = self.local_state[(plan.name, plan.version)] = local_state_components(plan.topology, plan.conf)
+        why = refusal(spec.key.topology, spec.key.worker, spec.components, local, alone=len(self.owned()) >= SLOTS)
+        if why is not None and (spec.key, spec.version) not in self.refusals:
+            self.refusals.add((spec.key, spec.version))
+            log.error("%s", why)
+            event = {"event": "refused", "supervisor": self.id, "worker": spec.key.worker, "components": ",".join(dict.fromkeys(spec.components))}
+            self._event(spec.key.topology, {**event, "version": spec.version, "reason": why, "at": now})
+        return why
 
     def _alive(self, claim: Claim) -> bool:
         """Whether the claim's worker publishes live stats (fresh, not final)."""

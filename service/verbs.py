@@ -161,7 +161,10 @@ def kill_topology(client: Client, name: str, wait_s: float | None, now: float, s
     workers = set(range(int(shape["workers"])))
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        stopped = {e["worker"] for e in events(client, name) if e.get("event") == "stopped" and e["at"] >= now}
+        seen = events(client, name)
+        stopped = {e["worker"] for e in seen if e.get("event") == "stopped" and e["at"] >= now}
+        last = {e["worker"]: e.get("event") for e in seen}
+        stopped |= {w for w, what in last.items() if what == "refused"}  # never started (service.state_placement)
         if workers <= stopped:
             break
         time.sleep(0.5)
@@ -285,9 +288,9 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
         "complete_latency_p99_s": _q(complete, 0.99),
         "components": comps,
         "errors": [
-            {k: e.get(k) for k in ("at", "supervisor", "worker", "components", "exit_code", "gave_up", "log_tail")}
+            {k: e.get(k) for k in ("event", "at", "supervisor", "worker", "components", "exit_code", "gave_up", "log_tail", "reason")}
             for e in every_event
-            if e.get("topology") == name and e.get("event") == "crashed"
+            if e.get("topology") == name and e.get("event") in ("crashed", "refused")
         ][-5:],
         "embedded_broker": embedded_broker(every_event, now),
     }

@@ -131,6 +131,13 @@ class TopologyConfig(BaseModel):
         alias="squall.state.url",
         description="where committer bolts keep state: sqlite:///path.db (default: <data dir>/state/<topology>.db), postgresql://user@host/db",
     )
+    state_sqlite_shared: bool = Field(
+        False,
+        alias="squall.state.sqlite.shared",
+        description="every supervisor reaches the same SQLite state file (several supervisors on one machine); "
+        "default false: with more than one supervisor, a worker whose stateful bolts or committers keep state in "
+        "SQLite is not started (a task that moved would find another machine's empty file)",
+    )
     state_checkpoint_interval_ms: int = Field(
         1000,
         alias="topology.state.checkpoint.interval.ms",

@@ -25,6 +25,7 @@ from streams.monitoring.board import LEDGER_TOTALS, StatsBoard
 
 ROOT = Path(__file__).resolve().parents[2]
 WORDCOUNT = ROOT / "examples" / "wordcount.py"
+STATEFUL = ROOT / "examples" / "wordcount_stateful.py"
 EXACTLY_ONCE = ROOT / "examples" / "wordcount_exactly_once.py"
 FEEDER = Path(__file__).parent / "feeder.py"
 

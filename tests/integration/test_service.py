@@ -11,11 +11,12 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.integration.conftest import assert_at_least, assert_exact, corpus_slice, direct_count
-from tests.integration.service_harness import EXACTLY_ONCE, WORDCOUNT, Cluster, worker_pids
+from tests.integration.service_harness import EXACTLY_ONCE, STATEFUL, WORDCOUNT, Cluster, worker_pids
 
 pytestmark = [pytest.mark.broker, pytest.mark.embedded]
 
@@ -238,3 +239,32 @@ def test_an_exactly_once_topology_under_the_service_survives_a_supervisor_kill9_
     assert_exact(dict(state.items()), direct_count(src), lambda: cluster.spout_totals(wc))
     emitted = cluster.status(wc)["components"]["lines"]["emitted"]
     print(f"exactly once under the service: {sum(state.items().values())} words exact after kill -9 of {victim}; lines emitted {emitted}")
+
+
+def test_two_supervisors_refuse_sqlite_state_that_could_not_follow_a_moved_task(cluster: Cluster) -> None:
+    """Issue 25: with SQLite state (the default) and two supervisors, a stateful task that moved
+    started on the other machine's empty file and counted from zero, silently. Now the workers
+    that hold stateful tasks are refused, and status says why; kafka:// state starts."""
+    for sid in ("s1", "s2"):
+        cluster.serve(sid)
+    deadline = time.monotonic() + 120
+    while not all(cluster.metric(s, "squall_supervisor_slots") > 0 for s in ("s1", "s2")):  # both in the group
+        assert time.monotonic() < deadline, cluster.log("s1")[-3000:]
+        time.sleep(0.3)
+    wc = name()
+    cluster.squall("submit", str(STATEFUL), "--name", wc)
+    refused: list[dict[str, Any]] = []
+    while not refused:
+        assert time.monotonic() < deadline + 60, cluster.log("s1")[-3000:]
+        time.sleep(1.0)
+        refused = [e for e in cluster.status(wc)["errors"] if e["event"] == "refused"]
+    assert "[count] keeps its state in sqlite:///" in refused[0]["reason"] and "postgresql://" in refused[0]["reason"]
+    assert "count" in refused[0]["components"]
+    shown = cluster.squall("status", wc).stdout
+    assert f"[{wc}] worker w{refused[0]['worker']} not started: [count] keeps its state in sqlite:///" in shown
+    print(shown.splitlines()[-1])
+    cluster.squall("kill", wc, "-w", "0")
+    kv = name()
+    cluster.squall("submit", str(STATEFUL), "--name", kv, "-c", "squall.state.url=kafka://")
+    cluster.wait_ready(["s1", "s2"], 4)  # the kafka:// topology's four workers, none refused
+    assert not [e for e in cluster.status(kv)["errors"] if e["event"] == "refused"]

@@ -91,6 +91,8 @@ def test_control_record_and_events() -> None:
     check("event.schema.json", json.dumps(stopped).encode())
     crashed = {**stopped, "event": "crashed", "exit_code": -9, "components": "lines,__acker", "log_tail": "...", "gave_up": False}
     check("event.schema.json", json.dumps(crashed).encode())
+    refused = {"topology": "wc", "event": "refused", "supervisor": "s2", "worker": 1, "components": "count", "version": 1, "reason": "[wc] ...", "at": 2.0}
+    check("event.schema.json", json.dumps(refused).encode())
 
 
 def test_coordinator_state_and_batch_system_tuples() -> None:
