@@ -13,6 +13,7 @@ from confluent_kafka.admin import NewTopic
 
 from service.exceptions import BrokerError
 from streams.config import TopologyConfig, resolve
+from streams.kafka.bolt import KafkaBolt
 from streams.kafka.changelog_store import SCHEME as CHANGELOG_SCHEME
 from streams.kafka.clients import at_high_watermarks, new_admin, new_consumer
 from streams.model.spec import Topology
@@ -25,6 +26,7 @@ from streams.wire.naming import (
     dead_letter_topic,
     ledger_topic,
     metrics_topic,
+    show_topic,
     state_changelog_topic,
 )
 
@@ -69,7 +71,7 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, Topic
       input; a replay may read it again);
     * ``__acker.changelog``, ``__ledger``, ``__coordinator``, and ``<bolt>.state`` of a
       stateful bolt whose state is ``kafka://``: compacted;
-    * ``__metrics``: a day; ``__dlq`` and outputs: the retention.
+    * ``__metrics``: a day; ``__dlq``, outputs and a KafkaBolt's fixed topic: the retention.
     """
     name = topology.name
     keep = deleted_after(conf.topic_retention_ms)
@@ -85,6 +87,13 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, Topic
     topics[dead_letter_topic(name)] = TopicSpec(1, keep)
     for out in topology.outputs:
         topics.setdefault(out.topic_for(name), TopicSpec(1, keep))
+    for shown in conf.show_streams:
+        component, _, stream = shown.partition(":")
+        topics.setdefault(show_topic(name, component, stream), TopicSpec(1, keep))
+    for cdef in topology.components.values():
+        sink = cdef.obj.sink_topic(name) if isinstance(cdef.obj, KafkaBolt) else None
+        if sink is not None:
+            topics.setdefault(sink, TopicSpec(1, keep))
     if topology.transactional:
         topics[coordinator_topic(name)] = TopicSpec(1, COMPACTED)
     for cdef in topology.components.values():
@@ -145,7 +154,12 @@ def ensure_topics(
 
 
 def read_topic(bootstrap: str, topic: str, timeout_s: float = 120.0) -> list[dict[str, Any]]:
-    """Every JSON record of ``topic`` (all partitions), read to the fetch high watermarks.
+    """Every JSON record value of ``topic`` (all partitions), read to the fetch high watermarks (:func:`read_records`)."""
+    return [json.loads(value) for _, value in read_records(bootstrap, topic, timeout_s) if value is not None]
+
+
+def read_records(bootstrap: str, topic: str, timeout_s: float = 120.0) -> list[tuple[bytes | None, bytes | None]]:
+    """Every record of ``topic`` (all partitions) as ``(key, value)``, read to the fetch high watermarks.
 
     It returns only once every partition's position is at its high watermark (as a Fetch
     response reports it) and nothing arrived for 0.4 s: a slow first fetch (a busy or just
@@ -165,15 +179,14 @@ def read_topic(bootstrap: str, topic: str, timeout_s: float = 120.0) -> list[dic
         md = c.list_topics(topic, timeout=10).topics[topic]
         parts = [TopicPartition(topic, p, OFFSET_BEGINNING) for p in md.partitions]
         c.assign(parts)
-        out: list[dict[str, Any]] = []
+        out: list[tuple[bytes | None, bytes | None]] = []
         quiet = 0.0
         deadline = time.monotonic() + timeout_s
         while True:
             msgs = c.consume(10000, 0.2)
             for m in msgs:
-                value = m.value()
-                if not m.error() and value is not None:
-                    out.append(json.loads(value))
+                if not m.error():
+                    out.append((m.key(), m.value()))
             quiet = 0.0 if msgs else quiet + 0.2
             if quiet >= 0.4 and at_high_watermarks(c, [TopicPartition(topic, p.partition) for p in parts]):
                 return out

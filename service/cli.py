@@ -100,6 +100,7 @@ def run(
     topology_file: Annotated[Path, typer.Argument(help="Python file defining topology()")],
     input: Annotated[Path | None, typer.Option("--input", help="text file or folder of .txt files (default: Shakespeare)")] = None,  # noqa: A002
     output: Annotated[Path | None, typer.Option("--output", help="JSON file for the results")] = None,
+    show: Annotated[list[str] | None, typer.Option("--show", help="print the tuples of COMPONENT[:STREAM] as JSON lines (repeatable)")] = None,
     timeout: Annotated[float, typer.Option(help="give up after this many seconds")] = 3600.0,
     progress: Annotated[bool, typer.Option(help="show live progress")] = True,
     bootstrap_servers: Bootstrap = None,
@@ -107,16 +108,20 @@ def run(
     """Run a topology on real input until every source record is acked, then summarise."""
     s = settings(bootstrap_servers)
     logging.basicConfig(level=s.log_level if s.log_level != "INFO" else "WARNING", format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    job = Job(topology_file, input, output, s)
+    job = Job(topology_file, input, output, s, show=show)
     bar = Progress() if progress else None
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         job.start()
         summary = job.wait(timeout, on_progress=bar)
+        shown = job.shown()
     finally:
         if bar is not None:
             bar.close()
         job.close()
+    for stream, tuples in shown.items():
+        for t in tuples:
+            typer.echo(json.dumps({"stream": stream, "tuple": t}, ensure_ascii=False))
     typer.echo("\n".join(summary.lines()))
 
 
@@ -271,6 +276,8 @@ def status_cmd(
             f"{comp:<16} {c['executors']:>4} {c['tasks']:>5} {c['emitted']:>9} {c['executed']:>9} {c['acked']:>9} {c['failed']:>7} "
             f"{ms(c['execute_latency_p99_s']):>11} {c['capacity']:>8.3f} {c['lag']:>7}"
         )
+    for o in st["outputs"]:
+        typer.echo(f"output topic        {o['topic']} (written by {o['component']}, {o['kind']})")
     broker = st.get("embedded_broker")
     if broker:
         typer.echo(f"embedded broker (supervisor {broker['supervisor']}): {broker['rss_bytes'] / 2**20:,.0f} MB resident and growing (for trying Squall only)")

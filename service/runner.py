@@ -20,7 +20,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from service.admin import ensure_topology_topics, read_topic
+from service.admin import ensure_topology_topics, read_records, read_topic
 from service.broker import EMBEDDED_LAYER, EmbeddedBroker
 from service.config import ServiceSettings
 from service.corpus import read_lines, shakespeare_texts
@@ -28,6 +28,7 @@ from service.exceptions import InputError
 from service.local import LocalCluster
 from service.scheduling import is_spark_bolt, worker_plan
 from streams.config import TopologyConfig, resolve
+from streams.kafka.bolt import KafkaBolt
 from streams.kafka.changelog_store import SCHEME as CHANGELOG_SCHEME
 from streams.kafka.changelog_store import ChangelogKvStore
 from streams.kafka.clients import new_consumer, new_producer
@@ -35,6 +36,7 @@ from streams.kafka.spout import KafkaSpout
 from streams.model.checks import check_confs
 from streams.model.loader import load_topology
 from streams.model.spec import OutputDef, Topology
+from streams.model.tuple import DEFAULT_STREAM
 from streams.monitoring.board import StatsBoard
 from streams.monitoring.spout_ledger import REPLAY_CAUSES
 from streams.state import State, open_backend
@@ -42,9 +44,14 @@ from streams.state.backend import KvStore
 from streams.state.keyvalue import is_internal
 from streams.state.semantics import STATE_KINDS
 from streams.transactional.spout import TransactionalKafkaSpout
-from streams.wire.naming import ACKER_COMPONENT, component_group, component_topic
+from streams.wire.naming import ACKER_COMPONENT, component_group, component_topic, show_topic
 
 log = logging.getLogger("squall.run")
+
+NO_OUTPUT = (
+    'none declared: end the topology in a KafkaBolt or call TopologyBuilder.set_output(...) (README, "Output"), '
+    "or print a stream's tuples with --show COMPONENT[:STREAM]"
+)
 
 
 @dataclass
@@ -65,6 +72,8 @@ class Summary:
     complete_latency_p99_s: float
     output: str | None = None
     keys: int = 0
+    output_unit: str = "keys"
+    """What ``keys`` counts: ``keys`` of a ``{key: value}`` output, or ``records`` of a KafkaBolt's topic."""
     worker_restarts: int = 0
     emitted: int = 0
     """Spout tuples emitted (first emits and replays), from the durable ledgers."""
@@ -89,7 +98,7 @@ class Summary:
             f"seconds             {self.seconds:.2f}",
             f"throughput          {self.records_per_s:,.0f} records/s",
             f"complete latency    p50 {self.complete_latency_p50_s * 1000:.1f} ms, p99 {self.complete_latency_p99_s * 1000:.1f} ms",
-            f"output              {self.output} ({self.keys} keys)",
+            f"output              {self.output} ({self.keys} {self.output_unit})" if self.output else f"output              {NO_OUTPUT}",
             f"worker restarts     {self.worker_restarts}",
         ] + (
             [f"batches committed   {self.batches_committed} (replayed {self.batches_replayed}), last txid {self.last_txid}"]
@@ -132,6 +141,7 @@ class Job:
         conf_overrides: dict[str, Any] | None = None,
         max_records: int | None = None,
         topology_overrides: dict[str, Any] | None = None,
+        show: list[str] | None = None,
     ) -> None:
         self.settings = settings or ServiceSettings()
         self.topology_file = Path(topology_file)
@@ -139,6 +149,10 @@ class Job:
         self.name = name or f"{base.name}-{uuid.uuid4().hex[:8]}"
         self.topology = load_topology(self.topology_file, self.name)
         self.topology_overrides = dict(topology_overrides or {})
+        self.show = [shown_stream(base, s) for s in show or []]
+        """``component:stream`` of each stream whose tuples :meth:`shown` returns (``squall run --show``)."""
+        if self.show:
+            self.topology_overrides["squall.run.show"] = self.show
         self.topology.conf.update(self.topology_overrides)
         self.service_conf = {**self.settings.state_layer(self.name), **self.settings.topology_layer(), **(conf_overrides or {})}
         self.conf: TopologyConfig = resolve(self.service_conf, self.topology.conf, where=self.name)
@@ -352,6 +366,7 @@ class Job:
             complete_latency_p99_s=b.quantile("spout", "complete_latency", 0.99),
             output=str(out) if out else None,
             keys=keys,
+            output_unit="keys" if self.topology.outputs or self.topology.state_outputs else "records",
             worker_restarts=self.cluster.restarts if self.cluster is not None else 0,
             **self._batch_summary(),
             extra={"bolt_tuples_emitted": int(b.total("bolt", "emitted")), "acker_ops": int(b.total("acker", "ops"))},
@@ -399,16 +414,48 @@ class Job:
             raise InputError(f"[{self.name}] no state store configured (squall.state.url)")
         return STATE_KINDS[kind](open_backend(url), f"{self.name}.{name}")
 
+    def sink_topics(self) -> list[str]:
+        """The fixed topics the topology's KafkaBolts write to."""
+        return [t for c in self.topology.components.values() if isinstance(c.obj, KafkaBolt) and (t := c.obj.sink_topic(self.name)) is not None]
+
+    def shown(self) -> dict[str, list[dict[str, Any]]]:
+        """Per ``component:stream`` given to ``show``: its tuples as ``{field: value}``, in the order read."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        for shown in self.show:
+            component, _, stream = shown.partition(":")
+            out[shown] = read_topic(self.bootstrap, show_topic(self.name, component, stream))
+        return out
+
     def write_output(self) -> tuple[Path | None, int]:
-        """Write the topology's output (``set_output``, ``set_state_output``) as JSON; returns the path and key count."""
+        """Write the topology's output as JSON; returns the path and its key (or record) count.
+
+        ``set_output`` and ``set_state_output``: one JSON object, ``{key: value}``. Else the
+        records of its KafkaBolts' topics, as JSON lines ``{"topic", "key", "value"}`` (UTF-8
+        text; undecodable bytes replaced). Nothing declared: (None, 0).
+        """
         if not self.topology.outputs and not self.topology.state_outputs:
-            return None, 0
+            return self._write_sinks()
         merged = self.results()
         first = self.topology.outputs[0].topic_for(self.name) if self.topology.outputs else f"{self.name}.{self.topology.state_outputs[0].state}"
         path = self.output_path or Path(f"{first}.json")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(dict(sorted(merged.items())), ensure_ascii=False, indent=0))
         return path, len(merged)
+
+    def _write_sinks(self) -> tuple[Path | None, int]:
+        sinks = self.sink_topics()
+        if not sinks:
+            return None, 0
+        path = self.output_path or Path(f"{sinks[0]}.jsonl")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        n = 0
+        with path.open("w", encoding="utf-8") as f:
+            for topic in sinks:
+                for key, value in read_records(self.bootstrap, topic):
+                    text = {"topic": topic, "key": _text(key), "value": _text(value)}
+                    f.write(json.dumps(text, ensure_ascii=False) + "\n")
+                    n += 1
+        return path, n
 
     def board_snapshots(self) -> list[dict[str, Any]]:
         """The latest stats snapshot of every executor instance seen (including dead ones)."""
@@ -444,3 +491,26 @@ def fold(merged: dict[str, Any], out: OutputDef, obj: dict[str, Any]) -> None:
 def summary_json(summary: Summary) -> str:
     """``summary`` as indented JSON."""
     return json.dumps(asdict(summary), indent=2)
+
+
+def _text(raw: bytes | None) -> str | None:
+    return None if raw is None else raw.decode("utf-8", errors="replace")
+
+
+def shown_stream(topology: Topology, spec: str) -> str:
+    """``COMPONENT[:STREAM]`` as ``component:stream`` (default stream ``default``).
+
+    Raises InputError naming the component or stream when the topology has no such one, or
+    when the stream has no fields (nothing to show).
+    """
+    component, _, stream = spec.partition(":")
+    stream = stream or DEFAULT_STREAM
+    cdef = topology.components.get(component)
+    if cdef is None or component == ACKER_COMPONENT:
+        raise InputError(f"[{component}] --show: no such component in {topology.name} (components: {', '.join(sorted(topology.components))})")
+    sdef = cdef.streams.get(stream)
+    if sdef is None:
+        raise InputError(f"[{component}] --show: no stream {stream!r} (streams: {', '.join(sorted(cdef.streams)) or 'none'})")
+    if not sdef.fields:
+        raise InputError(f"[{component}] --show: stream {stream!r} declares no fields")
+    return f"{component}:{stream}"

@@ -26,7 +26,9 @@ from service.control_log import ControlLog, ControlTopics, ControlWriter, ensure
 from service.exceptions import ControlError, UsageError
 from service.plan import load_record
 from streams.config import KEYS, resolve
+from streams.kafka.bolt import KafkaBolt
 from streams.model.loader import load_topology
+from streams.model.spec import Topology
 from streams.monitoring.board import StatsBoard
 from streams.monitoring.spout_ledger import REPLAY_CAUSES
 from streams.monitoring.stats import LogHistogram
@@ -113,11 +115,21 @@ def _shape(client: Client, rec: TopologyRecord) -> dict[str, Any]:
         _, topology, conf = load_record(rec, Path(tmp), client.service_conf)
     comps = topology.components.values()
     return {
+        "outputs": output_topics(topology),
         "workers": conf.workers,
         "executors": {c.id: c.parallelism for c in comps},
         "tasks": {c.id: c.num_tasks for c in comps},
         "message_timeout_secs": conf.message_timeout_secs,
     }
+
+
+def output_topics(topology: Topology) -> list[dict[str, str]]:
+    """Where the topology's results go: each ``set_output`` topic and each KafkaBolt's fixed topic, with the component that writes it."""
+    out = [{"topic": o.topic_for(topology.name), "component": o.component, "kind": "set_output"} for o in topology.outputs]
+    for c in topology.components.values():
+        if isinstance(c.obj, KafkaBolt) and (topic := c.obj.sink_topic(topology.name)) is not None:
+            out.append({"topic": topic, "component": c.id, "kind": "KafkaBolt"})
+    return out
 
 
 def list_topologies(client: Client, now: float) -> list[dict[str, Any]]:
@@ -293,6 +305,7 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
             if e.get("topology") == name and e.get("event") in ("crashed", "refused")
         ][-5:],
         "embedded_broker": embedded_broker(every_event, now),
+        "outputs": shape["outputs"],
     }
 
 

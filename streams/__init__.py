@@ -39,11 +39,16 @@ from streams.state.keyvalue import KeyValueState
 from streams.windowing.spec import Count, Duration
 
 if TYPE_CHECKING:
+    from streams.kafka.bolt import DefaultTopicSelector, FieldNameBasedTupleToKafkaMapper, FieldNameTopicSelector, KafkaBolt
     from streams.kafka.retry import RetryPolicy
     from streams.kafka.spout import KafkaSpout, RecordTranslator
     from streams.transactional.spout import OpaqueKafkaSpout, TransactionalKafkaSpout
 
 _LAZY = {
+    "KafkaBolt": "streams.kafka.bolt",
+    "FieldNameBasedTupleToKafkaMapper": "streams.kafka.bolt",
+    "DefaultTopicSelector": "streams.kafka.bolt",
+    "FieldNameTopicSelector": "streams.kafka.bolt",
     "KafkaSpout": "streams.kafka.spout",
     "RecordTranslator": "streams.kafka.spout",
     "RetryPolicy": "streams.kafka.retry",
@@ -64,10 +69,14 @@ __all__ = [
     "ConfigError",
     "Count",
     "CustomStreamGrouping",
+    "DefaultTopicSelector",
     "Duration",
     "FailedException",
     "FatalError",
+    "FieldNameBasedTupleToKafkaMapper",
+    "FieldNameTopicSelector",
     "GroupingKind",
+    "KafkaBolt",
     "KafkaSpout",
     "KeyValueState",
     "OpaqueKafkaSpout",

@@ -131,6 +131,12 @@ class TopologyConfig(BaseModel):
         alias="squall.state.url",
         description="where committer bolts keep state: sqlite:///path.db (default: <data dir>/state/<topology>.db), postgresql://user@host/db",
     )
+    show_streams: list[str] = Field(
+        default_factory=list,
+        alias="squall.run.show",
+        description="streams whose tuples squall run --show prints, as component:stream (set by squall run; each is "
+        "written as JSON objects to squall.T.__show.<component>.<stream>)",
+    )
     state_sqlite_shared: bool = Field(
         False,
         alias="squall.state.sqlite.shared",

@@ -55,6 +55,8 @@ class ExecutorIO:
     bootstrap: str = ""
     kafka: dict[str, Any] = field(default_factory=dict)
     dead_letter: Callable[[Any, str, int], None] | None = None
+    dead_letter_raw: Callable[..., None] | None = None
+    """``dead_letter_raw(value, key, reason, *, topic, partition, offset, attempts)``: a record given by its parts (a tuple a sink cannot write)."""
     stores: dict[str, StateBackend] = field(default_factory=dict)
     source_positions: Callable[[], dict[int, int]] | None = None
     """The KafkaSpouts' committed offsets by source key (:mod:`streams.kafka.positions`): what a stateful bolt may forget."""

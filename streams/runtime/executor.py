@@ -140,7 +140,7 @@ class Executor:
         self.produce = produce_fn(self.producer, self.produced)
         self.acks = AckBuffer(acker_topic(topology.name), conf.ackers) if conf.ackers > 0 else None
         self.tasks: tuple[int, ...] = tuple(range(self._task_count())) if tasks is None else tuple(tasks)
-        self.io = ExecutorIO(bootstrap, self.kafka, self.dead_letter)
+        self.io = ExecutorIO(bootstrap, self.kafka, self.dead_letter, dead_letter_raw=self.dead_letter_raw)
         self.io.open_changelog = lambda: ChangelogKvStore(bootstrap, self.kafka, component)
         purging = conf.purge_interval_secs > 0
         admin = new_admin({"bootstrap.servers": bootstrap, "log_level": 3, **self.kafka.get("admin", {})}) if purging else None

@@ -27,7 +27,7 @@ from streams.model.grouping import (
     ShuffleGrouping,
 )
 from streams.model.spec import GroupingKind, Topology
-from streams.wire.naming import component_topic
+from streams.wire.naming import component_topic, show_topic
 
 
 @dataclass
@@ -85,6 +85,8 @@ class Router:
                 for o in topology.outputs
                 if o.component == component and o.stream == stream
             ]
+            if f"{component}:{stream}" in context.config.show_streams and fields:  # squall run --show
+                self.outputs[stream].append(Output(show_topic(topology.name, component, stream), 0, fields))
 
     def stream(self, stream: str) -> list[Route]:
         """The routes of ``stream``. Raises FatalError naming the component for an undeclared stream."""

@@ -61,6 +61,11 @@ def metrics_topic(topology: str) -> str:
     return f"{PREFIX}.{topology}.__metrics"
 
 
+def show_topic(topology: str, component: str, stream: str) -> str:
+    """Tuples ``squall run --show`` prints: ``squall.T.__show.<component>.<stream>``."""
+    return f"{PREFIX}.{topology}.__show.{component}.{stream}"
+
+
 def dead_letter_topic(topology: str) -> str:
     """Poison records and records past their retries: ``squall.T.__dlq``."""
     return f"{PREFIX}.{topology}.__dlq"

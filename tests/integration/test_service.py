@@ -63,6 +63,8 @@ def test_two_supervisors_count_a_live_stream_exactly(cluster: Cluster, corpus: P
     assert acked == 50_000
     listed = cluster.squall("list").stdout
     assert wc in listed and "ACTIVE" in listed
+    assert cluster.status(wc)["outputs"] == [{"topic": f"squall.{wc}.counts", "component": "count", "kind": "set_output"}]
+    assert f"output topic        squall.{wc}.counts (written by count, set_output)" in cluster.squall("status", wc).stdout
 
 
 def test_a_supervisor_killed_mid_stream_hands_its_workers_over(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
