@@ -13,7 +13,6 @@ from confluent_kafka.admin import NewTopic
 
 from service.exceptions import BrokerError
 from streams.config import TopologyConfig, resolve
-from streams.kafka.bolt import KafkaBolt
 from streams.kafka.changelog_store import SCHEME as CHANGELOG_SCHEME
 from streams.kafka.clients import at_high_watermarks, new_admin, new_consumer
 from streams.model.spec import Topology
@@ -91,9 +90,8 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, Topic
         component, _, stream = shown.partition(":")
         topics.setdefault(show_topic(name, component, stream), TopicSpec(1, keep))
     for cdef in topology.components.values():
-        sink = cdef.obj.sink_topic(name) if isinstance(cdef.obj, KafkaBolt) else None
-        if sink is not None:
-            topics.setdefault(sink, TopicSpec(1, keep))
+        for topic, partitions in cdef.obj.own_topics(name, cdef.id, cdef.num_tasks).items():
+            topics.setdefault(topic, TopicSpec(partitions, keep))
     if topology.transactional:
         topics[coordinator_topic(name)] = TopicSpec(1, COMPACTED)
     for cdef in topology.components.values():

@@ -11,6 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
@@ -27,9 +28,10 @@ EMBEDDED_WARNING = (
 EMBEDDED_EVENT_KEY = "__embedded_broker"
 """The events-topic key under which a supervisor reports its embedded broker's memory."""
 
-EMBEDDED_LAYER = {"squall.topic.purge.interval.secs": 0}
+EMBEDDED_LAYER: dict[str, Any] = {"squall.topic.purge.interval.secs": 0, "squall.broker.embedded": True}
 """Config Squall adds on the embedded broker: it closes the connection on DeleteRecords, so
-consumed records are never purged there (it keeps every record in memory anyway)."""
+consumed records are never purged there (it keeps every record in memory anyway); and it is
+marked, so that what needs a working ``read_committed`` (the exactly-once Kafka sink) refuses it."""
 
 
 def free_port() -> int:

@@ -28,7 +28,6 @@ from service.exceptions import InputError
 from service.local import LocalCluster
 from service.scheduling import is_spark_bolt, worker_plan
 from streams.config import TopologyConfig, resolve
-from streams.kafka.bolt import KafkaBolt
 from streams.kafka.changelog_store import SCHEME as CHANGELOG_SCHEME
 from streams.kafka.changelog_store import ChangelogKvStore
 from streams.kafka.clients import new_consumer, new_producer
@@ -184,6 +183,7 @@ class Job:
             self.broker = EmbeddedBroker(log_path=workdir / "broker.log")
             bootstrap = self.broker.start()
             self.service_conf.update(EMBEDDED_LAYER)
+            check_confs(self.topology, self.service_conf)  # e.g. an exactly-once Kafka sink refuses the embedded broker
         self.bootstrap = bootstrap
         ensure_topology_topics(bootstrap, self.topology, self.conf)
         plan = worker_plan(
@@ -415,8 +415,8 @@ class Job:
         return STATE_KINDS[kind](open_backend(url), f"{self.name}.{name}")
 
     def sink_topics(self) -> list[str]:
-        """The fixed topics the topology's KafkaBolts write to."""
-        return [t for c in self.topology.components.values() if isinstance(c.obj, KafkaBolt) and (t := c.obj.sink_topic(self.name)) is not None]
+        """The fixed topics the topology's Kafka sinks write to (KafkaBolt, KafkaSink)."""
+        return [t for c in self.topology.components.values() if (t := c.obj.sink_topic(self.name)) is not None]
 
     def shown(self) -> dict[str, list[dict[str, Any]]]:
         """Per ``component:stream`` given to ``show``: its tuples as ``{field: value}``, in the order read."""

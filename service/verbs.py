@@ -26,12 +26,12 @@ from service.control_log import ControlLog, ControlTopics, ControlWriter, ensure
 from service.exceptions import ControlError, UsageError
 from service.plan import load_record
 from streams.config import KEYS, resolve
-from streams.kafka.bolt import KafkaBolt
 from streams.model.loader import load_topology
 from streams.model.spec import Topology
 from streams.monitoring.board import StatsBoard
 from streams.monitoring.spout_ledger import REPLAY_CAUSES
 from streams.monitoring.stats import LogHistogram
+from streams.transactional.coordinated_bolt import CoordinatedBolt
 
 
 @dataclass
@@ -127,8 +127,9 @@ def output_topics(topology: Topology) -> list[dict[str, str]]:
     """Where the topology's results go: each ``set_output`` topic and each KafkaBolt's fixed topic, with the component that writes it."""
     out = [{"topic": o.topic_for(topology.name), "component": o.component, "kind": "set_output"} for o in topology.outputs]
     for c in topology.components.values():
-        if isinstance(c.obj, KafkaBolt) and (topic := c.obj.sink_topic(topology.name)) is not None:
-            out.append({"topic": topic, "component": c.id, "kind": "KafkaBolt"})
+        if (topic := c.obj.sink_topic(topology.name)) is not None:
+            kind = type(c.obj.inner if isinstance(c.obj, CoordinatedBolt) else c.obj).__name__
+            out.append({"topic": topic, "component": c.id, "kind": kind})
     return out
 
 

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from streams.kafka.bolt import DefaultTopicSelector, FieldNameBasedTupleToKafkaMapper, FieldNameTopicSelector, KafkaBolt
     from streams.kafka.retry import RetryPolicy
     from streams.kafka.spout import KafkaSpout, RecordTranslator
+    from streams.transactional.kafka_sink import KafkaSink
     from streams.transactional.spout import OpaqueKafkaSpout, TransactionalKafkaSpout
 
 _LAZY = {
@@ -53,6 +54,7 @@ _LAZY = {
     "RecordTranslator": "streams.kafka.spout",
     "RetryPolicy": "streams.kafka.retry",
     "TransactionalKafkaSpout": "streams.transactional.spout",
+    "KafkaSink": "streams.transactional.kafka_sink",
     "OpaqueKafkaSpout": "streams.transactional.spout",
 }
 """Names loaded on first use: their modules bring the Kafka client."""
@@ -77,6 +79,7 @@ __all__ = [
     "FieldNameTopicSelector",
     "GroupingKind",
     "KafkaBolt",
+    "KafkaSink",
     "KafkaSpout",
     "KeyValueState",
     "OpaqueKafkaSpout",

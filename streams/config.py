@@ -131,6 +131,12 @@ class TopologyConfig(BaseModel):
         alias="squall.state.url",
         description="where committer bolts keep state: sqlite:///path.db (default: <data dir>/state/<topology>.db), postgresql://user@host/db",
     )
+    broker_embedded: bool = Field(
+        False,
+        alias="squall.broker.embedded",
+        description="set by Squall when it runs on its embedded broker (tansu), whose read_committed shows aborted "
+        "records: an exactly-once Kafka sink refuses it",
+    )
     show_streams: list[str] = Field(
         default_factory=list,
         alias="squall.run.show",

@@ -312,6 +312,7 @@ class KafkaBolt(Bolt):
             log.error("[%s] %s (%s[%s]@%s)", self.component, reason, tuple.topic, tuple.partition, tuple.offset)
         self.collector.ack(tuple)
 
+    @override
     def sink_topic(self, topology: str) -> str | None:
         """The one topic this bolt writes to, if fixed (a :class:`DefaultTopicSelector`), for ``topology``."""
         return self.selector.topic_for(topology) if isinstance(self.selector, DefaultTopicSelector) else None

@@ -123,6 +123,15 @@ class Component:
         """
         return Hold()
 
+    def sink_topic(self, topology: str) -> str | None:
+        """The fixed external topic this component writes its results to (a Kafka sink), if any; Squall creates it and ``squall run`` reads it."""
+        return None
+
+    def own_topics(self, topology: str, component: str, tasks: int) -> dict[str, int]:
+        """Topics Squall creates for this component at submit, ``{name: partitions}``: by default its :meth:`sink_topic` with one partition."""
+        sink = self.sink_topic(topology)
+        return {} if sink is None else {sink: 1}
+
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         """Declare output streams; the default declares nothing."""
 

@@ -63,6 +63,10 @@ class ExecutorIO:
     open_changelog: Callable[[], KvStore] | None = None
     """Opens the compacted-changelog store of ``kafka://`` state on this executor's Kafka (:mod:`streams.kafka.changelog_store`)."""
     kv_stores: dict[str, KvStore] = field(default_factory=dict)
+    shared: dict[str, Any] = field(default_factory=dict)
+    """Handles a task's copies share (a BatchBolt gets a fresh copy per batch), by a key the component picks.
+
+    Closed with the stores, if they have ``close()``."""
 
     def kv_store(self, url: str, component: str) -> KvStore:
         """The store of stateful bolt checkpoints at ``url`` (one per URL, shared by the executor's tasks).
@@ -87,8 +91,13 @@ class ExecutorIO:
         """Close the stores opened here (a changelog store flushes its producers)."""
         for store in {id(s): s for s in [*self.stores.values(), *self.kv_stores.values()]}.values():
             store.close()
+        for handle in self.shared.values():
+            close = getattr(handle, "close", None)
+            if callable(close):
+                close()
         self.stores.clear()
         self.kv_stores.clear()
+        self.shared.clear()
 
 
 class TopologyContext:

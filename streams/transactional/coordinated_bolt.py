@@ -132,6 +132,14 @@ class CoordinatedBolt(Bolt):
     def validate_conf(self, component_id: str, conf: TopologyConfig) -> None:
         self.inner.validate_conf(component_id, conf)
 
+    @override
+    def sink_topic(self, topology: str) -> str | None:
+        return self.inner.sink_topic(topology)
+
+    @override
+    def own_topics(self, topology: str, component: str, tasks: int) -> dict[str, int]:
+        return self.inner.own_topics(topology, component, tasks)
+
     # -- lifecycle -------------------------------------------------------------------
     @override
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
@@ -208,6 +216,8 @@ class CoordinatedBolt(Bolt):
         except FailedException:
             self.collector.fail(t)
             return
+        except FatalError:
+            raise
         except Exception as exc:
             log.exception("[%s] batch %d.%d failed on %s: %s", self._me, b.txid, b.attempt, t.where, exc)
             self.collector.fail(t)
@@ -305,6 +315,8 @@ class CoordinatedBolt(Bolt):
                 self._bolt_of(b).finish_batch()
             for task in self.downstream:
                 self.collector.emit_direct(task, [b.txid, b.attempt, b.sent.get(task, 0)], anchors=anchors, stream=BATCH_END_STREAM)
+        except FatalError:
+            raise  # e.g. a fenced transactional producer: the worker restarts, replaying the batch does not help
         except Exception as exc:
             log.exception("[%s] finish_batch of batch %d.%d failed: %s", self._me, b.txid, b.attempt, exc)
             for a in anchors:
