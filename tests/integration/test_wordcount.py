@@ -79,7 +79,8 @@ def test_spout_worker_killed_and_restarted_resumes_from_committed_offset(setting
         at_kill["committed"] = committed = job.committed()[0]
         assert 0 < committed < 30000
 
-    summary = crash_and_recover(job, "lines", after_acked=3000, while_down=while_down)
+    # after a commit: 3,000 acked trees can come before the spout's first offset commit (CI, on the embedded broker)
+    summary = crash_and_recover(job, "lines", after_acked=3000, while_down=while_down, after_commit=True)
     committed = at_kill["committed"]
     expected = direct_count(src)
     counts = json.loads(out.read_text())
