@@ -66,9 +66,11 @@ def test_a_replayed_txid_writes_nothing_a_zombie_is_fenced_and_an_open_transacti
 
 
 def test_three_kill9s_of_the_sinks_worker_leave_every_batch_counted_once(broker: TestBroker, settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
-    src = corpus_slice(corpus, tmp_path / "in.txt", 20_000)
+    src = corpus_slice(corpus, tmp_path / "in.txt", 30_000)
     settings = settings.model_copy(update={"restart_initial_secs": 0.5})
-    job = Job(SINK_EXAMPLE, src, tmp_path / "counts.jsonl", settings, conf_overrides={"topology.max.spout.pending": 2})
+    # small batches, two in flight: about 75 txids, so the three kills land mid-run
+    overrides = {"topology.max.spout.pending": 2, "squall.batch.records": 200}
+    job = Job(SINK_EXAMPLE, src, tmp_path / "counts.jsonl", settings, conf_overrides=overrides)
     kills: list[str] = []
     killer: list[threading.Thread] = []
     try:
