@@ -27,6 +27,7 @@ from service.corpus import read_lines, shakespeare_texts
 from service.exceptions import InputError
 from service.local import LocalCluster
 from service.scheduling import is_spark_bolt, worker_plan
+from service.show import shown_stream
 from streams.config import TopologyConfig, resolve
 from streams.kafka.changelog_store import SCHEME as CHANGELOG_SCHEME
 from streams.kafka.changelog_store import ChangelogKvStore
@@ -35,7 +36,6 @@ from streams.kafka.spout import KafkaSpout
 from streams.model.checks import check_confs
 from streams.model.loader import load_topology
 from streams.model.spec import OutputDef, Topology
-from streams.model.tuple import DEFAULT_STREAM
 from streams.monitoring.board import StatsBoard
 from streams.monitoring.spout_ledger import REPLAY_CAUSES
 from streams.state import State, open_backend
@@ -495,22 +495,3 @@ def summary_json(summary: Summary) -> str:
 
 def _text(raw: bytes | None) -> str | None:
     return None if raw is None else raw.decode("utf-8", errors="replace")
-
-
-def shown_stream(topology: Topology, spec: str) -> str:
-    """``COMPONENT[:STREAM]`` as ``component:stream`` (default stream ``default``).
-
-    Raises InputError naming the component or stream when the topology has no such one, or
-    when the stream has no fields (nothing to show).
-    """
-    component, _, stream = spec.partition(":")
-    stream = stream or DEFAULT_STREAM
-    cdef = topology.components.get(component)
-    if cdef is None or component == ACKER_COMPONENT:
-        raise InputError(f"[{component}] --show: no such component in {topology.name} (components: {', '.join(sorted(topology.components))})")
-    sdef = cdef.streams.get(stream)
-    if sdef is None:
-        raise InputError(f"[{component}] --show: no stream {stream!r} (streams: {', '.join(sorted(cdef.streams)) or 'none'})")
-    if not sdef.fields:
-        raise InputError(f"[{component}] --show: stream {stream!r} declares no fields")
-    return f"{component}:{stream}"
