@@ -35,7 +35,7 @@ from streams.kafka.clients import new_consumer, new_producer
 from streams.kafka.spout import KafkaSpout
 from streams.model.checks import check_confs
 from streams.model.loader import load_topology
-from streams.model.spec import OutputDef, Topology
+from streams.model.spec import Topology
 from streams.monitoring.board import StatsBoard
 from streams.monitoring.spout_ledger import REPLAY_CAUSES
 from streams.state import State, open_backend
@@ -392,7 +392,7 @@ class Job:
             merged.update({str(k): v for k, v in self.state(so.state, so.kind).items().items()})
         for out in self.topology.outputs:
             for obj in read_topic(self.bootstrap, out.topic_for(self.name)):
-                fold(merged, out, obj)
+                out.fold(merged, obj)
         return merged
 
     def keyvalue(self, component: str) -> dict[str, Any]:
@@ -475,17 +475,6 @@ class Job:
         self._readers = {}
         if self.broker is not None:
             self.broker.stop()
-
-
-def fold(merged: dict[str, Any], out: OutputDef, obj: dict[str, Any]) -> None:
-    """Fold one output record into ``merged``: ``{key: value}`` for one value field, ``{key: {field: value}}`` for several; ``sum`` adds, ``last`` replaces."""
-    key = str(obj[out.key_field])
-    if isinstance(out.value_field, str):
-        merged[key] = merged.get(key, 0) + obj[out.value_field] if out.merge == "sum" else obj[out.value_field]
-        return
-    slot = merged.setdefault(key, {})
-    for f in out.value_fields:
-        slot[f] = slot.get(f, 0) + obj[f] if out.merge == "sum" else obj[f]
 
 
 def summary_json(summary: Summary) -> str:

@@ -240,7 +240,7 @@ class KafkaBolt(Bolt):
             **io.kafka.get("producer", {}),
             **self.producer_config,
         }
-        self.producer = new_producer(cfg)
+        self.producer = io.new_producer(cfg) if io.new_producer is not None else new_producer(cfg)
         context.register_metric("kafka_bolt_delivered", lambda: float(self.delivered))
         context.register_metric("kafka_bolt_delivery_failures", lambda: float(self.delivery_failures))
         context.register_metric("kafka_bolt_skipped", lambda: float(self.skipped))

@@ -49,7 +49,9 @@ Example (the word count's spout: its own topic, two tasks)::
 from __future__ import annotations
 
 import re
+import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -156,7 +158,9 @@ class KafkaSpout(Spout):
         self.io: SourceIO | None = None
         self.counters = SourceCounters()
         self.commit_needed = False
-        self._retry = RetryQueue(retry or RetryPolicy())
+        self.clock: Callable[[], float] = time.monotonic
+        """Seconds (monotonic) for replay backoff; the test kit gives its simulated time."""
+        self._retry = RetryQueue(retry or RetryPolicy(), self.clock)
         self._buffer: deque[Message] = deque()
         self._pending: dict[tuple[str, int, int], PendingRecord] = {}
         """Tracked records by message id (:class:`KafkaMessageId`, or the equal plain tuple)."""
@@ -207,7 +211,7 @@ class KafkaSpout(Spout):
             max_delay_s=config.retry_max_delay_secs,
             max_retries=config.max_retries,
         )
-        self._retry = RetryQueue(policy)
+        self._retry = RetryQueue(policy, self.clock)
         self.tree_records = config.tree_records
         self._buffer = deque()
         self._pending = {}

@@ -63,6 +63,9 @@ class ExecutorIO:
     open_changelog: Callable[[], KvStore] | None = None
     """Opens the compacted-changelog store of ``kafka://`` state on this executor's Kafka (:mod:`streams.kafka.changelog_store`)."""
     kv_stores: dict[str, KvStore] = field(default_factory=dict)
+    new_producer: Callable[[dict[str, Any]], Any] | None = None
+    """Makes the producers components open themselves (a KafkaBolt's), from librdkafka settings;
+    None: a real Kafka producer. The test kit gives an in-memory one (:mod:`streams.testing.memlog`)."""
     shared: dict[str, Any] = field(default_factory=dict)
     """Handles a task's copies share (a BatchBolt gets a fresh copy per batch), by a key the component picks.
 

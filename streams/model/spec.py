@@ -113,6 +113,25 @@ class OutputDef:
         """The topic name with ``{topology}`` replaced (per-run outputs)."""
         return self.topic.replace("{topology}", topology)
 
+    def fold(self, merged: dict[str, Any], obj: dict[str, Any]) -> None:
+        """Fold one output record ``obj`` into ``merged``, as ``squall run`` writes its output file.
+
+        ``{key: value}`` for one value field, ``{key: {field: value}}`` for several; ``sum``
+        adds, ``last`` replaces.
+
+        >>> out, merged = OutputDef("t", "count", "counts", "word", "count"), {}
+        >>> for obj in ({"word": "a", "count": 2}, {"word": "a", "count": 3}): out.fold(merged, obj)
+        >>> merged
+        {'a': 5}
+        """
+        key = str(obj[self.key_field])
+        if isinstance(self.value_field, str):
+            merged[key] = merged.get(key, 0) + obj[self.value_field] if self.merge == "sum" else obj[self.value_field]
+            return
+        slot = merged.setdefault(key, {})
+        for f in self.value_fields:
+            slot[f] = slot.get(f, 0) + obj[f] if self.merge == "sum" else obj[f]
+
 
 class Topology:
     """A validated topology: components with global task ids, streams and subscriptions."""

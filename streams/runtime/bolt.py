@@ -22,6 +22,7 @@ from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.kafka.positions import SpoutPositions
 from streams.model.bolt import Bolt
+from streams.model.spec import Topology
 from streams.model.tuple import Tuple, tick_tuple
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.executor import Every, Executor, ExecutorEnv
@@ -36,6 +37,37 @@ TRANSIT_SAMPLE_MASK = 15
 
 MAX_BUFFERED_ACKER_OPS = 20_000
 """Flush early when this many acker ops are buffered (bounds memory between flushes)."""
+
+
+def record_tuple(topology: Topology, component: str, topic: str, value: bytes | None, partition: int, offset: int) -> Tuple:
+    """The tuple in input record ``topic[partition]@offset`` of ``component`` (a bolt).
+
+    Raises DecodeError naming the component, topic, partition and offset for a record that
+    is not a tuple (the caller dead-letters it).
+    """
+    stream, source, source_task, values, anchors, batch, tid = decode_tuple(value, component=component, topic=topic, partition=partition, offset=offset)
+    t = Tuple(values, stream, source, source_task, anchors, topology.field_index(source, stream), topic, partition, offset)
+    if batch is not None:
+        t.batch, t.epoch = (batch[0], batch[1]), batch[2]
+    if tid is not None:
+        t.tid = tid
+    return t
+
+
+def execute_guarded(bolt: Bolt, collector: BoltOutputCollectorImpl, t: Tuple) -> Exception | None:
+    """``bolt.execute(t)``, guarded as the bolt executor runs it.
+
+    A raised FailedException fails ``t`` (Storm's ``FailedException``: replay, no error); any
+    other exception fails it too and is returned, for the caller to count and log.
+    """
+    try:
+        bolt.execute(t)
+    except FailedException:
+        collector.fail(t)
+    except Exception as exc:
+        collector.fail(t)
+        return exc
+    return None
 
 
 @dataclass(slots=True)
@@ -115,33 +147,22 @@ class BoltExecutor(Executor):
             if transit is not None:
                 self._transit_hist.record(transit)
         try:
-            stream, source, source_task, values, anchors, batch, tid = decode_tuple(
-                msg.value(), component=self.component, topic=self.topic, partition=p, offset=off
-            )
+            t = record_tuple(self.topology, self.component, self.topic, msg.value(), p, off)
         except DecodeError as exc:
             self.stats.inc("poison")
             self.dead_letter(msg, str(exc), 0)
             task.next_offset = off + 1
             return
-        t = Tuple(values, stream, source, source_task, anchors, self.topology.field_index(source, stream), self.topic, p, off)
-        if batch is not None:
-            t.batch, t.epoch = (batch[0], batch[1]), batch[2]
-        if tid is not None:
-            t.tid = tid
         t.received_at = time.perf_counter()
         self._execute(task, t)
         task.next_offset = off + 1
 
     def _execute(self, task: BoltTask, t: Tuple) -> None:
         start = time.perf_counter()
-        try:
-            task.bolt.execute(t)
-        except FailedException:
-            task.collector.fail(t)
-        except Exception as exc:
+        exc = execute_guarded(task.bolt, task.collector, t)
+        if exc is not None:
             self.stats.inc("errors")
-            log.exception("[%s] task %d failed on %s: %s", self.component, task.task_id, t.where, exc)
-            task.collector.fail(t)
+            log.error("[%s] task %d failed on %s: %s", self.component, task.task_id, t.where, exc, exc_info=exc)
         took = time.perf_counter() - start
         self._busy_s += took
         if t.stream[:2] != "__":  # system tuples (ticks, batch markers, commits) are not counted, as in Storm's UI

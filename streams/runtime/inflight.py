@@ -103,6 +103,14 @@ class InFlightTrees:
         self._trees[root] = tree  # to the end: the map stays in timeout order
         return True
 
+    def drop_task(self, task_id: int) -> list[InFlight]:
+        """Forget every tree of ``task_id`` (the task died: its next life does not know them); returns them."""
+        gone = [t for t in self._trees.values() if t.task_id == task_id]
+        for tree in gone:
+            del self._trees[tree.root]
+        self._per_task[task_id] = 0
+        return gone
+
     def oldest_age(self) -> float:
         """Seconds since the timeout of the tree in flight longest started (0 if none)."""
         if not self._trees:

@@ -18,8 +18,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Message, TopicPartition
@@ -28,16 +26,17 @@ from streams.exceptions import DecodeError
 from streams.kafka.clients import consumer_config, new_consumer, transit_s, true_end_offsets
 from streams.kafka.feed import SourceFeed
 from streams.kafka.fetch_gaps import FetchGaps
-from streams.kafka.source import KafkaMessageId, KafkaSource, SourceIO, kafka_source
+from streams.kafka.source import KafkaMessageId, SourceIO, kafka_source
 from streams.model.spout import Spout
 from streams.monitoring.ledger_store import ledger_key, read_ledgers
 from streams.monitoring.spout_ledger import TaskLedger
 from streams.runtime.collectors import SpoutOutputCollectorImpl
 from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.runtime.inflight import InFlightTrees
-from streams.runtime.pending_bound import AdaptiveBound, FixedBound, PendingBound
+from streams.runtime.pending_bound import PendingBound
 from streams.runtime.routing import Router
-from streams.wire.acker import RESULT_ACK, RESULT_RESET, decode_results
+from streams.runtime.spout_tasks import SpoutTask, SpoutTasks, make_bound
+from streams.wire.acker import decode_results
 from streams.wire.codec import encode_json
 from streams.wire.naming import ack_result_topic, component_group, ledger_topic
 
@@ -45,26 +44,6 @@ log = logging.getLogger("squall.executor.spout")
 
 TIMEOUT_CHECK_SECS = 0.1
 """How often trees in flight are checked against ``topology.message.timeout.secs``."""
-
-MAX_CALLS_PER_ROUND = 2000
-"""``next_tuple`` calls per task per loop round, so results and timeouts are not starved."""
-
-
-@dataclass(slots=True)
-class SpoutTask:
-    """One task of this executor: its spout copy and collector.
-
-    ``source`` is the same object as ``spout`` when it reads Kafka (else ``None``);
-    ``immediate`` holds ``(message id, weight)`` to ack at once (untracked emits, as Storm
-    does; the weight is the message ids a :meth:`~streams.runtime.collectors.SpoutOutputCollector.emit_tree` carried).
-    """
-
-    task_id: int
-    spout: Spout
-    collector: SpoutOutputCollectorImpl
-    ledger: TaskLedger
-    source: KafkaSource | None = None
-    immediate: list[tuple[Any, int]] = field(default_factory=list)
 
 
 class SpoutExecutor(Executor):
@@ -76,10 +55,12 @@ class SpoutExecutor(Executor):
         super().__init__(env)
         self.cdef = self.topology.components[self.component]
         self.result_topic = ack_result_topic(self.topology.name)
-        self.by_task: dict[int, SpoutTask] = {}
         self.ledger_topic = ledger_topic(self.topology.name)
-        self.inflight = InFlightTrees()
-        self.bound = self._make_bound()
+        self.core = SpoutTasks(InFlightTrees(), self._make_bound(), self.stats)
+        """The tasks, the trees in flight and the pending bound (:mod:`streams.runtime.spout_tasks`)."""
+        self.by_task = self.core.by_task
+        self.inflight = self.core.inflight
+        self.bound = self.core.bound
         self.active = threading.Event()
         """Set while spouts may emit (Storm: activated). Cleared by ``deactivate`` and by a
         drain; results, timeouts and commits go on while it is clear."""
@@ -109,32 +90,8 @@ class SpoutExecutor(Executor):
         )
 
     def _make_bound(self) -> PendingBound:
-        """The bound on message ids in flight per task.
-
-        ``topology.max.spout.pending`` if set (fixed, as in Storm), else an
-        :class:`~streams.runtime.pending_bound.AdaptiveBound` aiming at
-        ``squall.spout.pending.target.latency.secs`` (never above a fifth of the message timeout).
-        """
-        conf = self.conf
-        if conf.max_spout_pending is not None:
-            return FixedBound(conf.max_spout_pending)
-        ceiling = max(conf.pending_max, 50)
-        target = min(conf.pending_target_latency_secs, conf.message_timeout_secs / 5)
-        floor = min(50, ceiling)
-        hold = self.topology.hold()
-        hold_s = conf.state_checkpoint_interval_ms / 1000 if hold.checkpointed else 0.0  # acks wait for a checkpoint
-        if hold.tuples or hold.seconds:
-            # Windows hold tuples until they expire: trees take that much longer, and a count
-            # window that cannot fill would stall the spout (each task carries its share). An
-            # event-time window holds tuples until newer timestamps come: how many that takes
-            # depends on the data, so the spout keeps its ceiling in flight.
-            floor = -(-hold.tuples // max(self.topology.spout_tasks, 1)) + conf.tree_records + 50
-            ceiling = max(ceiling, floor)
-            if hold.event_time:
-                floor = ceiling
-            hold_s += hold.seconds
-            log.info("[%s] bolts hold %s before acking: pending floor %d, ceiling %d, target %g s past the hold", self.component, hold, floor, ceiling, target)
-        return AdaptiveBound(initial=max(min(conf.pending_initial, ceiling), floor), target_s=target, floor=floor, ceiling=ceiling, hold_s=hold_s)
+        """The bound on message ids in flight per task (:func:`streams.runtime.spout_tasks.make_bound`)."""
+        return make_bound(self.conf, self.topology, self.component)
 
     # -- tasks -----------------------------------------------------------------------
     def _open_tasks(self) -> None:
@@ -154,8 +111,8 @@ class SpoutExecutor(Executor):
                 task_id,
                 self.produce,
                 self.acks,
-                self._tracker(task_id, ledger),
-                self._untracked(immediate),
+                self.core.tracker(task_id, ledger),
+                self.core.untracked(immediate),
             )
             spout.open(self.conf_dict, ctx, collector)
             task = SpoutTask(task_id, spout, collector, ledger, kafka_source(spout), immediate)
@@ -186,30 +143,9 @@ class SpoutExecutor(Executor):
         except Exception:
             log.exception("[%s] task %d close failed", self.component, task.task_id)
 
-    def _tracker(self, task_id: int, ledger: TaskLedger) -> Any:
-        track = self.inflight.track
-        emitted = ledger.emitted_tracked
-
-        def on_tracked(root: int, msg_id: Any, weight: int) -> None:
-            track(root, task_id, msg_id, weight)
-            emitted(msg_id)
-
-        return on_tracked
-
-    @staticmethod
-    def _untracked(immediate: list[tuple[Any, int]]) -> Callable[[Any, int], None]:
-        """``on_untracked_ack`` for one task: queue ``(message id, weight)`` to ack at once."""
-
-        def on_untracked_ack(msg_id: Any, weight: int) -> None:
-            immediate.append((msg_id, weight))
-
-        return on_untracked_ack
-
     # -- loop pieces -------------------------------------------------------------------
     def _results(self, msgs: list[Message]) -> int:
-        """Apply ack results: ``spout.ack``/``spout.fail`` for each tree still in flight."""
-        hist = self.stats.hist("complete_latency")
-        now = time.monotonic()
+        """Apply ack results: ``spout.ack``/``spout.fail`` for each tree still in flight (:meth:`SpoutTasks.settle`)."""
         n = 0
         wall = time.time()
         transit = self.stats.hist("transit_latency")
@@ -229,38 +165,14 @@ class SpoutExecutor(Executor):
                 self.stats.inc("poison")
                 self.dead_letter(msg, str(exc), 0)
                 continue
-            for op, root, _latency in results:
-                if op == RESULT_RESET:
-                    self.inflight.reset(root)
-                    continue
-                tree = self.inflight.settle(root)
-                if tree is None:
-                    continue
-                task = self.by_task.get(tree.task_id)
-                if task is None:
-                    continue
-                n += 1
-                if op == RESULT_ACK:
-                    task.ledger.acked_tree(tree.weight)
-                    latency = now - tree.emitted_at
-                    hist.record(latency)
-                    self.bound.completed(latency, tree.weight)
-                    task.spout.ack(tree.msg_id)
-                else:
-                    task.ledger.failed_tree(tree.msg_id, "fail")
-                    task.spout.fail(tree.msg_id)
+            n += self.core.settle(results)
         # Ack results are read once, by this task only, and a new life starts at the end:
         # what was read may be purged (streams.kafka.purge).
         self.purger.committed((self.result_topic, p, off) for p, off in read.items())
         return n
 
     def _timeouts(self) -> None:
-        for tree in self.inflight.expired(self.conf.message_timeout_secs):
-            task = self.by_task.get(tree.task_id)
-            self.bound.timed_out()
-            if task is not None:
-                task.ledger.failed_tree(tree.msg_id, "timeout")
-                task.spout.fail(tree.msg_id)
+        self.core.timeouts(self.conf.message_timeout_secs)
 
     def drain(self) -> None:
         """Stop emitting for good (SIGTERM): trees in flight finish, and their offsets are committed, before the executor is stopped.
@@ -273,32 +185,7 @@ class SpoutExecutor(Executor):
     def _emit(self) -> int:
         if self.draining or not self.active.is_set():
             return 0
-        bound = self.bound
-        limit = bound.limit
-        inflight = self.inflight
-        total = 0
-        for task in list(self.by_task.values()):
-            spout = task.spout
-            collector = task.collector
-            for _ in range(MAX_CALLS_PER_ROUND):
-                if inflight.pending(task.task_id) >= limit:  # one call may send a whole tree of records
-                    bound.hit()
-                    break
-                before = collector.emitted
-                spout.next_tuple()
-                if task.immediate:
-                    for msg_id, weight in task.immediate:
-                        spout.ack(msg_id)
-                        task.ledger.acked_tree(weight)
-                    task.immediate.clear()
-                if collector.emitted == before:
-                    if task.source is not None and task.source.commit_needed:
-                        self._commit()  # at-most-once: commit *before* emitting
-                        task.source.released()
-                        continue
-                    break
-                total += 1
-        return total
+        return self.core.emit(self._commit)
 
     def _flush(self, ledgers: bool = True) -> None:
         """Send the buffered acker ops, then (``ledgers``) the ledgers that changed."""

@@ -11,6 +11,8 @@ it (a Python executor or a SparkBolt's processor): ``squall.error``, ``squall.co
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 def dead_letter_headers(reason: str, *, component: str, topic: str, partition: int, offset: int, attempts: int) -> list[tuple[str, str]]:
     """The headers of a dead-letter record, as ``(name, value)`` strings (Kafka clients encode them as UTF-8).
@@ -25,3 +27,15 @@ def dead_letter_headers(reason: str, *, component: str, topic: str, partition: i
         ("squall.offset", str(offset)),
         ("squall.attempts", str(attempts)),
     ]
+
+
+HEADER_PREFIX = "squall."
+
+
+def read_dead_letter_headers(headers: Iterable[tuple[str, bytes | str]] | None) -> dict[str, str]:
+    """What :func:`dead_letter_headers` wrote, without the prefix: ``error``, ``component``, ``topic``, ``partition``, ``offset``, ``attempts`` (strings).
+
+    >>> read_dead_letter_headers([("squall.error", b"bad"), ("squall.offset", b"7"), ("other", b"x")])
+    {'error': 'bad', 'offset': '7'}
+    """
+    return {k.removeprefix(HEADER_PREFIX): v.decode() if isinstance(v, bytes) else v for k, v in headers or [] if k.startswith(HEADER_PREFIX)}

@@ -20,6 +20,11 @@ _ids = random.Random(int.from_bytes(os.urandom(32), "big"))
 _bits = _ids.getrandbits
 
 
+def seed_ids(seed: int) -> None:
+    """Make the id sequence repeatable from ``seed``: the test kit's deterministic runs (:mod:`streams.testing`); the runtime never calls it."""
+    _ids.seed(seed)
+
+
 def new_id() -> int:
     """A random id in ``1 .. 2**64 - 1`` (0 is reserved: an empty table slot, "no root")."""
     return _bits(64) or 1

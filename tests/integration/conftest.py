@@ -38,6 +38,7 @@ from service.broker import EMBEDDED_LAYER, EmbeddedBroker
 from service.config import ServiceSettings
 from service.corpus import read_lines, shakespeare_texts
 from service.runner import Job, Summary
+from streams.testing import RunResult
 from streams.wire.naming import dead_letter_topic
 
 CACHE = Path(os.environ.get("SQUALL_DATA_DIR", Path.home() / ".cache" / "squall"))
@@ -221,6 +222,17 @@ def direct_count(path: Path) -> Counter[str]:
     for line in read_lines(path):
         c.update(WORD.findall(line.decode("utf-8", "replace").lower()))
     return c
+
+
+def kit_run(topology_file: Path, src: Path, conf: dict[str, Any] | None = None) -> RunResult:
+    """The same topology file on the same input lines, in the test kit (no broker): what the
+    broker's run must equal (issue 27: the kit must not drift from the runtime)."""
+    from streams.model.loader import load_topology
+    from streams.testing import run_topology
+
+    topology = load_topology(topology_file)
+    spout = next(c.id for c in topology.spouts)
+    return run_topology(topology, {spout: list(read_lines(src))}, config=conf)
 
 
 def run_job(topology_file: Path, src: Path, out: Path | None, settings: ServiceSettings, **kwargs: Any) -> tuple[Job, Summary]:

@@ -22,7 +22,7 @@ from service.apache_kafka import ApacheKafka
 from service.config import ServiceSettings
 from service.runner import Job
 from streams.kafka.clients import new_admin
-from tests.integration.conftest import CACHE, EXAMPLES, TOPOLOGIES, corpus_slice
+from tests.integration.conftest import CACHE, EXAMPLES, TOPOLOGIES, corpus_slice, kit_run
 
 ROOT = EXAMPLES.parent
 
@@ -46,6 +46,8 @@ def test_the_exclamation_topology_writes_every_word_to_its_kafka_bolts_topic(set
     got = Counter(r["value"] for r in rows)
     want = exclaimed(src)
     assert not want - got, f"missing: {list((want - got).items())[:5]}"  # every word, at least once
+    (kit,) = kit_run(EXAMPLES / "exclamation.py", src).sinks.values()
+    assert Counter(r.value().decode() for r in kit) == want and set(got) == set(want)  # the test kit agrees with the broker
     assert all(r["topic"] == f"squall.{job.name}.exclaimed" and r["value"] == r["key"] + "!!!!!!" for r in rows)
     assert summary.output == str(out) and summary.keys == len(rows) and summary.output_unit == "records"
     assert summary.trees_acked == 2_000 and summary.dead_lettered == 0

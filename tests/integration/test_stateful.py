@@ -10,7 +10,7 @@ import pytest
 
 from service.config import ServiceSettings
 from service.runner import Job
-from tests.integration.conftest import EXAMPLES, TOPOLOGIES, corpus_slice, direct_count, run_job
+from tests.integration.conftest import EXAMPLES, TOPOLOGIES, corpus_slice, direct_count, kit_run, run_job
 
 pytestmark = [pytest.mark.broker, pytest.mark.embedded]
 
@@ -25,6 +25,7 @@ def test_the_stateful_word_count_is_exact(settings: ServiceSettings, corpus: Pat
     out = tmp_path / "counts.json"
     job, summary = run_job(EXAMPLES / "wordcount_stateful.py", src, out, settings)
     assert json.loads(out.read_text()) == dict(direct_count(src))
+    assert kit_run(EXAMPLES / "wordcount_stateful.py", src).output() == json.loads(out.read_text())  # the test kit agrees with the broker
     assert summary.trees_acked == summary.records == 5000 and summary.replayed == 0
     assert registered(job, "state_checkpoints") > 0 and registered(job, "state_rollbacks") == 0
 

@@ -11,7 +11,7 @@ import pytest
 
 from service.config import ServiceSettings
 from service.corpus import read_lines
-from tests.integration.conftest import CACHE, EXAMPLES, TOPOLOGIES, corpus_slice, direct_count, run_job
+from tests.integration.conftest import CACHE, EXAMPLES, TOPOLOGIES, corpus_slice, direct_count, kit_run, run_job
 
 pytestmark = [pytest.mark.broker, pytest.mark.embedded]
 
@@ -28,6 +28,7 @@ def test_rolling_top_words_equals_a_direct_computation_of_its_windows(settings: 
     got = json.loads(out.read_text())
     assert len(expected) == 36  # 35,xxx words: a window every 1000, and the last, partial one
     assert got == expected
+    assert kit_run(EXAMPLES / "rolling_top_words.py", src).output() == got  # the test kit agrees with the broker
     assert summary.trees_acked == summary.records == 6000 and summary.replayed == 0
 
 
@@ -46,6 +47,9 @@ def test_flights_windows_plus_late_flights_equal_a_group_by(settings: ServiceSet
     assert sum(expected.values()) == 40_000
     assert windowed + late == expected
     assert sum(late.values()) < 400  # only stragglers (1 in 100) can miss their window
+    kit = kit_run(EXAMPLES / "flights_windows.py", src).outputs.values()
+    # Which stragglers are late depends on arrival order; windowed plus late does not.
+    assert Counter({k.removeprefix("late "): v for out in kit for k, v in out.items()}) == windowed + late
     assert summary.trees_acked == summary.records and summary.replayed == 0
 
 
@@ -54,4 +58,5 @@ def test_processing_time_tumbling_windows_count_each_word_once(settings: Service
     out = tmp_path / "counts.json"
     _, summary = run_job(TOPOLOGIES / "tumbling_wordcount.py", src, out, settings)
     assert json.loads(out.read_text()) == dict(direct_count(src))
+    assert kit_run(TOPOLOGIES / "tumbling_wordcount.py", src).output() == json.loads(out.read_text())
     assert summary.trees_acked == 5000 and summary.replayed == 0

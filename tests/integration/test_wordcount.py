@@ -12,7 +12,7 @@ import pytest
 from service.config import ServiceSettings
 from service.corpus import read_lines
 from service.runner import Job
-from tests.integration.conftest import EXAMPLES, TOPOLOGIES, assert_at_least, corpus_slice, crash_and_recover, direct_count, run_job
+from tests.integration.conftest import EXAMPLES, TOPOLOGIES, assert_at_least, corpus_slice, crash_and_recover, direct_count, kit_run, run_job
 
 pytestmark = [pytest.mark.broker, pytest.mark.embedded]
 
@@ -29,6 +29,7 @@ def test_wordcount_slice_counts_exactly_with_no_failures(settings: ServiceSettin
         job.close()
     expected = direct_count(src)
     assert json.loads(out.read_text()) == dict(expected)
+    assert kit_run(EXAMPLES / "wordcount.py", src).output() == dict(expected)  # the test kit agrees with the broker
     assert summary.records == 4000
     assert summary.trees_acked == 4000
     assert summary.trees_failed == 0 and summary.replayed == 0
@@ -42,6 +43,7 @@ def test_non_utf8_input_is_decoded_with_replacement(settings: ServiceSettings, t
     run_job(EXAMPLES / "wordcount.py", src, out, settings)
     # \xe9 becomes U+FFFD, which the regex does not match: "caf" is a word of its own.
     assert json.loads(out.read_text()) == {"caf": 1, "au": 1, "lait": 1, "hello": 2, "world": 1, "don't": 1}
+    assert kit_run(EXAMPLES / "wordcount.py", src).output() == json.loads(out.read_text())
 
 
 @pytest.mark.parametrize("tree_records", [1, None], ids=["tree-per-record", "default-trees-of-records"])

@@ -5,7 +5,9 @@ Inside ``streams``, bottom to top, each layer imports only itself and the layers
     base (streams.exceptions, streams.config) -> wire -> state -> windowing -> model -> kafka -> monitoring -> runtime
 
 ``transactional`` sits on ``kafka`` and ``model`` (never ``monitoring`` or ``runtime``, and
-``runtime`` never imports it). Above them all: ``spark`` -> ``acker`` -> ``service``. The
+``runtime`` never imports it). Above them all: ``spark`` -> ``acker`` -> ``service``. The test
+kit ``streams.testing`` sits beside ``service``, on ``acker`` (it runs the acker's ledger); only
+tests import it. The
 facade ``streams/__init__.py`` re-exports state, windowing, model, kafka and transactional names; nothing
 inside the packages imports it.
 
@@ -39,6 +41,7 @@ def _contract() -> dict[str, frozenset[str]]:
     allowed["facade"] = frozenset({"base", "state", "windowing", "model", "kafka", "transactional", "facade"})
     allowed["acker"] = allowed["spark"] | {"acker", "facade"}
     allowed["service"] = allowed["acker"] | {"service"}
+    allowed["testing"] = allowed["acker"] | {"testing"}
     return allowed
 
 

@@ -1,0 +1,685 @@
+"""Run a topology in one process, with no broker, on simulated time (Storm's ``Testing.completeTopology``).
+
+What is the runtime's own code here: the components (copied per task as the executors copy
+them, with the same ``open``/``prepare`` and config), the collectors
+(:mod:`streams.runtime.collectors`) with their anchoring and ack algebra, the routing and
+every grouping (:mod:`streams.runtime.routing`), the acker's ledger
+(:class:`acker.durable.DurableLedger`), the spout's tracking, pending bound, timeouts and
+outcomes (:class:`streams.runtime.spout_tasks.SpoutTasks`), the bolt's decode and guarded
+execute (:func:`streams.runtime.bolt.record_tuple`, :func:`~streams.runtime.bolt.execute_guarded`),
+the wire codecs, windows, stateful bolts and their state stores.
+
+Where it differs, because there is no Kafka:
+
+* Topics are an in-memory log (:class:`streams.testing.memlog.MemoryLog`): nothing is lost
+  or reordered by the transport, and records are never purged.
+* The executors' loops are replaced by one deterministic scheduler (:meth:`LocalTopology.run`):
+  each round, spouts emit, every bolt task executes what waits on its partition, the ackers
+  apply their ops, and spouts apply their results. A task's outputs and then its acker ops
+  are flushed after its turn, as an executor flushes outputs before acks.
+* Time is :class:`streams.testing.clock.SimulatedTime`; it passes only in :meth:`LocalTopology.advance`,
+  in steps of ``step_s``, firing ticks, timeouts, replay backoff and window timers.
+* Offsets are committed every ``squall.bolt.commit.period.secs`` / ``topology.spout.commit.period``
+  simulated seconds; a crashed task (:meth:`streams.testing.Faults.crash`) reads again from there.
+* Ids come from a seeded generator (``seed``), and the shuffle groupings from a seeded
+  ``random``, so a run is repeatable.
+* Transactional topologies (batches and committers) are not run yet: :class:`~streams.testing.exceptions.KitError`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import random
+import zlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from acker.common import record_outcomes, record_resets
+from acker.durable import DurableLedger
+from acker.ledger import Ledger
+from streams.config import TopologyConfig, resolve
+from streams.exceptions import DecodeError
+from streams.kafka.source import KafkaMessageId, SourceIO, kafka_source, task_of
+from streams.kafka.spout import KafkaSpout
+from streams.model.bolt import Bolt
+from streams.model.context import ExecutorIO, LocalTasks, TopologyContext
+from streams.model.spec import ComponentDef, Topology
+from streams.model.spout import Spout
+from streams.model.stateful import StatefulBoltExecutor
+from streams.model.tuple import Tuple, tick_tuple
+from streams.model.windowed import WindowedBoltExecutor
+from streams.monitoring.spout_ledger import TaskLedger
+from streams.monitoring.stats import ExecutorStats
+from streams.runtime.acks import AckBuffer
+from streams.runtime.bolt import execute_guarded, record_tuple
+from streams.runtime.collectors import BoltOutputCollectorImpl, SpoutOutputCollectorImpl
+from streams.runtime.inflight import InFlightTrees
+from streams.runtime.routing import Router
+from streams.runtime.spout_tasks import SpoutTask, SpoutTasks, make_bound
+from streams.state.keyvalue import is_internal
+from streams.testing.clock import SimulatedTime
+from streams.testing.exceptions import KitError, NotSettledError
+from streams.testing.faults import Faults, Raiser, injected_error
+from streams.testing.memlog import MemoryLog, MemoryProducer, Record
+from streams.testing.observe import Observer
+from streams.testing.result import RunResult, TaskError
+from streams.testing.tasks import BoltRun, Input, Outbox, SpoutRun, TaskRun, encode_input
+from streams.wire.acker import chunks, decode_ops, decode_results, encode_results
+from streams.wire.dead_letter import dead_letter_headers
+from streams.wire.ids import seed_ids, source_key
+from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_topic, component_topic, dead_letter_topic
+
+log = logging.getLogger("squall.testing")
+
+KIT_LAYER: dict[str, Any] = {"squall.state.url": "memory://", "squall.broker.embedded": True}
+"""Config under the topology's own: state in memory unless the topology names a store, and
+no exactly-once Kafka sink (it needs a real broker's transactions)."""
+
+
+class LocalTopology(Observer):
+    """A topology running in this process on simulated time; see the module docstring for what is real.
+
+    Args:
+      topology: a built topology (``TopologyBuilder.create_topology``).
+      config: config on top of the topology's and each component's own (Storm keys), e.g.
+        ``{"topology.message.timeout.secs": 5}``.
+      time: the simulated clock (a fresh one by default).
+      faults: faults to inject (:class:`~streams.testing.faults.Faults`).
+      seed: seeds root and edge ids and the shuffle groupings.
+      step_s: simulated seconds per step of :meth:`advance`.
+
+    Raises:
+      KitError: a transactional topology, or a fault naming an unknown component.
+      ConfigError, TopologyError: as at submit, naming the component.
+
+    Use it as a context manager, or call :meth:`close`.
+
+    >>> from streams import TopologyBuilder, KafkaSpout, RecordTranslator, BasicBolt
+    >>> class Upper(BasicBolt):
+    ...     def declare_output_fields(self, declarer): declarer.declare(["line"])
+    ...     def execute(self, t, collector): collector.emit([t[0].upper()])
+    >>> b = TopologyBuilder()
+    >>> _ = b.set_spout("lines", KafkaSpout(translator=RecordTranslator("line")))
+    >>> _ = b.set_bolt("upper", Upper()).shuffle_grouping("lines")
+    >>> with LocalTopology(b.create_topology("doc")) as local:
+    ...     local.feed("lines", ["a cat", "a dog"])
+    ...     local.settle()
+    ...     local.result().values("upper")
+    [('A CAT',), ('A DOG',)]
+    """
+
+    def __init__(
+        self,
+        topology: Topology,
+        *,
+        config: Mapping[str, Any] | None = None,
+        time: SimulatedTime | None = None,
+        faults: Faults | None = None,
+        seed: int = 0,
+        step_s: float = 0.1,
+    ) -> None:
+        if topology.transactional:
+            raise KitError(f"[{topology.name}] transactional topologies (batches, committers) do not run in the kit yet: run them with `squall run`")
+        unknown = sorted((faults.components() if faults else set()) - set(topology.components))
+        if unknown:
+            raise KitError(f"[{unknown[0]}] a fault names a component the topology {topology.name!r} does not have (it has {sorted(topology.components)})")
+        self.topology = topology
+        self.name = topology.name
+        self.time = time or SimulatedTime()
+        self.faults = copy.deepcopy(faults) if faults is not None else Faults()
+        """This run's copy of the rules (a rule's matches are used up by the run)."""
+        self.step_s = step_s
+        self.seed = seed
+        self.log = MemoryLog(lambda: self.time.wall() * 1000)
+        self.result_ = RunResult()
+        self.confs = {cid: self._conf(cdef, config) for cid, cdef in topology.components.items()}
+        self.top_conf = resolve(KIT_LAYER, topology.conf, config, where=topology.name)
+        self.local = LocalTasks()
+        self.io: dict[str, ExecutorIO] = {}
+        self.roots: dict[int, Any] = {}
+        """Root id -> the spout message id of its tree (to name the trees a bolt's emit belongs to)."""
+        self.cores: dict[str, SpoutTasks] = {}
+        self.spouts: list[SpoutRun] = []
+        self.bolts: list[BoltRun] = []
+        self.delayed: list[tuple[float, BoltRun, Tuple]] = []
+        self.dropped: dict[int, Tuple] = {}
+        """Tuples whose ack a fault drops (by ``id``; the tuple is kept alive here)."""
+        self.delays: dict[int, tuple[Tuple, float]] = {}
+        """Tuples whose ack a fault delays, with the delay (simulated seconds)."""
+        self.ledgers: dict[int, DurableLedger] = {}
+        self.acker_pos: dict[int, int] = {}
+        self.acker_stats = ExecutorStats(self.name, ACKER_COMPONENT, "acker", "kit")
+        self.read_pos: dict[str, int] = {}
+        """External topics' records already taken into the result (outputs, dead letters)."""
+        self.next_commit: dict[str, float] = {}
+        self.closed = False
+        self._random_state = random.getstate()
+        random.seed(seed)
+        seed_ids(seed)
+        try:
+            self._open()
+        finally:
+            self._random_state, state = random.getstate(), self._random_state
+            random.setstate(state)
+
+    # -- building ----------------------------------------------------------------------------
+    def _conf(self, cdef: ComponentDef, config: Mapping[str, Any] | None) -> TopologyConfig:
+        conf = resolve(KIT_LAYER, self.topology.conf, cdef.conf, config, where=cdef.id)
+        cdef.obj.validate_conf(cdef.id, conf)
+        return conf
+
+    def _io(self, component: str) -> ExecutorIO:
+        io = self.io.get(component)
+        if io is None:
+            shared = next(iter(self.io.values()), None)
+            io = ExecutorIO("", {}, None, dead_letter_raw=self._dead_letter_raw(component))
+            if shared is not None:
+                io.stores = shared.stores  # one store per URL for the whole run (memory:// would be empty otherwise)
+                io.kv_stores = shared.kv_stores
+            io.source_positions = self._source_positions
+            io.new_producer = lambda cfg: MemoryProducer(self.log)
+            self.io[component] = io
+        return io
+
+    def _open(self) -> None:
+        ackers = self.top_conf.ackers
+        for p in range(ackers):
+            self.ledgers[p] = DurableLedger(Ledger(self.top_conf.message_timeout_secs, clock=self.time.wall, buckets=self.top_conf.acker_buckets))
+            self.acker_pos[p] = 0
+        for cdef in self.topology.components.values():
+            conf = self.confs[cdef.id]
+            self.next_commit[cdef.id] = self.time.now + (conf.commit_period_secs if cdef.is_spout else conf.bolt_commit_period_secs)
+            if cdef.is_spout:
+                self.cores[cdef.id] = SpoutTasks(
+                    InFlightTrees(self.time.monotonic), make_bound(conf, self.topology, cdef.id), ExecutorStats(self.name, cdef.id, "spout", "kit")
+                )
+                self.result_.trees[cdef.id] = {}
+                self.cores[cdef.id].on_outcome = self._outcome(cdef.id)
+                self.result_.inputs[cdef.id] = []
+                for index in range(cdef.num_tasks):
+                    run = SpoutRun(cdef.id, index, cdef.task_base + index, conf, self._context(cdef, index, conf), Outbox(), self._acks(conf))
+                    self._open_spout(run, TaskLedger(cdef.id, run.task_id))
+                    self.spouts.append(run)
+            else:
+                for index in range(cdef.num_tasks):
+                    b = BoltRun(cdef.id, index, cdef.task_base + index, conf, self._context(cdef, index, conf), Outbox(), self._acks(conf))
+                    b.topic = component_topic(self.name, cdef.id)
+                    self._prepare_bolt(b)
+                    self.bolts.append(b)
+        for cid in self.topology.components:
+            ids = [r.task_id for r in [*self.spouts, *self.bolts] if r.component == cid]
+            self.local.add(cid, ids)
+
+    def _context(self, cdef: ComponentDef, index: int, conf: TopologyConfig) -> TopologyContext:
+        return TopologyContext(self.topology, cdef.id, cdef.task_base + index, "kit", self.local, self._io(cdef.id), conf)
+
+    def _acks(self, conf: TopologyConfig) -> AckBuffer | None:
+        return AckBuffer(acker_topic(self.name), conf.ackers) if conf.ackers > 0 else None
+
+    def _clocks(self, obj: Any) -> None:
+        """Give every clock the runtime reads in ``obj`` this run's simulated time."""
+        if isinstance(obj, StatefulBoltExecutor):
+            obj.clock = self.time.monotonic
+            self._clocks(obj.inner)
+        if isinstance(obj, WindowedBoltExecutor):
+            obj.clock = self.time.wall
+        if isinstance(obj, KafkaSpout):
+            obj.clock = self.time.monotonic
+
+    def _open_spout(self, run: SpoutRun, ledger: TaskLedger) -> None:
+        cdef = self.topology.components[run.component]
+        spout = cdef.new_instance()
+        if not isinstance(spout, Spout):
+            raise KitError(f"[{run.component}] is not a Spout: {type(spout).__name__}")
+        self._clocks(spout)
+        core = self.cores[run.component]
+        immediate: list[tuple[Any, int]] = []
+        tracked = core.tracker(run.task_id, ledger)
+        roots = self.roots
+
+        def on_tracked(root: int, msg_id: Any, weight: int) -> None:
+            roots[root] = msg_id
+            tracked(root, msg_id, weight)
+
+        collector = SpoutOutputCollectorImpl(
+            Router(self.topology, run.component, run.ctx), run.task_id, run.outbox.produce, run.acks, on_tracked, core.untracked(immediate)
+        )
+        self._record_spout_emits(run, collector)
+        spout.open(run.conf.as_dict(), run.ctx, collector)
+        task = SpoutTask(run.task_id, spout, collector, ledger, kafka_source(spout), immediate)
+        if task.source is not None:
+            task.source.bind(SourceIO(self._spout_dead_letter(run)))
+            run.fed = {tp: run.committed.get(tp, 0) for tp in run.partitions}  # a new life reads from the committed offsets
+        run.task = task
+        run.life_count = 0
+        core.by_task[run.task_id] = task
+        run.result_pos = self.log.end(ack_result_topic(self.name), run.task_id)  # a new life reads results from the end
+
+    def _source_partitions(self, spout: str) -> int:
+        return self.topology.components[spout].input_partitions
+
+    def _prepare_bolt(self, run: BoltRun) -> None:
+        cdef = self.topology.components[run.component]
+        bolt = cdef.new_instance()
+        if not isinstance(bolt, Bolt):
+            raise KitError(f"[{run.component}] is not a Bolt: {type(bolt).__name__}")
+        self._clocks(bolt)
+        collector = BoltOutputCollectorImpl(Router(self.topology, run.component, run.ctx), run.task_id, run.outbox.produce, run.acks)
+        self._record_bolt_emits(run, collector)
+        bolt.prepare(run.conf.as_dict(), run.ctx, collector)
+        run.bolt, run.collector = bolt, collector
+        run.pos = run.flushed = run.committed
+        run.life_count = 0
+        freq = run.conf.tick_tuple_freq_secs
+        run.next_tick = self.time.now + freq if freq else float("inf")
+
+    # -- observing ---------------------------------------------------------------------------
+    def _dead_letter_raw(self, component: str) -> Any:
+        def dead_letter_raw(value: bytes | None, key: bytes | None, reason: str, *, topic: str, partition: int, offset: int, attempts: int) -> None:
+            headers = dead_letter_headers(reason, component=component, topic=topic, partition=partition, offset=offset, attempts=attempts)
+            self.log.produce(dead_letter_topic(self.name), value or b"", key=key, headers=headers)
+
+        return dead_letter_raw
+
+    def _spout_dead_letter(self, run: SpoutRun) -> Any:
+        raw = self._dead_letter_raw(run.component)
+        trees = self.result_.trees[run.component]
+
+        def dead_letter(msg: Any, reason: str, attempts: int) -> None:
+            raw(msg.value(), msg.key(), reason, topic=msg.topic(), partition=msg.partition(), offset=msg.offset(), attempts=attempts)
+            mid = KafkaMessageId(msg.topic(), msg.partition(), msg.offset())
+            trees.setdefault(mid, []).append("dead_lettered")
+            if run.task is not None:
+                run.task.ledger.forget(mid)
+
+        return dead_letter
+
+    def _source_positions(self) -> dict[int, int]:
+        """The spouts' committed source offsets by source key (what a stateful bolt may forget)."""
+        return {source_key(t, p): off for run in self.spouts for (t, p), off in run.committed.items()}
+
+    # -- input -------------------------------------------------------------------------------
+    def feed(self, spout: str, records: Iterable[Input], topic: str | None = None) -> None:
+        """Append ``records`` to the source topic of KafkaSpout ``spout`` (default: the first it reads).
+
+        Round-robin over its partitions, as ``squall run --input`` does; a ``(key, value)``
+        goes by its key.
+
+        Raises KitError naming the spout if it is unknown or does not read Kafka.
+        """
+        run = next((r for r in self.spouts if r.component == spout), None)
+        if run is None:
+            raise KitError(f"[{spout}] is not a spout of {self.name!r} (spouts: {sorted(self.cores)})")
+        if run.task is None or run.task.source is None:
+            kind = type(run.task.spout if run.task else None).__name__
+            raise KitError(f"[{spout}] reads no Kafka topic ({kind}): it makes its own tuples, so it takes no input")
+        topics = run.task.source.source_topics(self.name, spout, list(self.log.topics))
+        if not topics:
+            raise KitError(f"[{spout}] reads no topic the kit can feed (a pattern matches only topics that exist: name one with topic=)")
+        topic = topic or topics[0]
+        n = self._source_partitions(spout)
+        num_tasks = self.topology.components[spout].num_tasks
+        for p in range(n):
+            owner = next(r for r in self.spouts if r.component == spout and r.index == task_of(topic, p, num_tasks))
+            if (topic, p) not in owner.partitions:
+                owner.partitions.append((topic, p))
+                owner.fed[(topic, p)] = 0
+        fed = self.result_.inputs[spout]
+        start = sum(self.log.end(topic, p) for p in range(n))
+        for i, rec in enumerate(records, start):
+            key, value = rec if isinstance(rec, tuple) else (None, rec)
+            k = encode_input(key)
+            p = zlib.crc32(k) % n if k is not None else i % n
+            fed.append(KafkaMessageId(topic, p, self.log.end(topic, p)))
+            self.log.produce(topic, encode_input(value), key=k, partition=p)
+
+    # -- running -----------------------------------------------------------------------------
+    def run(self, max_rounds: int = 1_000_000) -> int:
+        """Run rounds until nothing moves, with no time passing; returns the rounds that did something.
+
+        Raises KitError if the topology is still busy after ``max_rounds`` (a loop of tuples).
+        """
+        self._check_open()
+        state = random.getstate()
+        random.setstate(self._random_state)
+        try:
+            rounds = 0
+            while self._round():
+                rounds += 1
+                if rounds >= max_rounds:
+                    raise KitError(f"[{self.name}] still busy after {max_rounds} rounds: does a bolt emit forever?")
+            self._collect()
+            return rounds
+        finally:
+            self._random_state = random.getstate()
+            random.setstate(state)
+
+    def advance(self, seconds: float) -> None:
+        """Let ``seconds`` of simulated time pass, in steps of ``step_s``.
+
+        The topology runs after each step: ticks fire, trees time out, replays come due,
+        windows slide.
+        """
+        end = self.time.now + seconds
+        self.run()
+        while self.time.now < end - 1e-9:
+            self.time.advance(min(self.step_s, end - self.time.now))
+            self._timers()
+            self.run()
+
+    def settled(self) -> bool:
+        """Every input was emitted, every tree settled, and nothing waits on a topic or in a task."""
+        for run in self.spouts:
+            task = run.task
+            if task is not None and task.source is not None and (task.source.buffered or any(run.fed[tp] < self.log.end(*tp) for tp in run.partitions)):
+                return False
+        return not any(len(c.inflight) for c in self.cores.values()) and not self.delayed and not self._waiting()
+
+    def settle(self, max_s: float | None = None) -> None:
+        """Run, advancing time, until :meth:`settled`.
+
+        ``max_s``: simulated seconds to allow (default: 20 message timeouts, room for
+        every replay of the default retry policy). Raises NotSettledError naming the spouts with
+        trees still in flight.
+        """
+        limit = self.time.now + (max_s if max_s is not None else 20 * self.top_conf.message_timeout_secs)
+        self.run()
+        while not self.settled():
+            if self.time.now >= limit:
+                stuck = {c: len(core.inflight) for c, core in self.cores.items() if len(core.inflight)}
+                raise NotSettledError(
+                    f"[{self.name}] not settled after {self.time.now:g} simulated s: trees in flight {stuck or 'none'}, delayed acks {len(self.delayed)}"
+                )
+            self.advance(self.step_s)
+
+    def close(self) -> None:
+        """Stop every task as the executors do; idempotent.
+
+        Bolts' ``cleanup`` (what it emits is flushed), spouts' ``close``, and the state stores
+        closed.
+        """
+        if self.closed:
+            return
+        for b in self.bolts:
+            if b.bolt is not None:
+                try:
+                    b.bolt.cleanup()
+                except Exception:
+                    log.exception("[%s] task %d cleanup failed", b.component, b.task_id)
+                self._flush(b)
+        for s in self.spouts:
+            self._flush(s)
+            if s.task is not None:
+                s.task.spout.close()
+        self._collect()
+        self._read_state()
+        self.closed = True
+        self.result_.simulated_s = self.time.now
+        for io in {id(io): io for io in self.io.values()}.values():
+            io.close_stores()
+
+    def result(self) -> RunResult:
+        """What the run observed so far (:class:`~streams.testing.result.RunResult`)."""
+        self._collect()
+        self.result_.simulated_s = self.time.now
+        return self.result_
+
+    def __enter__(self) -> LocalTopology:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise KitError(f"[{self.name}] the local topology is closed")
+
+    # -- one round ---------------------------------------------------------------------------
+    def _round(self) -> bool:
+        moved = False
+        for run in self.spouts:
+            moved |= self._spout_turn(run)
+        for b in self.bolts:
+            moved |= self._bolt_turn(b)
+        moved |= self._acker_turn()
+        for run in self.spouts:
+            moved |= self._results_turn(run)
+        return moved
+
+    def _spout_turn(self, run: SpoutRun) -> bool:
+        task = run.task
+        assert task is not None
+        fed = False
+        if task.source is not None:  # the feed: hand records over while the source's buffer has room
+            for tp in run.partitions:
+                if task.source.buffered >= run.conf.batch_size:
+                    break
+                log_ = self.log.partition(*tp)
+                take = log_[run.fed[tp] : run.fed[tp] + run.conf.batch_size]
+                if take:
+                    task.source.on_records(list(take))
+                    run.fed[tp] += len(take)
+                    fed = True
+        core = self.cores[run.component]
+        before = task.collector.emitted
+        crash = self.faults.crash_rule(run.component, run.index)
+        emitted = core.emit(lambda: self._commit_spout(run), only=run.task_id)
+        run.life_count += task.collector.emitted - before
+        if crash is not None and run.life_count >= crash.after:
+            self._crash_spout(run, crash)
+            return True
+        self._flush(run)
+        return fed or emitted > 0
+
+    def _bolt_turn(self, b: BoltRun) -> bool:
+        records = self.log.partition(b.topic, b.index)
+        if b.pos >= len(records):
+            return False
+        crash = self.faults.crash_rule(b.component, b.index)
+        for rec in records[b.pos : b.pos + b.conf.batch_size]:
+            self._execute_record(b, rec)
+            b.pos = rec.offset() + 1
+            if crash is not None and b.life_count >= crash.after:
+                self._crash_bolt(b, crash)
+                return True
+        self._flush(b)
+        return True
+
+    def _execute_record(self, b: BoltRun, rec: Record) -> None:
+        try:
+            t = record_tuple(self.topology, b.component, b.topic, rec.value(), rec.partition(), rec.offset())
+        except DecodeError as exc:
+            self._dead_letter_raw(b.component)(rec.value(), rec.key(), str(exc), topic=b.topic, partition=rec.partition(), offset=rec.offset(), attempts=0)
+            return
+        b.life_count += 1
+        self._execute(b, t)
+
+    def _execute(self, b: BoltRun, t: Tuple) -> None:
+        assert b.bolt is not None and b.collector is not None
+        rule = self.faults.tuple_rule(b.component, t)
+        target: Any = b.bolt
+        if rule is not None:
+            if rule.kind == "fail":
+                b.collector.fail(t)
+                return
+            if rule.kind == "raise":
+                target = Raiser(injected_error(rule, b.component, t))
+            elif rule.kind == "drop_ack":
+                self.dropped[id(t)] = t
+            else:
+                self.delays[id(t)] = (t, rule.seconds)
+        exc = execute_guarded(target, b.collector, t)
+        if exc is not None:
+            self.result_.errors.append(TaskError(b.component, b.task_id, type(exc).__name__, str(exc), tuple(t.values)))
+            log.info("[%s] task %d failed on %s: %s", b.component, b.task_id, t.where, exc)
+
+    def _flush(self, run: TaskRun) -> None:
+        """Outputs first, then acker ops (as an executor flushes)."""
+        for topic, value, key, partition, headers in run.outbox.records:
+            self.log.produce(topic, value, key, partition, headers)
+        run.outbox.records.clear()
+        if run.acks is not None and len(run.acks):
+            run.acks.flush(self.log.produce)
+        if isinstance(run, BoltRun):
+            run.flushed = run.pos
+
+    def _acker_turn(self) -> bool:
+        topic, results_topic = acker_topic(self.name), ack_result_topic(self.name)
+        moved = False
+        for p, dl in self.ledgers.items():
+            records = self.log.partition(topic, p)
+            if self.acker_pos[p] >= len(records):
+                continue
+            results: dict[int, list[list[Any]]] = {}
+            for rec in records[self.acker_pos[p] :]:
+                off = rec.offset()
+                try:
+                    outs = dl.apply(off, decode_ops(rec.value(), component=ACKER_COMPONENT, topic=topic, partition=p, offset=off))
+                except (DecodeError, ValueError, IndexError, TypeError) as exc:
+                    self._dead_letter_raw(ACKER_COMPONENT)(rec.value(), rec.key(), str(exc), topic=topic, partition=p, offset=off, attempts=0)
+                    continue
+                record_outcomes(outs, self.acker_stats, results)
+                if dl.resets:
+                    record_resets(dl.take_resets(), results)
+            self.acker_pos[p] = len(records)
+            self._send_results(results_topic, results)
+            moved = True
+        return moved
+
+    def _send_results(self, topic: str, results: dict[int, list[list[Any]]]) -> None:
+        for task, res in results.items():
+            for chunk in chunks(res):
+                self.log.produce(topic, encode_results(chunk), partition=task)
+
+    def _results_turn(self, run: SpoutRun) -> bool:
+        topic = ack_result_topic(self.name)
+        records = self.log.partition(topic, run.task_id)
+        if run.result_pos >= len(records):
+            return False
+        core = self.cores[run.component]
+        for rec in records[run.result_pos :]:
+            core.settle(decode_results(rec.value(), component=run.component, topic=topic, partition=run.task_id, offset=rec.offset()))
+        run.result_pos = len(records)
+        return True
+
+    def _waiting(self) -> bool:
+        """Records not yet read by their reader."""
+        if any(b.pos < self.log.end(b.topic, b.index) for b in self.bolts):
+            return True
+        if any(self.acker_pos[p] < self.log.end(acker_topic(self.name), p) for p in self.ledgers):
+            return True
+        return any(r.result_pos < self.log.end(ack_result_topic(self.name), r.task_id) for r in self.spouts)
+
+    # -- time --------------------------------------------------------------------------------
+    def _timers(self) -> None:
+        now = self.time.now
+        due = [d for d in self.delayed if d[0] <= now]
+        if due:
+            self.delayed = [d for d in self.delayed if d[0] > now]
+            for _, b, t in due:
+                if b.collector is not None and b.bolt is not None:  # a crash lost the acks it held
+                    BoltOutputCollectorImpl.ack(b.collector, t)
+                    self._flush(b)
+        for b in self.bolts:
+            if now >= b.next_tick - 1e-9:
+                freq = b.conf.tick_tuple_freq_secs or float("inf")
+                b.next_tick = now + freq
+                self._execute(b, tick_tuple())
+                self._flush(b)
+        results: dict[int, list[list[Any]]] = {}
+        for dl in self.ledgers.values():
+            record_outcomes(dl.expire(), self.acker_stats, results)
+        self._send_results(ack_result_topic(self.name), results)
+        for cid, core in self.cores.items():
+            core.timeouts(self.confs[cid].message_timeout_secs)
+            core.bound.adjust(core.inflight.oldest_age())
+        for cid, due_at in list(self.next_commit.items()):
+            if now >= due_at:
+                conf = self.confs[cid]
+                self.next_commit[cid] = now + (conf.commit_period_secs if self.topology.components[cid].is_spout else conf.bolt_commit_period_secs)
+                self._commit(cid)
+
+    def _commit(self, component: str) -> None:
+        for s in self.spouts:
+            if s.component == component:
+                self._commit_spout(s)
+        for b in self.bolts:
+            if b.component == component:
+                b.committed = b.flushed
+
+    def _commit_spout(self, run: SpoutRun) -> None:
+        if run.task is not None and run.task.source is not None:
+            run.committed.update(run.task.source.committable())
+
+    # -- crashes -----------------------------------------------------------------------------
+    def _crash_bolt(self, b: BoltRun, rule: Any) -> None:
+        rule.left -= 1
+        self.result_.crashes.append((b.component, b.index))
+        log.info("[%s] task %d crashed (injected) after %d tuples; restarting from offset %d", b.component, b.task_id, b.life_count, b.committed)
+        b.outbox.records.clear()
+        if b.acks is not None:
+            b.acks.drain()
+        self.delayed = [d for d in self.delayed if d[1] is not b]
+        self._prepare_bolt(b)
+
+    def _crash_spout(self, run: SpoutRun, rule: Any) -> None:
+        rule.left -= 1
+        self.result_.crashes.append((run.component, run.index))
+        log.info("[%s] task %d crashed (injected) after %d emits; restarting from its committed offsets", run.component, run.task_id, run.life_count)
+        run.outbox.records.clear()
+        if run.acks is not None:
+            run.acks.drain()
+        core = self.cores[run.component]
+        core.inflight.drop_task(run.task_id)
+        assert run.task is not None
+        del core.by_task[run.task_id]
+        self._open_spout(run, run.task.ledger.next_life())
+
+    # -- the result --------------------------------------------------------------------------
+    def _read_state(self) -> None:
+        """``set_state_output`` of stateful bolts: every task's checkpointed ``key -> value``, merged, as ``squall run`` writes it."""
+        for so in self.topology.state_outputs:
+            if so.kind != "keyvalue":
+                continue
+            io = self._io(so.state)
+            url = self.confs[so.state].state_url or "memory://"
+            store = io.kv_stores.get(url)
+            if store is None:
+                continue
+            merged = {str(json.loads(k)): json.loads(v) for _, k, v in store.kv_items(f"{self.name}.{so.state}") if not is_internal(k)}
+            self.result_.outputs[f"{self.name}.{so.state}"] = merged
+
+
+def run_topology(
+    topology: Topology,
+    inputs: Mapping[str, Iterable[Input]] | None = None,
+    *,
+    config: Mapping[str, Any] | None = None,
+    time: SimulatedTime | None = None,
+    faults: Faults | None = None,
+    seed: int = 0,
+    max_s: float | None = None,
+) -> RunResult:
+    """Run ``topology`` in this process on ``inputs`` until every tree settled; return what it did.
+
+    ``inputs``: ``spout id -> records`` for KafkaSpouts (see :data:`Input`). The run feeds
+    them, runs until every input is emitted and every tree is acked, failed for good, or
+    dead-lettered (advancing simulated time as needed, at most ``max_s`` simulated seconds),
+    then stops the tasks (``cleanup``) and returns a :class:`~streams.testing.result.RunResult`.
+
+    Raises KitError (bad inputs or faults, a transactional topology), NotSettledError.
+
+    >>> from examples.wordcount import topology
+    >>> result = run_topology(topology(), {"lines": ["the cat", "The dog"]})
+    >>> result.output() == {"the": 2, "cat": 1, "dog": 1}
+    True
+    >>> result.final_outcomes("lines")
+    Counter({'acked': 2})
+    """
+    with LocalTopology(topology, config=config, time=time, faults=faults, seed=seed) as local:
+        for spout, records in (inputs or {}).items():
+            local.feed(spout, records)
+        local.settle(max_s)
+    return local.result()
