@@ -28,6 +28,9 @@ def main(argv: list[str] | None = None) -> None:
     u = sub.add_parser("acker-cpu", help="the acker's CPU per tree, no broker (ledger, changelog discipline, outcomes)")
     u.add_argument("--trees", type=int, default=200_000)
     u.add_argument("--repeats", type=int, default=3)
+    k = sub.add_parser("kit", help="the test kit's time for whole examples (Shakespeare word count, flights), no broker")
+    k.add_argument("--repeats", type=int, default=1)
+    k.add_argument("--json", default=None, help="write results as JSON here")
     c = sub.add_parser("all", help="every contender on both workloads, side by side")
     c.add_argument("--smoke", action="store_true", help="tiny input, every contender, correctness only")
     c.add_argument("--workloads", nargs="+", default=["wordcount", "flights", "latency", "windows"], choices=["wordcount", "flights", "latency", "windows"])
@@ -54,6 +57,10 @@ def main(argv: list[str] | None = None) -> None:
         from bench import acker_cpu
 
         acker_cpu.run(args)
+    elif args.command == "kit":
+        from bench import kit
+
+        kit.run(args)
     elif args.command == "all":
         from bench import compare
 

@@ -101,6 +101,8 @@ class Component:
     """Its input tuples must carry ids that survive replays (a stateful bolt deduplicates by them)."""
     needs_same_task_replays = False
     """A replayed tuple must reach the task that saw the original: groupings that pick a task at random are refused."""
+    needs_real_kafka: str | None = None
+    """Why it cannot run on the test kit's in-memory log (:mod:`streams.testing`), naming what it needs; None: it can."""
 
     def validate(self, component_id: str) -> None:
         """Check the constructor's options; raise :class:`TopologyError` naming ``component_id``.

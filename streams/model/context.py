@@ -63,6 +63,9 @@ class ExecutorIO:
     open_changelog: Callable[[], KvStore] | None = None
     """Opens the compacted-changelog store of ``kafka://`` state on this executor's Kafka (:mod:`streams.kafka.changelog_store`)."""
     kv_stores: dict[str, KvStore] = field(default_factory=dict)
+    batch_source: Callable[[str, list[str]], Any] | None = None
+    """``batch_source(component, topics)``: a transactional spout's coordinator state and source records
+    (:class:`streams.transactional.batch_source.BatchSource`); None: Kafka's. The test kit gives an in-memory one."""
     new_producer: Callable[[dict[str, Any]], Any] | None = None
     """Makes the producers components open themselves (a KafkaBolt's), from librdkafka settings;
     None: a real Kafka producer. The test kit gives an in-memory one (:mod:`streams.testing.memlog`)."""

@@ -122,6 +122,8 @@ class SparkBolt(Bolt):
     message names the component) on a bad ``batch`` or a ``fn`` that is not callable.
     """
 
+    needs_real_kafka = "a SparkBolt's Spark Structured Streaming query reads and writes Kafka topics itself"
+
     def __init__(
         self,
         fn: Callable[..., Any],

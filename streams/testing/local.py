@@ -23,7 +23,10 @@ Where it differs, because there is no Kafka:
   simulated seconds; a crashed task (:meth:`streams.testing.Faults.crash`) reads again from there.
 * Ids come from a seeded generator (``seed``), and the shuffle groupings from a seeded
   ``random``, so a run is repeatable.
-* Transactional topologies (batches and committers) are not run yet: :class:`~streams.testing.exceptions.KitError`.
+* A transactional spout's coordinator state and batches come from memory
+  (:mod:`streams.testing.batches`). Components that need a real Kafka (a SparkBolt, the
+  exactly-once KafkaSink: ``Component.needs_real_kafka``) are refused with a KitError; a
+  KafkaBolt writes to the in-memory log (:class:`~streams.testing.memlog.MemoryProducer`).
 """
 
 from __future__ import annotations
@@ -59,6 +62,8 @@ from streams.runtime.inflight import InFlightTrees
 from streams.runtime.routing import Router
 from streams.runtime.spout_tasks import SpoutTask, SpoutTasks, make_bound
 from streams.state.keyvalue import is_internal
+from streams.state.semantics import STATE_KINDS
+from streams.testing.batches import MemoryBatchSource
 from streams.testing.clock import SimulatedTime
 from streams.testing.exceptions import KitError, NotSettledError
 from streams.testing.faults import Faults, Raiser, injected_error
@@ -66,6 +71,7 @@ from streams.testing.memlog import MemoryLog, MemoryProducer, Record
 from streams.testing.observe import Observer
 from streams.testing.result import RunResult, TaskError
 from streams.testing.tasks import BoltRun, Input, Outbox, SpoutRun, TaskRun, encode_input
+from streams.transactional.spout import TransactionalKafkaSpout
 from streams.wire.acker import chunks, decode_ops, decode_results, encode_results
 from streams.wire.dead_letter import dead_letter_headers
 from streams.wire.ids import seed_ids, source_key
@@ -91,7 +97,8 @@ class LocalTopology(Observer):
       step_s: simulated seconds per step of :meth:`advance`.
 
     Raises:
-      KitError: a transactional topology, or a fault naming an unknown component.
+      KitError: a component that needs a real Kafka (a SparkBolt, a KafkaSink), or a fault
+        naming an unknown component.
       ConfigError, TopologyError: as at submit, naming the component.
 
     Use it as a context manager, or call :meth:`close`.
@@ -120,8 +127,10 @@ class LocalTopology(Observer):
         seed: int = 0,
         step_s: float = 0.1,
     ) -> None:
-        if topology.transactional:
-            raise KitError(f"[{topology.name}] transactional topologies (batches, committers) do not run in the kit yet: run them with `squall run`")
+        for cdef in topology.components.values():
+            why = cdef.obj.needs_real_kafka
+            if why is not None:
+                raise KitError(f"[{cdef.id}] does not run in the test kit: {why}; run it with `squall run` on Apache Kafka")
         unknown = sorted((faults.components() if faults else set()) - set(topology.components))
         if unknown:
             raise KitError(f"[{unknown[0]}] a fault names a component the topology {topology.name!r} does not have (it has {sorted(topology.components)})")
@@ -154,6 +163,8 @@ class LocalTopology(Observer):
         self.read_pos: dict[str, int] = {}
         """External topics' records already taken into the result (outputs, dead letters)."""
         self.next_commit: dict[str, float] = {}
+        self.coordinators: dict[str, dict[str, Any]] = {}
+        """A transactional spout's saved coordinator state (:mod:`streams.testing.batches`), by spout."""
         self.closed = False
         self._random_state = random.getstate()
         random.seed(seed)
@@ -174,12 +185,18 @@ class LocalTopology(Observer):
         io = self.io.get(component)
         if io is None:
             shared = next(iter(self.io.values()), None)
-            io = ExecutorIO("", {}, None, dead_letter_raw=self._dead_letter_raw(component))
+            raw = self._dead_letter_raw(component)
+
+            def dead_letter(msg: Any, reason: str, attempts: int) -> None:
+                raw(msg.value(), msg.key(), reason, topic=msg.topic(), partition=msg.partition(), offset=msg.offset(), attempts=attempts)
+
+            io = ExecutorIO("", {}, dead_letter, dead_letter_raw=raw)
             if shared is not None:
                 io.stores = shared.stores  # one store per URL for the whole run (memory:// would be empty otherwise)
                 io.kv_stores = shared.kv_stores
             io.source_positions = self._source_positions
             io.new_producer = lambda cfg: MemoryProducer(self.log)
+            io.batch_source = lambda spout, topics: MemoryBatchSource(self.log, topics, self._source_partitions(spout), self.coordinators.setdefault(spout, {}))
             self.io[component] = io
         return io
 
@@ -302,8 +319,9 @@ class LocalTopology(Observer):
 
     # -- input -------------------------------------------------------------------------------
     def feed(self, spout: str, records: Iterable[Input], topic: str | None = None) -> None:
-        """Append ``records`` to the source topic of KafkaSpout ``spout`` (default: the first it reads).
+        """Append ``records`` to the source topic of Kafka-reading spout ``spout`` (default: the first it reads).
 
+        A KafkaSpout, or a transactional or opaque one (its batches are cut from what is fed).
         Round-robin over its partitions, as ``squall run --input`` does; a ``(key, value)``
         goes by its key.
 
@@ -312,20 +330,24 @@ class LocalTopology(Observer):
         run = next((r for r in self.spouts if r.component == spout), None)
         if run is None:
             raise KitError(f"[{spout}] is not a spout of {self.name!r} (spouts: {sorted(self.cores)})")
-        if run.task is None or run.task.source is None:
-            kind = type(run.task.spout if run.task else None).__name__
-            raise KitError(f"[{spout}] reads no Kafka topic ({kind}): it makes its own tuples, so it takes no input")
-        topics = run.task.source.source_topics(self.name, spout, list(self.log.topics))
-        if not topics:
-            raise KitError(f"[{spout}] reads no topic the kit can feed (a pattern matches only topics that exist: name one with topic=)")
-        topic = topic or topics[0]
+        assert run.task is not None
+        obj = run.task.spout
         n = self._source_partitions(spout)
-        num_tasks = self.topology.components[spout].num_tasks
-        for p in range(n):
-            owner = next(r for r in self.spouts if r.component == spout and r.index == task_of(topic, p, num_tasks))
-            if (topic, p) not in owner.partitions:
-                owner.partitions.append((topic, p))
-                owner.fed[(topic, p)] = 0
+        if isinstance(obj, TransactionalKafkaSpout):
+            topic = topic or (obj.topics or [component_topic(self.name, spout)])[0]
+        elif run.task.source is not None:
+            topics = run.task.source.source_topics(self.name, spout, list(self.log.topics))
+            if not topics and topic is None:
+                raise KitError(f"[{spout}] reads no topic the kit can feed (a pattern matches only topics that exist: name one with topic=)")
+            topic = topic or topics[0]
+            num_tasks = self.topology.components[spout].num_tasks
+            for p in range(n):
+                owner = next(r for r in self.spouts if r.component == spout and r.index == task_of(topic, p, num_tasks))
+                if (topic, p) not in owner.partitions:
+                    owner.partitions.append((topic, p))
+                    owner.fed[(topic, p)] = 0
+        else:
+            raise KitError(f"[{spout}] reads no Kafka topic ({type(obj).__name__}): it makes its own tuples, so it takes no input")
         fed = self.result_.inputs[spout]
         start = sum(self.log.end(topic, p) for p in range(n))
         for i, rec in enumerate(records, start):
@@ -639,9 +661,19 @@ class LocalTopology(Observer):
 
     # -- the result --------------------------------------------------------------------------
     def _read_state(self) -> None:
-        """``set_state_output`` of stateful bolts: every task's checkpointed ``key -> value``, merged, as ``squall run`` writes it."""
+        """``set_state_output``, as ``squall run`` writes it.
+
+        A stateful bolt's checkpointed ``key -> value`` (every task's, merged), or what
+        committers wrote to a Trident state.
+        """
         for so in self.topology.state_outputs:
             if so.kind != "keyvalue":
+                url = self.top_conf.state_url or "memory://"
+                backend = next((io.stores[url] for io in self.io.values() if url in io.stores), None)
+                if backend is not None:
+                    self.result_.outputs[f"{self.name}.{so.state}"] = {
+                        str(k): v for k, v in STATE_KINDS[so.kind](backend, f"{self.name}.{so.state}").items().items()
+                    }
                 continue
             io = self._io(so.state)
             url = self.confs[so.state].state_url or "memory://"
@@ -669,7 +701,7 @@ def run_topology(
     dead-lettered (advancing simulated time as needed, at most ``max_s`` simulated seconds),
     then stops the tasks (``cleanup``) and returns a :class:`~streams.testing.result.RunResult`.
 
-    Raises KitError (bad inputs or faults, a transactional topology), NotSettledError.
+    Raises KitError (bad inputs or faults, a component that needs a real Kafka), NotSettledError.
 
     >>> from examples.wordcount import topology
     >>> result = run_topology(topology(), {"lines": ["the cat", "The dog"]})

@@ -98,6 +98,11 @@ class CoordinatedBolt(Bolt):
     Not thread-safe: one copy per task, on the executor's thread.
     """
 
+    @property
+    def needs_real_kafka(self) -> str | None:  # type: ignore[override]
+        """The wrapped bolt's (a KafkaSink needs Kafka's transactions)."""
+        return self.inner.needs_real_kafka
+
     def __init__(self, inner: Component, committer: bool) -> None:
         self.inner = inner
         self.committer = committer

@@ -199,6 +199,8 @@ class KafkaSink(BatchBolt, Committer):
       producer_config: librdkafka settings over the transactional producer's.
     """
 
+    needs_real_kafka = "a KafkaSink writes each batch in a Kafka transaction"
+
     def __init__(
         self,
         topic: str,

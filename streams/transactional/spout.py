@@ -37,15 +37,12 @@ Example::
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
 from typing_extensions import override
 
-from streams.exceptions import FatalError, TopologyError
-from streams.kafka.clients import consumer_config, new_consumer
+from streams.exceptions import TopologyError
 from streams.kafka.spout import RecordTranslator
 from streams.model.batch import BATCH_END_FIELDS, BATCH_END_STREAM, COMMIT_FIELDS, COMMIT_STREAM, SYSTEM_STREAMS
 from streams.model.collector import SpoutOutputCollector
@@ -53,11 +50,10 @@ from streams.model.component import OutputFieldsDeclarer
 from streams.model.context import TopologyContext
 from streams.model.spec import ComponentDef
 from streams.model.spout import Spout
+from streams.transactional.batch_source import BatchSource, KafkaBatchSource
 from streams.transactional.coordinator import BatchCoordinator, BatchMeta, Range
-from streams.transactional.coordinator_store import CoordinatorStore
-from streams.transactional.range_reader import RangeReader
 from streams.transactional.wiring import wire_transactional
-from streams.wire.naming import TP, component_group, component_topic, coordinator_topic
+from streams.wire.naming import TP, component_topic
 
 log = logging.getLogger("squall.transactional")
 
@@ -79,9 +75,8 @@ class TransactionalKafkaSpout(Spout):
         self.topics = list(topics) if topics else None
         self.partitions = partitions
         self.coordinator: BatchCoordinator | None = None
-        self.reader: RangeReader | None = None
-        self.store: CoordinatorStore | None = None
-        self.group: Consumer | None = None
+        self.source: BatchSource | None = None
+        """The coordinator's state and the source records (:mod:`streams.transactional.batch_source`)."""
         self.collector: Any = None  # set by open()
         self.dead_letter: Any = None
         self.component = "?"
@@ -122,16 +117,13 @@ class TransactionalKafkaSpout(Spout):
         topology = context.topology
         name = topology.name
         io = context.io
-        self.store = CoordinatorStore(io.bootstrap, coordinator_topic(name), self.component, io.kafka)
-        state = self.store.load()
-        config = context.config
-        self.coordinator = BatchCoordinator(state, self.opaque, config.batches_in_flight, config.batch_records, self.cut if self.opaque else None)
         topics = self.topics or [component_topic(name, self.component)]
-        group = component_group(name, self.component)
-        base = consumer_config(io.bootstrap, group, config, io.kafka.get("consumer"))
-        self.group = new_consumer(base)
-        partitions = self._partitions(topics)
-        self.reader = RangeReader({**base, "group.id": group + ".__ranges"}, partitions, self.component)
+        config = context.config
+        make = io.batch_source
+        self.source = make(self.component, topics) if make is not None else KafkaBatchSource(name, self.component, topics, io.bootstrap, io.kafka, config)
+        state = self.source.load()
+        self.coordinator = BatchCoordinator(state, self.opaque, config.batches_in_flight, config.batch_records, self.cut if self.opaque else None)
+        partitions = self.source.partitions
         cdef = topology.components[self.component]
         targets: dict[str, range] = {}
         for stream in cdef.streams:
@@ -170,41 +162,27 @@ class TransactionalKafkaSpout(Spout):
         """
         return proposed
 
-    def _partitions(self, topics: list[str]) -> list[TP]:
-        assert self.group is not None
-        deadline = time.monotonic() + 30
-        while True:
-            md = self.group.list_topics(timeout=10)
-            out = [(t, p) for t in topics if t in md.topics and md.topics[t].error is None for p in sorted(md.topics[t].partitions)]
-            if len(out) and all(t in md.topics for t in topics):
-                return out
-            if time.monotonic() > deadline:
-                raise FatalError(f"[{self.component}] source topics {topics} not available")
-            time.sleep(0.5)
-
     @override
     def close(self) -> None:
-        if self.reader is not None:
-            self.reader.close()
-        if self.group is not None:
-            self.group.close()
+        if self.source is not None:
+            self.source.close()
 
     # -- the coordinator's actions -----------------------------------------------------
     @override
     def next_tuple(self) -> None:
-        assert self.coordinator is not None and self.reader is not None and self.store is not None
-        action = self.coordinator.next_action(self.reader.highs(), self.reader.starts())
+        assert self.coordinator is not None and self.source is not None
+        action = self.coordinator.next_action(self.source.highs(), self.source.starts())
         if action is None:
             return
-        self.store.save(self.coordinator.snapshot())  # durable before it is emitted
+        self.source.save(self.coordinator.snapshot())  # durable before it is emitted
         if action.kind == "commit":
             self._commit(action.batch)
         else:
             self._emit(action.batch)
 
     def _emit(self, b: BatchMeta) -> None:
-        assert self.coordinator is not None and self.reader is not None
-        records = self.reader.read(b.ranges)
+        assert self.coordinator is not None and self.source is not None
+        records = self.source.read(b.ranges)
         tree = self.collector.open_tree(("batch", b.txid, b.attempt), (b.txid, b.attempt))
         sent: dict[int, int] = {}
         for tp in sorted(records):
@@ -236,9 +214,9 @@ class TransactionalKafkaSpout(Spout):
             self.dead_letter(msg, f"[{self.component}] translator failed on {key[0]}[{key[1]}]@{key[2]}: {exc}", 0)
 
     def _commit(self, b: BatchMeta) -> None:
-        assert self.coordinator is not None and self.store is not None
+        assert self.coordinator is not None and self.source is not None
         self.coordinator.commit_started(b)
-        self.store.save(self.coordinator.snapshot())  # frozen: a replay re-reads these ranges
+        self.source.save(self.coordinator.snapshot())  # frozen: a replay re-reads these ranges
         if not self.has_committers:
             self._committed(b.txid, b.attempt)
             return
@@ -247,16 +225,12 @@ class TransactionalKafkaSpout(Spout):
         tree.close()
 
     def _committed(self, txid: int, attempt: int) -> None:
-        assert self.coordinator is not None and self.store is not None and self.group is not None
+        assert self.coordinator is not None and self.source is not None
         b = self.coordinator.commit_acked(txid, attempt)
         if b is None:
             return
-        self.store.save(self.coordinator.snapshot())
-        offsets = [TopicPartition(t, p, end) for (t, p), (_, end) in b.ranges.items()]
-        try:
-            self.group.commit(offsets=offsets, asynchronous=False)
-        except KafkaException as exc:
-            log.warning("[%s] group offsets not committed (lag only): %s", self.component, exc)
+        self.source.save(self.coordinator.snapshot())
+        self.source.commit_group({tp: end for tp, (_, end) in b.ranges.items()})
 
     # -- outcomes --------------------------------------------------------------------
     @override

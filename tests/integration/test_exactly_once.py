@@ -22,7 +22,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from service.config import ServiceSettings
 from service.runner import Job
 from streams.wire.naming import ACKER_COMPONENT, coordinator_topic
-from tests.integration.conftest import EXAMPLES, TOPOLOGIES, corpus_slice, direct_count, kill_workers
+from tests.integration.conftest import EXAMPLES, TOPOLOGIES, corpus_slice, direct_count, kill_workers, kit_run
 
 pytestmark = [pytest.mark.broker, pytest.mark.embedded]
 
@@ -73,6 +73,7 @@ def test_example_counts_the_whole_input_exactly(settings: ServiceSettings, corpu
     out = tmp_path / "counts.json"
     summary = run(Job(EXAMPLES / "wordcount_exactly_once.py", src, out, settings))
     assert json.loads(out.read_text()) == dict(direct_count(src))
+    assert kit_run(EXAMPLES / "wordcount_exactly_once.py", src).output() == json.loads(out.read_text())  # the test kit agrees with the broker
     assert summary.batches_replayed == 0 and summary.trees_failed == 0
     assert any("batches committed" in line for line in summary.lines())
 

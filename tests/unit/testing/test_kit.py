@@ -224,3 +224,61 @@ def test_property_every_line_is_acked_and_counted_at_least_once_whatever_fails(l
 def test_message_ids_of_fed_records_follow_the_input_partitions() -> None:
     result = run_topology(wordcount.topology(), {"lines": ["a", "b", "c"]})
     assert result.inputs["lines"] == [KafkaMessageId("squall.wordcount.lines", p, o) for p, o in ((0, 0), (1, 0), (0, 1))]
+
+
+def test_the_exactly_once_word_count_is_exact_when_batches_fail_and_a_task_crashes() -> None:
+    from examples import wordcount_exactly_once
+
+    lines = [f"{a} {b} the" for a in ("ant", "bee", "cow") for b in ("elk", "fox")] * 40
+    faults = Faults().fail("count", where=lambda t: t[0] == "the", times=3).crash("split", 1, after=60)
+    result = run_topology(wordcount_exactly_once.topology(), {"lines": lines}, faults=faults, config={"squall.batch.records": 25})
+    assert result.output() == direct(lines)  # exact: replayed batches were not applied twice
+    assert result.crashes == [("split", 1)]
+    trees = result.trees["lines"]
+    failed = [mid for mid, outs in trees.items() if mid[0] == "batch" and outs == ["failed"]]
+    assert failed, "a batch failed"
+    for _, txid, attempt in failed:  # each failed batch was replayed under the same txid, and committed
+        assert any(m[:2] == ("commit", txid) and m[2] > attempt and o == ["acked"] for m, o in trees.items())
+    commits = [mid[1] for mid, outs in trees.items() if mid[0] == "commit" and outs[-1] == "acked"]
+    assert commits == sorted(commits) and len(commits) == len(set(commits))  # strictly in txid order
+
+
+def test_a_transactional_spout_takes_input_and_a_plain_spout_does_not() -> None:
+    from examples import wordcount_exactly_once
+
+    local = LocalTopology(wordcount_exactly_once.topology())
+    local.feed("lines", ["a"])
+    local.settle()
+    assert local.result().inputs["lines"] == [KafkaMessageId("squall.wordcount_eo.lines", 0, 0)]
+    local.close()
+
+    class Counter3(BasicBolt):
+        def declare_output_fields(self, declarer: Any) -> None:
+            pass
+
+        def execute(self, tuple: Tuple, collector: BasicOutputCollector) -> None:  # noqa: A002
+            pass
+
+    from streams import Spout
+
+    class Numbers(Spout):
+        def declare_output_fields(self, declarer: Any) -> None:
+            declarer.declare(["n"])
+
+        def next_tuple(self) -> None:
+            pass
+
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers())
+    b.set_bolt("c", Counter3()).shuffle_grouping("numbers")
+    with pytest.raises(KitError, match=r"\[numbers\] reads no Kafka topic \(Numbers\)"):
+        run_topology(b.create_topology("plain"), {"numbers": [1]})
+
+
+def test_components_that_need_a_real_kafka_are_refused_by_name() -> None:
+    from examples import wordcount_exactly_once_sink, wordcount_spark
+
+    with pytest.raises(KitError, match=r"\[split\] does not run in the test kit: a SparkBolt's Spark Structured Streaming query"):
+        LocalTopology(wordcount_spark.topology())
+    with pytest.raises(KitError, match=r"\[out\] does not run in the test kit: a KafkaSink writes each batch in a Kafka transaction"):
+        LocalTopology(wordcount_exactly_once_sink.topology())

@@ -2,7 +2,7 @@
 
 Run them as a user would::
 
-    pytest -p streams.testing examples/tests
+    pytest -p streams.testing examples/test_examples.py
 """
 
 from __future__ import annotations
