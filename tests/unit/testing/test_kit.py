@@ -272,7 +272,7 @@ def test_a_transactional_spout_takes_input_and_a_plain_spout_does_not() -> None:
     b.set_spout("numbers", Numbers())
     b.set_bolt("c", Counter3()).shuffle_grouping("numbers")
     with pytest.raises(KitError, match=r"\[numbers\] reads no Kafka topic \(Numbers\)"):
-        run_topology(b.create_topology("plain"), {"numbers": [1]})
+        run_topology(b.create_topology("plain"), {"numbers": ["1"]})
 
 
 def test_components_that_need_a_real_kafka_are_refused_by_name() -> None:
