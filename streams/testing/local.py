@@ -31,17 +31,15 @@ Where it differs, because there is no Kafka:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import logging
 import random
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from acker.common import record_outcomes, record_resets
-from acker.durable import DurableLedger
-from acker.ledger import Ledger
 from streams.config import TopologyConfig, resolve
 from streams.exceptions import DecodeError
 from streams.kafka.source import KafkaMessageId, SourceIO, kafka_source, task_of
@@ -63,6 +61,7 @@ from streams.runtime.routing import Router
 from streams.runtime.spout_tasks import SpoutTask, SpoutTasks, make_bound
 from streams.state.keyvalue import is_internal
 from streams.state.semantics import STATE_KINDS
+from streams.testing.ackers import LocalAckers
 from streams.testing.batches import MemoryBatchSource
 from streams.testing.clock import SimulatedTime
 from streams.testing.exceptions import KitError, NotSettledError
@@ -72,7 +71,7 @@ from streams.testing.observe import Observer
 from streams.testing.result import RunResult, TaskError
 from streams.testing.tasks import BoltRun, Input, Outbox, SpoutRun, TaskRun, encode_input
 from streams.transactional.spout import TransactionalKafkaSpout
-from streams.wire.acker import chunks, decode_ops, decode_results, encode_results
+from streams.wire.acker import decode_results
 from streams.wire.dead_letter import dead_letter_headers
 from streams.wire.ids import seed_ids, source_key
 from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_topic, component_topic, dead_letter_topic
@@ -157,15 +156,14 @@ class LocalTopology(Observer):
         """Tuples whose ack a fault drops (by ``id``; the tuple is kept alive here)."""
         self.delays: dict[int, tuple[Tuple, float]] = {}
         """Tuples whose ack a fault delays, with the delay (simulated seconds)."""
-        self.ledgers: dict[int, DurableLedger] = {}
-        self.acker_pos: dict[int, int] = {}
-        self.acker_stats = ExecutorStats(self.name, ACKER_COMPONENT, "acker", "kit")
+        self.ackers = LocalAckers(self.name, self.top_conf, self.log, self.time.wall, self._dead_letter_raw(ACKER_COMPONENT))
         self.read_pos: dict[str, int] = {}
         """External topics' records already taken into the result (outputs, dead letters)."""
         self.next_commit: dict[str, float] = {}
         self.coordinators: dict[str, dict[str, Any]] = {}
         """A transactional spout's saved coordinator state (:mod:`streams.testing.batches`), by spout."""
         self.closed = False
+        self._in_run = False
         self._random_state = random.getstate()
         random.seed(seed)
         seed_ids(seed)
@@ -201,10 +199,6 @@ class LocalTopology(Observer):
         return io
 
     def _open(self) -> None:
-        ackers = self.top_conf.ackers
-        for p in range(ackers):
-            self.ledgers[p] = DurableLedger(Ledger(self.top_conf.message_timeout_secs, clock=self.time.wall, buckets=self.top_conf.acker_buckets))
-            self.acker_pos[p] = 0
         for cdef in self.topology.components.values():
             conf = self.confs[cdef.id]
             self.next_commit[cdef.id] = self.time.now + (conf.commit_period_secs if cdef.is_spout else conf.bolt_commit_period_secs)
@@ -364,9 +358,7 @@ class LocalTopology(Observer):
         Raises KitError if the topology is still busy after ``max_rounds`` (a loop of tuples).
         """
         self._check_open()
-        state = random.getstate()
-        random.setstate(self._random_state)
-        try:
+        with self._seeded():
             rounds = 0
             while self._round():
                 rounds += 1
@@ -374,7 +366,20 @@ class LocalTopology(Observer):
                     raise KitError(f"[{self.name}] still busy after {max_rounds} rounds: does a bolt emit forever?")
             self._collect()
             return rounds
+
+    @contextlib.contextmanager
+    def _seeded(self) -> Iterator[None]:
+        """The run's own ``random`` sequence while its code runs (shuffle groupings); the caller's is put back after."""
+        if self._in_run:
+            yield
+            return
+        state = random.getstate()
+        random.setstate(self._random_state)
+        self._in_run = True
+        try:
+            yield
         finally:
+            self._in_run = False
             self._random_state = random.getstate()
             random.setstate(state)
 
@@ -385,11 +390,12 @@ class LocalTopology(Observer):
         windows slide.
         """
         end = self.time.now + seconds
-        self.run()
-        while self.time.now < end - 1e-9:
-            self.time.advance(min(self.step_s, end - self.time.now))
-            self._timers()
+        with self._seeded():
             self.run()
+            while self.time.now < end - 1e-9:
+                self.time.advance(min(self.step_s, end - self.time.now))
+                self._timers()
+                self.run()
 
     def settled(self) -> bool:
         """Every input was emitted, every tree settled, and nothing waits on a topic or in a task."""
@@ -424,6 +430,16 @@ class LocalTopology(Observer):
         """
         if self.closed:
             return
+        with self._seeded():
+            self._stop_tasks()
+        self._collect()
+        self._read_state()
+        self.closed = True
+        self.result_.simulated_s = self.time.now
+        for io in {id(io): io for io in self.io.values()}.values():
+            io.close_stores()
+
+    def _stop_tasks(self) -> None:
         for b in self.bolts:
             if b.bolt is not None:
                 try:
@@ -435,12 +451,6 @@ class LocalTopology(Observer):
             self._flush(s)
             if s.task is not None:
                 s.task.spout.close()
-        self._collect()
-        self._read_state()
-        self.closed = True
-        self.result_.simulated_s = self.time.now
-        for io in {id(io): io for io in self.io.values()}.values():
-            io.close_stores()
 
     def result(self) -> RunResult:
         """What the run observed so far (:class:`~streams.testing.result.RunResult`)."""
@@ -465,7 +475,7 @@ class LocalTopology(Observer):
             moved |= self._spout_turn(run)
         for b in self.bolts:
             moved |= self._bolt_turn(b)
-        moved |= self._acker_turn()
+        moved |= self.ackers.turn()
         for run in self.spouts:
             moved |= self._results_turn(run)
         return moved
@@ -547,34 +557,6 @@ class LocalTopology(Observer):
         if isinstance(run, BoltRun):
             run.flushed = run.pos
 
-    def _acker_turn(self) -> bool:
-        topic, results_topic = acker_topic(self.name), ack_result_topic(self.name)
-        moved = False
-        for p, dl in self.ledgers.items():
-            records = self.log.partition(topic, p)
-            if self.acker_pos[p] >= len(records):
-                continue
-            results: dict[int, list[list[Any]]] = {}
-            for rec in records[self.acker_pos[p] :]:
-                off = rec.offset()
-                try:
-                    outs = dl.apply(off, decode_ops(rec.value(), component=ACKER_COMPONENT, topic=topic, partition=p, offset=off))
-                except (DecodeError, ValueError, IndexError, TypeError) as exc:
-                    self._dead_letter_raw(ACKER_COMPONENT)(rec.value(), rec.key(), str(exc), topic=topic, partition=p, offset=off, attempts=0)
-                    continue
-                record_outcomes(outs, self.acker_stats, results)
-                if dl.resets:
-                    record_resets(dl.take_resets(), results)
-            self.acker_pos[p] = len(records)
-            self._send_results(results_topic, results)
-            moved = True
-        return moved
-
-    def _send_results(self, topic: str, results: dict[int, list[list[Any]]]) -> None:
-        for task, res in results.items():
-            for chunk in chunks(res):
-                self.log.produce(topic, encode_results(chunk), partition=task)
-
     def _results_turn(self, run: SpoutRun) -> bool:
         topic = ack_result_topic(self.name)
         records = self.log.partition(topic, run.task_id)
@@ -590,7 +572,7 @@ class LocalTopology(Observer):
         """Records not yet read by their reader."""
         if any(b.pos < self.log.end(b.topic, b.index) for b in self.bolts):
             return True
-        if any(self.acker_pos[p] < self.log.end(acker_topic(self.name), p) for p in self.ledgers):
+        if self.ackers.waiting():
             return True
         return any(r.result_pos < self.log.end(ack_result_topic(self.name), r.task_id) for r in self.spouts)
 
@@ -610,10 +592,7 @@ class LocalTopology(Observer):
                 b.next_tick = now + freq
                 self._execute(b, tick_tuple())
                 self._flush(b)
-        results: dict[int, list[list[Any]]] = {}
-        for dl in self.ledgers.values():
-            record_outcomes(dl.expire(), self.acker_stats, results)
-        self._send_results(ack_result_topic(self.name), results)
+        self.ackers.expire()
         for cid, core in self.cores.items():
             core.timeouts(self.confs[cid].message_timeout_secs)
             core.bound.adjust(core.inflight.oldest_age())
