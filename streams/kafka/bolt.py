@@ -207,9 +207,7 @@ class KafkaBolt(Bolt):
     # -- topology time -----------------------------------------------------------------------------
     @override
     def validate(self, component_id: str) -> None:
-        for name, value in (("key_serializer", self.key_serializer), ("value_serializer", self.value_serializer)):
-            if value not in SERIALIZERS:
-                raise TopologyError(f"[{component_id}] KafkaBolt {name} must be one of {SERIALIZERS}, got {value!r}")
+        check_serializers(component_id, "KafkaBolt", self.key_serializer, self.value_serializer)
 
     @override
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
@@ -306,7 +304,7 @@ class KafkaBolt(Bolt):
         self.poison += 1
         reason = f"KafkaBolt cannot write the tuple: {type(exc).__name__}: {exc}"
         if self.dead_letter is not None:
-            raw = encode_json(tuple.values) if _json_ok(tuple.values) else repr(tuple.values).encode()
+            raw = tuple_bytes(tuple.values)
             self.dead_letter(raw, None, reason, topic=tuple.topic, partition=tuple.partition, offset=tuple.offset, attempts=0)
         else:
             log.error("[%s] %s (%s[%s]@%s)", self.component, reason, tuple.topic, tuple.partition, tuple.offset)
@@ -324,9 +322,16 @@ class KafkaBolt(Bolt):
             self.producer.flush(60)
 
 
-def _json_ok(values: list[Any]) -> bool:
+def tuple_bytes(values: list[Any]) -> bytes:
+    """A tuple's values as a dead letter's value: JSON, or their ``repr`` when JSON cannot hold them."""
     try:
-        encode_json(values)
+        return encode_json(values)
     except TypeError:
-        return False
-    return True
+        return repr(values).encode()
+
+
+def check_serializers(component_id: str, kind: str, key_serializer: str, value_serializer: str) -> None:
+    """Raise TopologyError naming the component (a ``kind``: KafkaBolt, KafkaSink) for a serializer not in :data:`SERIALIZERS`."""
+    for name, value in (("key_serializer", key_serializer), ("value_serializer", value_serializer)):
+        if value not in SERIALIZERS:
+            raise TopologyError(f"[{component_id}] {kind} {name} must be one of {SERIALIZERS}, got {value!r}")

@@ -37,13 +37,12 @@ from typing_extensions import override
 
 from streams.config import TopologyConfig
 from streams.exceptions import FailedException, FatalError, TopologyError
-from streams.kafka.bolt import SERIALIZERS, FieldNameBasedTupleToKafkaMapper, Headers, TupleToKafkaMapper, serialize
+from streams.kafka.bolt import FieldNameBasedTupleToKafkaMapper, Headers, TupleToKafkaMapper, check_serializers, serialize, tuple_bytes
 from streams.kafka.clients import new_consumer, new_producer
 from streams.model.batch import BatchAttempt, BatchBolt, BatchOutputCollector, Committer
 from streams.model.component import OutputFieldsDeclarer
 from streams.model.context import TopologyContext
 from streams.model.tuple import Tuple
-from streams.wire.codec import encode_json
 
 log = logging.getLogger("squall.kafka_sink")
 
@@ -221,9 +220,7 @@ class KafkaSink(BatchBolt, Committer):
     # -- topology time -----------------------------------------------------------------------------
     @override
     def validate(self, component_id: str) -> None:
-        for name, value in (("key_serializer", self.key_serializer), ("value_serializer", self.value_serializer)):
-            if value not in SERIALIZERS:
-                raise TopologyError(f"[{component_id}] KafkaSink {name} must be one of {SERIALIZERS}, got {value!r}")
+        check_serializers(component_id, "KafkaSink", self.key_serializer, self.value_serializer)
 
     @override
     def validate_conf(self, component_id: str, conf: TopologyConfig) -> None:
@@ -277,7 +274,7 @@ class KafkaSink(BatchBolt, Committer):
             value = serialize(self.mapper.message(tuple), self.value_serializer)
             headers = self.mapper.headers(tuple)
         except Exception as exc:  # the user's mapper, or a value that does not serialize
-            raw = _raw(tuple.values)
+            raw = tuple_bytes(tuple.values)
             reason = f"KafkaSink cannot write the tuple: {type(exc).__name__}: {exc}"
             if self.context.io.dead_letter_raw is None:
                 raise FatalError(f"[{self.context.this_component_id}] {reason}") from exc
@@ -289,10 +286,3 @@ class KafkaSink(BatchBolt, Committer):
     def finish_batch(self) -> None:
         assert self.writer is not None
         self.writer.commit(self.attempt.txid, self.records)
-
-
-def _raw(values: list[Any]) -> bytes:
-    try:
-        return encode_json(values)
-    except TypeError:
-        return repr(values).encode()
