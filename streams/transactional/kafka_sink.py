@@ -216,6 +216,7 @@ class KafkaSink(BatchBolt, Committer):
         self.producer_config = dict(producer_config or {})
         self.records: list[Record] = []
         self.writer: TransactionalWriter | None = None
+        self.poisoned: dict[int, set[bytes]] = {}
 
     # -- topology time -----------------------------------------------------------------------------
     @override
@@ -249,6 +250,9 @@ class KafkaSink(BatchBolt, Committer):
         super().prepare(conf, context, collector, attempt)
         self.records = []
         key = f"kafka-sink:{context.this_component_id}:{context.this_task_index}"
+        # txid -> the bytes of the tuples dead-lettered in this task's uncommitted batches, shared
+        # by the task's copies (one per batch): a replay does not dead-letter them again.
+        self.poisoned = context.io.shared.setdefault(f"{key}:poisoned", {})
         writer = context.io.shared.get(key)
         if writer is None:
             name, me, index = context.topology.name, context.this_component_id, context.this_task_index
@@ -278,7 +282,10 @@ class KafkaSink(BatchBolt, Committer):
             reason = f"KafkaSink cannot write the tuple: {type(exc).__name__}: {exc}"
             if self.context.io.dead_letter_raw is None:
                 raise FatalError(f"[{self.context.this_component_id}] {reason}") from exc
-            self.context.io.dead_letter_raw(raw, None, reason, topic=tuple.topic, partition=tuple.partition, offset=tuple.offset, attempts=0)
+            seen = self.poisoned.setdefault(self.attempt.txid, set())
+            if raw not in seen:  # a replayed batch carries it again: one dead letter is enough
+                seen.add(raw)
+                self.context.io.dead_letter_raw(raw, None, reason, topic=tuple.topic, partition=tuple.partition, offset=tuple.offset, attempts=0)
             return
         self.records.append((key, value, headers))
 
@@ -286,3 +293,5 @@ class KafkaSink(BatchBolt, Committer):
     def finish_batch(self) -> None:
         assert self.writer is not None
         self.writer.commit(self.attempt.txid, self.records)
+        for txid in [t for t in self.poisoned if t <= self.attempt.txid]:  # committed: never replayed again
+            del self.poisoned[txid]

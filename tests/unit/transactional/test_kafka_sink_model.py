@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import pytest
 
 from examples.wordcount_exactly_once_sink import topology
@@ -30,3 +32,32 @@ def test_the_embedded_broker_is_refused_naming_the_component() -> None:
 def test_a_bad_serializer_is_refused() -> None:
     with pytest.raises(TopologyError, match=r"\[out\] KafkaSink value_serializer must be one of"):
         KafkaSink("t", value_serializer="xml").validate("out")
+
+
+class FakeWriter:
+    def __init__(self) -> None:
+        self.commits: list[tuple[int, int]] = []
+
+    def commit(self, txid: int, records: list[object]) -> None:
+        self.commits.append((txid, len(records)))
+
+
+def test_a_poison_tuple_is_dead_lettered_once_however_often_its_batch_is_replayed() -> None:
+    from streams.model.batch import BatchAttempt
+    from streams.model.context import ExecutorIO, TopologyContext
+    from streams.model.tuple import Tuple
+
+    t = topology()
+    letters: list[tuple[bytes, str]] = []
+    io = ExecutorIO(dead_letter_raw=lambda raw, key, reason, **where: letters.append((raw, reason)))
+    writer = io.shared["kafka-sink:out:0"] = FakeWriter()
+    ctx = TopologyContext(t, "out", t.components["out"].task_base, io=io)
+    poison = Tuple([object(), 1], "default", "count", 0, {}, {"word": 0, "count": 1})
+    for attempt in (1, 2, 3):  # txid 7 fails twice, then commits
+        sink = KafkaSink("t")  # a fresh copy per batch, as the runtime makes
+        sink.prepare({}, ctx, cast(Any, None), BatchAttempt(7, attempt))
+        sink.execute(poison)
+        if attempt == 3:
+            sink.finish_batch()
+    assert len(letters) == 1 and "KafkaSink cannot write the tuple" in letters[0][1]
+    assert writer.commits == [(7, 0)] and io.shared["kafka-sink:out:0:poisoned"] == {}
