@@ -282,3 +282,25 @@ def test_components_that_need_a_real_kafka_are_refused_by_name() -> None:
         LocalTopology(wordcount_spark.topology())
     with pytest.raises(KitError, match=r"\[out\] does not run in the test kit: a KafkaSink writes each batch in a Kafka transaction"):
         LocalTopology(wordcount_exactly_once_sink.topology())
+
+
+def test_every_grouping_follows_its_rule_in_the_kit() -> None:
+    from tests.integration.topologies import groupings
+
+    n = 200
+    result = run_topology(groupings.topology(), {"src": [f"k{i % 10},{i}" for i in range(n)]})
+    seen: dict[str, list[tuple[int, str, int]]] = {}
+    for e in result.emitted.items():
+        (component, stream), emits = e
+        if stream == "seen":
+            seen[component] = [(em.values[1], em.values[2], em.values[3]) for em in emits]
+    base = {g: groupings.topology().components[g].task_base for g in groupings.GROUPINGS}
+    assert len(seen["all"]) == groupings.TASKS * n and len(seen["shuffle"]) == n
+    assert len({task for task, _, _ in seen["shuffle"]}) == groupings.TASKS  # spread over every task
+    by_key: dict[str, set[int]] = {}
+    for task, key, _ in seen["fields"]:
+        by_key.setdefault(key, set()).add(task)
+    assert all(len(tasks) == 1 for tasks in by_key.values())  # a key always reaches the same task
+    assert len({task for task, _, _ in seen["global"]}) == 1 and {task for task, _, _ in seen["global"]} == {base["global"]}
+    assert all(task == base["direct"] + num % groupings.TASKS for task, _, num in seen["direct"])
+    assert all(task == base["custom"] + num % 2 for task, _, num in seen["custom"])
