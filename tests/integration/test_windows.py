@@ -50,8 +50,8 @@ def test_flights_windows_plus_late_flights_equal_a_group_by(settings: ServiceSet
     kit = kit_run(EXAMPLES / "flights_windows.py", src).outputs.values()
     # Which stragglers are late depends on arrival order; windowed plus late does not.
     kit_total: Counter[str] = Counter()
-    for out in kit:  # a window's key can be in both outputs: its flights in time and its late ones
-        kit_total.update({k.removeprefix("late "): v for k, v in out.items()})
+    for folded in kit:  # a window's key can be in both outputs: its flights in time and its late ones
+        kit_total.update({k.removeprefix("late "): v for k, v in folded.items()})
     assert kit_total == windowed + late
     assert summary.trees_acked == summary.records and summary.replayed == 0
 
