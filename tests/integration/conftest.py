@@ -15,6 +15,8 @@ A test's id says its broker: ``test_x[kafka]``, ``test_x[tansu]``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import random
 import re
@@ -224,15 +226,25 @@ def direct_count(path: Path) -> Counter[str]:
     return c
 
 
+_KIT_RUNS: dict[tuple[str, str, str], RunResult] = {}
+
+
 def kit_run(topology_file: Path, src: Path, conf: dict[str, Any] | None = None) -> RunResult:
     """The same topology file on the same input lines, in the test kit (no broker): what the
-    broker's run must equal (issue 27: the kit must not drift from the runtime)."""
+    broker's run must equal (issue 27: the kit must not drift from the runtime).
+
+    The kit is deterministic: a test run on each broker with the same input gets the first
+    run's result (kept for the session).
+    """
     from streams.model.loader import load_topology
     from streams.testing import run_topology
 
-    topology = load_topology(topology_file)
-    spout = next(c.id for c in topology.spouts)
-    return run_topology(topology, {spout: list(read_lines(src))}, config=conf)
+    key = (str(topology_file), hashlib.sha256(src.read_bytes()).hexdigest(), json.dumps(conf or {}, sort_keys=True))
+    if key not in _KIT_RUNS:
+        topology = load_topology(topology_file)
+        spout = next(c.id for c in topology.spouts)
+        _KIT_RUNS[key] = run_topology(topology, {spout: list(read_lines(src))}, config=conf)
+    return _KIT_RUNS[key]
 
 
 def run_job(topology_file: Path, src: Path, out: Path | None, settings: ServiceSettings, **kwargs: Any) -> tuple[Job, Summary]:
