@@ -46,13 +46,14 @@ def test_flights_windows_plus_late_flights_equal_a_group_by(settings: ServiceSet
     expected = flights_windows.direct_counts(lines)
     assert sum(expected.values()) == 40_000
     assert windowed + late == expected
-    assert sum(late.values()) < 400  # only stragglers (1 in 100) can miss their window
-    kit = kit_run(EXAMPLES / "flights_windows.py", src).outputs.values()
-    # Which stragglers are late depends on arrival order; windowed plus late does not.
-    kit_total: Counter[str] = Counter()
-    for folded in kit:  # a window's key can be in both outputs: its flights in time and its late ones
-        kit_total.update({k.removeprefix("late "): v for k, v in folded.items()})
-    assert kit_total == windowed + late
+    # Which flights are late depends on arrival order (and on a broker run, on timing: a parse
+    # task silent for the idle timeout lets the watermark pass it). Windowed plus late does not.
+    kit = kit_run(EXAMPLES / "flights_windows.py", src).outputs
+    kit_windowed, kit_late = Counter(kit["squall.flights-windows.counts"]), Counter[str]()
+    for k, v in kit["squall.flights-windows.late-counts"].items():
+        kit_late[k.removeprefix("late ")] += v
+    assert kit_windowed + kit_late == windowed + late
+    assert sum(kit_late.values()) < 400  # with no stalls (the kit) at most the stragglers (1 in 100) miss their window
     assert summary.trees_acked == summary.records and summary.replayed == 0
 
 
