@@ -58,6 +58,11 @@ class AckerExecutor(Executor):
         self.reopen_due = False
 
     # -- tasks -----------------------------------------------------------------------
+    def _changelog_poison(self, msg: Message, exc: Exception) -> None:
+        """A changelog record that does not decode (already counted): report it and dead-letter it."""
+        self.errors.report("poison", msg.partition() or 0, exc=exc, where=f"{msg.topic()}[{msg.partition()}]@{msg.offset()}")
+        self.dead_letter(msg, str(exc), 0)
+
     def _open_tasks(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Restore each task's table from the changelog before its ops are read."""
         for tp in partitions:
@@ -67,7 +72,7 @@ class AckerExecutor(Executor):
                 self.conf,
                 tp.partition,
                 self.stats,
-                on_poison=lambda m, exc: self.dead_letter(m, str(exc), 0),
+                on_poison=self._changelog_poison,
                 persist_after_s=self.conf.acker_persist_after_secs,
             )
         # The group's committed offsets: done records below them are tombstoned at the next
@@ -95,6 +100,7 @@ class AckerExecutor(Executor):
             outs = dl.apply(off, ops)
         except (DecodeError, ValueError, IndexError, TypeError) as exc:
             self.stats.inc("poison")
+            self.errors.report("poison", p, exc=exc, where=f"{self.topic}[{p}]@{off}")
             self.dead_letter(msg, f"[{ACKER_COMPONENT}] bad acker record {self.topic}[{p}]@{off}: {exc}", 0)
             self.next_offset[p] = off + 1
             return

@@ -23,6 +23,7 @@ from streams.wire.naming import (
     component_topic,
     coordinator_topic,
     dead_letter_topic,
+    errors_topic,
     ledger_topic,
     metrics_topic,
     show_topic,
@@ -68,7 +69,7 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, Topic
       ``squall.topic.retention.ms``, and purged by their consumers after each commit;
     * a KafkaSpout's own source topic: deleted after the retention, never purged (it is the
       input; a replay may read it again);
-    * ``__acker.changelog``, ``__ledger``, ``__coordinator``, and ``<bolt>.state`` of a
+    * ``__acker.changelog``, ``__ledger``, ``__coordinator``, ``__errors``, and ``<bolt>.state`` of a
       stateful bolt whose state is ``kafka://``: compacted;
     * ``__metrics``: a day; ``__dlq``, outputs and a KafkaBolt's fixed topic: the retention.
     """
@@ -84,6 +85,7 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, Topic
     topics[metrics_topic(name)] = TopicSpec(1, deleted_after(METRICS_RETENTION_MS))
     topics[ledger_topic(name)] = TopicSpec(max(topology.spout_tasks, 1), COMPACTED)
     topics[dead_letter_topic(name)] = TopicSpec(1, keep)
+    topics[errors_topic(name)] = TopicSpec(1, COMPACTED)
     for out in topology.outputs:
         topics.setdefault(out.topic_for(name), TopicSpec(1, keep))
     for shown in conf.show_streams:

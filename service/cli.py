@@ -26,6 +26,7 @@ from service.apache_kafka import KAFKA_VERSION, ApacheKafka
 from service.broker import EMBEDDED_WARNING, EmbeddedBroker
 from service.config import ServiceSettings
 from service.control_log import ControlTopics
+from service.errors_view import error_lines, errors_json, read_errors
 from service.progress import Progress
 from service.runner import Job
 from service.verbs import (
@@ -40,6 +41,7 @@ from service.verbs import (
     submit,
 )
 from streams.exceptions import SquallError
+from streams.monitoring.errors import ErrorReport
 
 app = typer.Typer(help="Squall: Storm's guaranteed message processing on Kafka.", no_args_is_help=True, pretty_exceptions_enable=False)
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -281,11 +283,42 @@ def status_cmd(
     broker = st.get("embedded_broker")
     if broker:
         typer.echo(f"embedded broker (supervisor {broker['supervisor']}): {broker['rss_bytes'] / 2**20:,.0f} MB resident and growing (for trying Squall only)")
+    for comp, c in st["components"].items():
+        if c["errors"]:
+            counts = ", ".join(f"{cause} {n}" for cause, n in c["errors"].items())
+            typer.echo(f"errors of {comp:<9} {counts}")
+    if st["component_errors"]:
+        typer.echo(f"last errors (squall errors {st['name']} shows more):")
+        for r in st["component_errors"]:
+            typer.echo("  " + ErrorReport(**r).line())
     for e in st["errors"]:
         if e.get("event") == "refused":
             typer.echo(f"supervisor {e['supervisor']}: {e['reason']}")
             continue
         typer.echo(f"worker w{e['worker']} ({e['components']}) on {e['supervisor']} exited with {e['exit_code']}{' (gave up)' if e['gave_up'] else ''}")
+
+
+@app.command("errors")
+@user_errors
+def errors_cmd(
+    name: Annotated[str, typer.Argument(help="topology name")],
+    component: Annotated[str | None, typer.Argument(help="only this component's errors")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="the last N reports")] = 20,
+    show_traceback: Annotated[bool, typer.Option("--traceback", help="print each report's traceback")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable (schemas/error.schema.json)")] = False,
+    bootstrap_servers: Bootstrap = None,
+) -> None:
+    """The components' last errors: exceptions, fail reasons, poison records (storm get-errors)."""
+    c = client(bootstrap_servers)
+    reports = read_errors(c.bootstrap, name, component)
+    if as_json:
+        typer.echo(errors_json(reports, limit))
+        return
+    if not reports:
+        typer.echo(f"{name}: no errors reported{f' by {component}' if component else ''}")
+        return
+    for line in error_lines(reports, limit, show_traceback):
+        typer.echo(line)
 
 
 def ms(seconds: float | None) -> str:

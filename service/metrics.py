@@ -15,6 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 from typing_extensions import override
 
+from streams.monitoring.errors import merge_counts
 from streams.monitoring.spout_ledger import REPLAY_CAUSES
 from streams.monitoring.stats import ExecutorStats, LogHistogram, process_usage
 
@@ -67,7 +68,9 @@ COUNTERS = {
     "state_keys_written": "Committer state keys written at a new txid (SparkBolt)",
     "state_keys_skipped": "Committer state keys skipped: their txid was already applied (SparkBolt)",
 }
-RESERVED = frozenset({"replays", "pending", "pending_limit", "capacity", "tasks", "batch_last_txid", "lag", "worker_cpu_seconds", "supervisor_cpu_seconds"})
+RESERVED = frozenset(
+    {"errors_by_type", "replays", "pending", "pending_limit", "capacity", "tasks", "batch_last_txid", "lag", "worker_cpu_seconds", "supervisor_cpu_seconds"}
+)
 """Family names the collector builds itself: a registered metric by one of these names is not exported (it would clash)."""
 
 KIND_COUNTERS = {
@@ -165,6 +168,11 @@ class StatsCollector(Collector):
         capacity = GaugeMetricFamily("squall_capacity", "Fraction of the last stats window spent executing (Storm UI's capacity)", labels=LABELS)
         tasks = GaugeMetricFamily("squall_tasks", "Tasks the executor runs", labels=LABELS)
         last_txid = GaugeMetricFamily("squall_batch_last_txid", "The last committed txid of a transactional spout", labels=LABELS)
+        by_type = CounterMetricFamily(
+            "squall_errors_by_type",
+            "Errors a component reported, by cause (exception, fail, poison, fatal) and exception type (squall errors shows the last ones)",
+            labels=[*LABELS, "cause", "type"],
+        )
         replays = CounterMetricFamily("squall_replays", "Spout re-emissions by cause: fail, timeout, restart (a crash or takeover)", labels=[*LABELS, "cause"])
         lag = GaugeMetricFamily("squall_lag", "Source records not yet committed, per partition", labels=[*LABELS, "partition"])
         cpu = CounterMetricFamily("squall_worker_cpu_seconds", "CPU time of the worker process (user + system)", labels=["topology", "worker"])
@@ -191,6 +199,9 @@ class StatsCollector(Collector):
             if s.kind == "spout":
                 for cause in REPLAY_CAUSES:
                     replays.add_metric([*labels, cause], s.counters.get(f"replayed_{cause}", 0.0))
+            for cause, types in sorted(s.errors.items()):
+                for type_name, n in sorted(types.items()):
+                    by_type.add_metric([*labels, cause, type_name], n)
             if "tasks" in g:
                 tasks.add_metric(labels, g["tasks"])
             if "last_txid" in s.counters:
@@ -209,7 +220,7 @@ class StatsCollector(Collector):
             rss.add_metric([topology, worker], r)
         yield from counters.values()
         yield from registered.values()
-        yield from (replays, pending, limit, capacity, tasks, last_txid, lag, cpu, rss)
+        yield from (by_type, replays, pending, limit, capacity, tasks, last_txid, lag, cpu, rss)
         yield from hists.values()
 
 
@@ -253,6 +264,7 @@ def merge_snapshots(snapshots: Iterable[dict[str, Any]]) -> list[ExecutorStats]:
             s.hist(k).merge(LogHistogram.from_json(h))
         s.partition_lag.update(snap.get("lag", {}))
         s.registered.update(snap.get("registered", ()))
+        merge_counts(s.errors, snap.get("errors", {}))
     return list(out.values())
 
 

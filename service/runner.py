@@ -24,11 +24,13 @@ from service.admin import ensure_topology_topics, read_records, read_topic
 from service.broker import EMBEDDED_LAYER, EmbeddedBroker
 from service.config import ServiceSettings
 from service.corpus import read_lines, shakespeare_texts
+from service.errors_view import read_errors
 from service.exceptions import InputError
 from service.local import LocalCluster
 from service.scheduling import is_spark_bolt, worker_plan
 from service.show import shown_stream
 from streams.config import TopologyConfig, resolve
+from streams.exceptions import SquallError
 from streams.kafka.changelog_store import SCHEME as CHANGELOG_SCHEME
 from streams.kafka.changelog_store import ChangelogKvStore
 from streams.kafka.clients import new_consumer, new_producer
@@ -83,26 +85,39 @@ class Summary:
     batches_replayed: int | None = None
     last_txid: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+    """Errors the components reported, by cause (``exception``, ``fail``, ``poison``, ``fatal``)."""
+    last_errors: list[str] = field(default_factory=list)
+    """The last error reports, one line each (:meth:`streams.monitoring.errors.ErrorReport.line`)."""
 
     def lines(self) -> list[str]:
         """The summary as the lines ``squall run`` prints."""
-        return [
-            f"topology            {self.topology}",
-            f"records             {self.records}",
-            f"acked               {self.trees_acked} message ids",
-            f"failed              {self.trees_failed} message ids",
-            f"spout emitted       {self.emitted}",
-            f"replayed            {self.replayed} ({', '.join(f'{c} {n}' for c, n in self.replays.items()) or 'none'})",
-            f"dead-lettered       {self.dead_lettered}",
-            f"seconds             {self.seconds:.2f}",
-            f"throughput          {self.records_per_s:,.0f} records/s",
-            f"complete latency    p50 {self.complete_latency_p50_s * 1000:.1f} ms, p99 {self.complete_latency_p99_s * 1000:.1f} ms",
-            f"output              {self.output} ({self.keys} {self.output_unit})" if self.output else f"output              {NO_OUTPUT}",
-            f"worker restarts     {self.worker_restarts}",
-        ] + (
-            [f"batches committed   {self.batches_committed} (replayed {self.batches_replayed}), last txid {self.last_txid}"]
-            if self.batches_committed is not None
-            else []
+        return (
+            [
+                f"topology            {self.topology}",
+                f"records             {self.records}",
+                f"acked               {self.trees_acked} message ids",
+                f"failed              {self.trees_failed} message ids",
+                f"spout emitted       {self.emitted}",
+                f"replayed            {self.replayed} ({', '.join(f'{c} {n}' for c, n in self.replays.items()) or 'none'})",
+                f"dead-lettered       {self.dead_lettered}",
+                f"seconds             {self.seconds:.2f}",
+                f"throughput          {self.records_per_s:,.0f} records/s",
+                f"complete latency    p50 {self.complete_latency_p50_s * 1000:.1f} ms, p99 {self.complete_latency_p99_s * 1000:.1f} ms",
+                f"output              {self.output} ({self.keys} {self.output_unit})" if self.output else f"output              {NO_OUTPUT}",
+                f"worker restarts     {self.worker_restarts}",
+            ]
+            + (
+                [f"batches committed   {self.batches_committed} (replayed {self.batches_replayed}), last txid {self.last_txid}"]
+                if self.batches_committed is not None
+                else []
+            )
+            + (
+                [f"errors              {sum(self.errors.values())} ({', '.join(f'{c} {n}' for c, n in self.errors.items())}); the last:"]
+                + [f"  {line}" for line in self.last_errors]
+                if self.errors
+                else []
+            )
         )
 
 
@@ -370,7 +385,17 @@ class Job:
             worker_restarts=self.cluster.restarts if self.cluster is not None else 0,
             **self._batch_summary(),
             extra={"bolt_tuples_emitted": int(b.total("bolt", "emitted")), "acker_ops": int(b.total("acker", "ops"))},
+            errors={cause: sum(types.values()) for cause, types in sorted(b.errors().items())},
+            last_errors=self._last_errors(),
         )
+
+    def _last_errors(self, n: int = 5) -> list[str]:
+        """The last ``n`` error reports as lines (none if the topic cannot be read)."""
+        try:
+            return [r.line() for r in read_errors(self.bootstrap, self.name)[-n:]]
+        except (SquallError, KafkaException) as exc:
+            log.warning("[%s] error reports not read: %s", self.name, exc)
+            return []
 
     def _batch_summary(self) -> dict[str, Any]:
         if not self.topology.transactional or self.board is None:

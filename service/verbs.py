@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +23,14 @@ from service.admin import ensure_topology_topics, read_topic
 from service.broker import EMBEDDED_EVENT_KEY
 from service.control import TopologyRecord, activate, deactivate, kill, rebalance, rebalanced
 from service.control_log import ControlLog, ControlTopics, ControlWriter, ensure_control_topics, probe
+from service.errors_view import read_errors
 from service.exceptions import ControlError, UsageError
 from service.plan import load_record
 from streams.config import KEYS, resolve
 from streams.model.loader import load_topology
 from streams.model.spec import Topology
 from streams.monitoring.board import StatsBoard
+from streams.monitoring.errors import merge_counts
 from streams.monitoring.spout_ledger import REPLAY_CAUSES
 from streams.monitoring.stats import LogHistogram
 from streams.transactional.coordinated_bolt import CoordinatedBolt
@@ -261,6 +263,10 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
         board.close()
     running = executors_running(live)
     every_event = read_topic(client.bootstrap, client.names.events)
+    try:
+        reports = read_errors(client.bootstrap, name)
+    except UsageError:  # submitted before Squall had an errors topic
+        reports = []
     comps: dict[str, Any] = {}
     for comp, tasks in shape["tasks"].items():
         mine = [s for s in snaps if s["component"] == comp]
@@ -272,8 +278,12 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
         total: dict[str, Any] = {k: int(board.total(kind, k, comp)) for k in ("emitted", "acked", "failed", "executed", "replayed", "dead_lettered")}
         if kind == "spout":
             total["replays"] = {cause: int(board.total("spout", f"replayed_{cause}", comp)) for cause in REPLAY_CAUSES}
+        by_cause: dict[str, dict[str, int]] = {}
+        for s in mine:
+            merge_counts(by_cause, s.get("errors", {}))
         comps[comp] = {
             **total,
+            "errors": {cause: sum(types.values()) for cause, types in sorted(by_cause.items())},
             "executors": running.get(comp, 0),
             "executors_planned": shape["executors"][comp],
             "tasks": tasks,
@@ -305,6 +315,7 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
             for e in every_event
             if e.get("topology") == name and e.get("event") in ("crashed", "refused")
         ][-5:],
+        "component_errors": [asdict(r) for r in reports[-5:]],
         "embedded_broker": embedded_broker(every_event, now),
         "outputs": shape["outputs"],
     }

@@ -164,6 +164,19 @@ class TopologyConfig(BaseModel):
         "past their records (seconds; default 600): a bolt upstream that restarts re-reads what it ran since its last offset "
         "commit, and a copy arriving later than this after its original is counted again",
     )
+    error_throttle_interval_secs: float = Field(
+        10.0,
+        alias="topology.error.throttle.interval.secs",
+        gt=0,
+        description="the window of the error throttle: an executor publishes at most topology.max.error.report.per.interval "
+        "errors to squall.T.__errors per window; the rest are only counted (seconds; default 10, as Storm)",
+    )
+    max_error_report_per_interval: int = Field(
+        5, alias="topology.max.error.report.per.interval", ge=0, description="errors an executor publishes per throttle window (default 5, as Storm)"
+    )
+    errors_kept_per_task: int = Field(
+        10, alias="squall.errors.kept.per.task", ge=1, description="error reports squall.T.__errors keeps per task (compacted; default 10)"
+    )
     stats_interval_secs: float = Field(1.0, alias="squall.stats.interval.secs", gt=0, description="stats snapshot period (seconds; default 1)")
     worker_hang_timeout_secs: float = Field(
         120.0,

@@ -146,11 +146,14 @@ class SourceIO:
     """What the executor lends a source task.
 
     ``dead_letter(msg, reason, attempts)`` writes ``msg`` to ``squall.T.__dlq`` with headers
-    naming the component, topic, partition and offset, and counts it.
+    naming the component, topic, partition and offset, and counts it. ``report_poison(exc,
+    where)``, if given, reports a poison record as the component's error
+    (:mod:`streams.monitoring.errors`).
     """
 
-    def __init__(self, dead_letter: Callable[[Message, str, int], None]) -> None:
+    def __init__(self, dead_letter: Callable[[Message, str, int], None], report_poison: Callable[[Exception, str], None] | None = None) -> None:
         self.dead_letter = dead_letter
+        self.report_poison = report_poison
 
 
 @runtime_checkable

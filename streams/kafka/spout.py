@@ -367,6 +367,8 @@ class KafkaSpout(Spout):
         """The translator raised on ``msg``: count it and dead-letter it (never replayed)."""
         err = DecodeError(f"{type(exc).__name__}: {exc}", component=self.component, topic=mid.topic, partition=mid.partition, offset=mid.offset)
         self.counters.poison += 1
+        if self.io is not None and self.io.report_poison is not None:
+            self.io.report_poison(exc, f"{mid.topic}[{mid.partition}]@{mid.offset}")
         self._dead_letter(msg, str(err), 0, mid)
 
     @override

@@ -108,8 +108,8 @@ class BasicBoltExecutor(Bolt):
         self.basic._input = tuple
         try:
             self.inner.execute(tuple, self.basic)
-        except FailedException:
-            self.collector.fail(tuple)
+        except FailedException as exc:
+            self.collector.fail(tuple, str(exc) or None)
             return
         finally:
             self.basic._input = None

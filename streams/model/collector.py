@@ -17,8 +17,9 @@ Example (any object with these methods will do in a unit test of a bolt)::
     ...         return [0]
     ...     def emit_direct(self, task, values, anchors=None, stream="default"): ...
     ...     def ack(self, tuple): self.acked.append(tuple)
-    ...     def fail(self, tuple): ...
+    ...     def fail(self, tuple, reason=None): ...
     ...     def reset_timeout(self, tuple): ...
+    ...     def report_error(self, error, tuple=None): ...
     >>> isinstance(Recorder(), OutputCollector)
     True
 """
@@ -53,12 +54,24 @@ class OutputCollector(Protocol):
         """Ack ``tuple`` (a second ack or fail of the same tuple is ignored)."""
         ...
 
-    def fail(self, tuple: Tuple) -> None:  # noqa: A002
-        """Fail ``tuple``: every tree it belongs to fails and its spout tuple is replayed."""
+    def fail(self, tuple: Tuple, reason: str | None = None) -> None:  # noqa: A002
+        """Fail ``tuple``: every tree it belongs to fails and its spout tuple is replayed.
+
+        ``reason``: why, recorded as the component's error (cause ``fail``; ``squall errors``).
+        """
         ...
 
     def reset_timeout(self, tuple: Tuple) -> None:  # noqa: A002
         """Restart the timeout of every tree ``tuple`` belongs to (Storm's ``resetTimeout``)."""
+        ...
+
+    def report_error(self, error: BaseException | str, tuple: Tuple | None = None) -> None:  # noqa: A002
+        """Record ``error`` as the component's error without failing anything (Storm's ``reportError``).
+
+        An exception is cause ``exception``, a string a fail's reason (cause ``fail``);
+        ``tuple``: the input it concerns. Shown by ``squall errors`` and counted in
+        ``squall_errors_by_type_total`` (:mod:`streams.monitoring.errors`).
+        """
         ...
 
 

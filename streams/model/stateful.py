@@ -123,9 +123,15 @@ class _DeferringCollector:
         """Acked for real after the checkpoint that holds its effect."""
         self._owner.acked.append(tuple)
 
-    def fail(self, tuple: Tuple) -> None:  # noqa: A002
-        """Roll the task back to its last checkpoint; this tuple and every one executed since replay."""
+    def fail(self, tuple: Tuple, reason: str | None = None) -> None:  # noqa: A002
+        """Roll the task back to its last checkpoint; this tuple and every one executed since replay (``reason`` is reported)."""
         self._owner.rollback(tuple)
+        if reason is not None:
+            self._collector.report_error(reason, tuple)
+
+    def report_error(self, error: BaseException | str, tuple: Tuple | None = None) -> None:  # noqa: A002
+        """Record ``error`` as the component's error (Storm's ``reportError``)."""
+        self._collector.report_error(error, tuple)
 
     def reset_timeout(self, tuple: Tuple) -> None:  # noqa: A002
         """Restart the timeout of ``tuple``'s trees."""

@@ -205,9 +205,13 @@ class WindowedOutputCollector:
         """Ack ``tuple`` (a window's tuples are acked by the runtime when they expire)."""
         self._collector.ack(tuple)
 
-    def fail(self, tuple: Tuple) -> None:  # noqa: A002
-        """Fail ``tuple``: its tree is replayed."""
-        self._collector.fail(tuple)
+    def fail(self, tuple: Tuple, reason: str | None = None) -> None:  # noqa: A002
+        """Fail ``tuple``: its tree is replayed (``reason``: see :meth:`OutputCollector.fail`)."""
+        self._collector.fail(tuple, reason)
+
+    def report_error(self, error: BaseException | str, tuple: Tuple | None = None) -> None:  # noqa: A002
+        """Record ``error`` as the component's error (Storm's ``reportError``)."""
+        self._collector.report_error(error, tuple)
 
     def reset_timeout(self, tuple: Tuple) -> None:  # noqa: A002
         """Restart the timeout of ``tuple``'s trees."""

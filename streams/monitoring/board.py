@@ -11,6 +11,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from streams.exceptions import DecodeError
 from streams.kafka.clients import at_high_watermarks, new_consumer, reopen_consumer, true_end_offsets
+from streams.monitoring.errors import merge_counts
 from streams.monitoring.ledger_store import TAIL, parse_ledger
 from streams.monitoring.spout_ledger import TaskLedger
 from streams.monitoring.stats import LogHistogram
@@ -157,6 +158,14 @@ class StatsBoard:
         if kind == "spout" and counter in LEDGER_TOTALS and self.ledgers:
             return float(sum(led.totals()[counter] for led in self.ledgers.values() if component in (None, led.component)))
         return float(sum(s["counters"].get(counter, 0) for s in self.latest.values() if s["kind"] == kind and component in (None, s["component"])))
+
+    def errors(self, component: str | None = None) -> dict[str, dict[str, int]]:
+        """Errors reported (``cause -> exception type -> count``), summed over the executors (of ``component``, if given)."""
+        out: dict[str, dict[str, int]] = {}
+        for s in self.latest.values():
+            if component in (None, s["component"]):
+                merge_counts(out, s.get("errors", {}))
+        return out
 
     def gauge(self, kind: str, gauge: str) -> float:
         """``gauge`` summed over ``kind``'s live executors (final snapshots left out)."""

@@ -111,6 +111,8 @@ class ExecutorStats:
         self.tasks: list[int] = []
         self.registered: set[str] = set()
         """Counter names the tasks registered (``TopologyContext.register_metric``): exported as their own families."""
+        self.errors: dict[str, dict[str, int]] = {}
+        """Errors reported, ``cause -> exception type -> count`` (:class:`streams.monitoring.errors.ErrorLog` fills it)."""
 
     def inc(self, name: str, n: float = 1) -> None:
         """Add ``n`` to counter ``name`` (a monotonic total)."""
@@ -140,4 +142,5 @@ class ExecutorStats:
             "tasks": list(self.tasks),
             "hists": {k: v.to_json() for k, v in self.hists.items()},
             "registered": sorted(self.registered),
+            "errors": {cause: dict(by_type) for cause, by_type in self.errors.items()},
         }

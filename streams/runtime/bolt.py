@@ -57,13 +57,14 @@ def record_tuple(topology: Topology, component: str, topic: str, value: bytes | 
 def execute_guarded(bolt: Bolt, collector: BoltOutputCollectorImpl, t: Tuple) -> Exception | None:
     """``bolt.execute(t)``, guarded as the bolt executor runs it.
 
-    A raised FailedException fails ``t`` (Storm's ``FailedException``: replay, no error); any
-    other exception fails it too and is returned, for the caller to count and log.
+    A raised FailedException fails ``t`` (Storm's ``FailedException``: replay, no error; its
+    message, if any, is the fail's reason); any other exception fails it too and is
+    returned, for the caller to count, report and log.
     """
     try:
         bolt.execute(t)
-    except FailedException:
-        collector.fail(t)
+    except FailedException as exc:
+        collector.fail(t, str(exc) or None)
     except Exception as exc:
         collector.fail(t)
         return exc
@@ -117,6 +118,7 @@ class BoltExecutor(Executor):
             task_id, ctx, bolt = self._task_copy(tp.partition, Bolt)
             collector = BoltOutputCollectorImpl(Router(self.topology, self.component, ctx), task_id, self.produce, self.acks)
             collector.process_latency = self._process_hist
+            collector.errors = self.errors
             bolt.prepare(self.conf_dict, ctx, collector)
             self.by_partition[tp.partition] = BoltTask(task_id, bolt, collector)
         ids = [self.cdef.task_base + tp.partition for tp in partitions]
@@ -149,8 +151,7 @@ class BoltExecutor(Executor):
         try:
             t = record_tuple(self.topology, self.component, self.topic, msg.value(), p, off)
         except DecodeError as exc:
-            self.stats.inc("poison")
-            self.dead_letter(msg, str(exc), 0)
+            self.poison(msg, exc, task.task_id)
             task.next_offset = off + 1
             return
         t.received_at = time.perf_counter()
@@ -162,6 +163,7 @@ class BoltExecutor(Executor):
         exc = execute_guarded(task.bolt, task.collector, t)
         if exc is not None:
             self.stats.inc("errors")
+            self.errors.report("exception", task.task_id, exc=exc, where=t.where)
             log.error("[%s] task %d failed on %s: %s", self.component, task.task_id, t.where, exc, exc_info=exc)
         took = time.perf_counter() - start
         self._busy_s += took

@@ -26,6 +26,7 @@ from streams.exceptions import FatalError
 from streams.model.collector import Anchors
 from streams.model.grouping import DirectGrouping
 from streams.model.tuple import DEFAULT_STREAM, Tuple
+from streams.monitoring.errors import ErrorLog
 from streams.monitoring.stats import LogHistogram
 from streams.runtime.acks import AckBuffer, ProduceFn
 from streams.runtime.routing import Route, Router
@@ -96,6 +97,8 @@ class BoltOutputCollectorImpl(_Emitter):
         self.process_latency: LogHistogram | None = None
         """When set (by the executor): receipt-to-ack time of every acked tuple (Storm UI's
         "process latency"), in seconds."""
+        self.errors: ErrorLog | None = None
+        """When set (by the executor): where :meth:`report_error` and a fail's reason go."""
 
     @staticmethod
     def _anchor_list(anchors: Anchors) -> Sequence[Tuple]:
@@ -201,8 +204,8 @@ class BoltOutputCollectorImpl(_Emitter):
             for root, edge in tuple.anchors.items():
                 pending[root] = pending.get(root, 0) ^ edge ^ ack_val
 
-    def fail(self, tuple: Tuple) -> None:  # noqa: A002
-        """Fail ``tuple``: every tree it belongs to fails and its spout tuple is replayed."""
+    def fail(self, tuple: Tuple, reason: str | None = None) -> None:  # noqa: A002
+        """Fail ``tuple``: every tree it belongs to fails and its spout tuple is replayed; ``reason`` is reported (:meth:`report_error`)."""
         if tuple.settled:
             return
         tuple.settled = True
@@ -210,6 +213,19 @@ class BoltOutputCollectorImpl(_Emitter):
         if self.acks is not None:
             for root in tuple.anchors:
                 self.acks.fail(root)
+        if reason is not None:
+            self.report_error(reason, tuple)
+
+    def report_error(self, error: BaseException | str, tuple: Tuple | None = None) -> None:  # noqa: A002
+        """Record ``error`` in the component's errors (Storm's ``reportError``): an exception is cause ``exception``, a string cause ``fail``."""
+        errors = self.errors
+        if errors is None:
+            return
+        where = tuple.where if tuple is not None else ""
+        if isinstance(error, BaseException):
+            errors.report("exception", self.task_id, exc=error, where=where)
+        else:
+            errors.report("fail", self.task_id, message=error, type_name="Fail", where=where)
 
     def reset_timeout(self, tuple: Tuple) -> None:  # noqa: A002
         """Restart the timeout of every tree ``tuple`` belongs to."""

@@ -20,6 +20,7 @@ The kinds live in their own modules, as in Storm's ``executor/`` package:
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Mapping
@@ -37,11 +38,12 @@ from streams.kafka.purge import Purger
 from streams.model.component import Component
 from streams.model.context import ExecutorIO, LocalTasks, TopologyContext
 from streams.model.spec import Topology
+from streams.monitoring.errors import ErrorLog, ErrorThrottle
 from streams.monitoring.stats import ExecutorStats, process_usage
 from streams.runtime.acks import AckBuffer
 from streams.wire.codec import encode_json
 from streams.wire.dead_letter import dead_letter_headers
-from streams.wire.naming import acker_topic, dead_letter_topic, metrics_topic
+from streams.wire.naming import acker_topic, dead_letter_topic, errors_topic, metrics_topic
 
 log = logging.getLogger("squall.executor")
 
@@ -148,6 +150,18 @@ class Executor:
         """Deletes the input records this executor committed (:mod:`streams.kafka.purge`)."""
         self._contexts: list[TopologyContext] = []
         self._next_stats = 0.0
+        self.errors = ErrorLog(
+            topology.name,
+            component,
+            worker,
+            ErrorThrottle(conf.error_throttle_interval_secs, conf.max_error_report_per_interval, time.monotonic),
+            self._publish_error,
+            conf.errors_kept_per_task,
+            time.time,
+            os.getpid(),
+        )
+        """This executor's errors (``squall errors``; :mod:`streams.monitoring.errors`)."""
+        self.stats.errors = self.errors.counts
         self.error: BaseException | None = None
         self.assigned = threading.Event()
         """Set once this executor has opened its tasks and, for an acker, restored its
@@ -173,6 +187,7 @@ class Executor:
         except BaseException as exc:
             self.error = exc
             log.exception("[%s] executor stopped by a fatal error: %s", self.component, exc)
+            self._report_fatal(exc)
             raise
         finally:
             try:
@@ -217,6 +232,27 @@ class Executor:
         if not isinstance(obj, kind):
             raise FatalError(f"[{self.component}] is not a {kind.__name__}: {type(obj).__name__}")
         return task_id, ctx, obj
+
+    def _publish_error(self, key: bytes, value: bytes) -> None:
+        self.produce(errors_topic(self.topology.name), value, key=key)
+
+    def _report_fatal(self, exc: BaseException) -> None:
+        """Publish the error that stops this executor (``squall errors``), best effort: the worker is exiting."""
+        if not isinstance(exc, Exception):
+            return  # KeyboardInterrupt, SystemExit: a stop, not an error
+        try:
+            self.errors.throttle.in_window = 0  # the last word of an executor is never throttled
+            self.errors.report("fatal", -1, exc=exc)
+            self.producer.flush(5)
+        except Exception as report_exc:
+            log.warning("[%s] could not publish the fatal error: %s", self.component, report_exc)
+
+    def poison(self, msg: Message, exc: Exception, task: int = -1) -> None:
+        """An input record that does not decode: count it, report it (cause ``poison``) and dead-letter it."""
+        self.stats.inc("poison")
+        where = f"{msg.topic()}[{msg.partition()}]@{msg.offset()}"
+        self.errors.report("poison", task, exc=exc, where=where)
+        self.dead_letter(msg, str(exc), 0)
 
     def dead_letter(self, msg: Message, reason: str, attempts: int) -> None:
         """Write ``msg`` to ``squall.T.__dlq`` with headers naming where and why; count it."""

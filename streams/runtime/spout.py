@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Message, TopicPartition
@@ -117,7 +118,7 @@ class SpoutExecutor(Executor):
             spout.open(self.conf_dict, ctx, collector)
             task = SpoutTask(task_id, spout, collector, ledger, kafka_source(spout), immediate)
             if task.source is not None and self.feed is not None:
-                task.source.bind(SourceIO(self.dead_letter))
+                task.source.bind(SourceIO(self.dead_letter, self._poison_reporter(task_id)))
                 self.feed.add(index, task.source)
             self.by_task[task_id] = task
             added.append(task)
@@ -162,14 +163,21 @@ class SpoutExecutor(Executor):
                     msg.value(), component=self.component, topic=self.result_topic, partition=msg.partition() or 0, offset=msg.offset() or 0
                 )
             except DecodeError as exc:
-                self.stats.inc("poison")
-                self.dead_letter(msg, str(exc), 0)
+                self.poison(msg, exc)
                 continue
             n += self.core.settle(results)
         # Ack results are read once, by this task only, and a new life starts at the end:
         # what was read may be purged (streams.kafka.purge).
         self.purger.committed((self.result_topic, p, off) for p, off in read.items())
         return n
+
+    def _poison_reporter(self, task_id: int) -> Callable[[Exception, str], None]:
+        """Reports a source record a task's translator could not take (cause ``poison``)."""
+
+        def report(exc: Exception, where: str) -> None:
+            self.errors.report("poison", task_id, exc=exc, where=where)
+
+        return report
 
     def _timeouts(self) -> None:
         self.core.timeouts(self.conf.message_timeout_secs)

@@ -25,6 +25,7 @@ from streams.model.spout import Spout
 from streams.model.stateful import StatefulBoltExecutor
 from streams.model.tuple import Tuple
 from streams.model.windowed import WindowedBoltExecutor
+from streams.monitoring.errors import ErrorLog, ErrorThrottle
 from streams.monitoring.spout_ledger import TaskLedger
 from streams.monitoring.stats import ExecutorStats
 from streams.runtime.acks import AckBuffer
@@ -43,7 +44,7 @@ from streams.testing.result import RunResult
 from streams.testing.tasks import BoltRun, Outbox, SpoutRun
 from streams.wire.dead_letter import dead_letter_headers
 from streams.wire.ids import source_key
-from streams.wire.naming import ack_result_topic, acker_topic, component_topic, dead_letter_topic
+from streams.wire.naming import ack_result_topic, acker_topic, component_topic, dead_letter_topic, errors_topic
 
 log = logging.getLogger("squall.testing")
 
@@ -70,6 +71,7 @@ class Lifecycle(Observer):
     delayed: list[tuple[float, BoltRun, Tuple]]
     next_commit: dict[str, float]
     coordinators: dict[str, dict[str, Any]]
+    error_logs: dict[str, ErrorLog]
     top_conf: TopologyConfig
 
     # -- building ----------------------------------------------------------------------------
@@ -160,7 +162,7 @@ class Lifecycle(Observer):
         spout.open(run.conf.as_dict(), run.ctx, collector)
         task = SpoutTask(run.task_id, spout, collector, ledger, kafka_source(spout), immediate)
         if task.source is not None:
-            task.source.bind(SourceIO(self._spout_dead_letter(run)))
+            task.source.bind(SourceIO(self._spout_dead_letter(run), self._poison_reporter(run.component, run.task_id)))
             run.fed = {tp: run.committed.get(tp, 0) for tp in run.partitions}  # a new life reads from the committed offsets
         run.task = task
         run.life_count = 0
@@ -179,11 +181,32 @@ class Lifecycle(Observer):
         collector = BoltOutputCollectorImpl(Router(self.topology, run.component, run.ctx), run.task_id, run.outbox.produce, run.acks)
         self._record_bolt_emits(run, collector)
         bolt.prepare(run.conf.as_dict(), run.ctx, collector)
+        collector.errors = self._errors(run.component)
         run.bolt, run.collector = bolt, collector
         run.pos = run.flushed = run.committed
         run.life_count = 0
         freq = run.conf.tick_tuple_freq_secs
         run.next_tick = self.time.now + freq if freq else float("inf")
+
+    # -- errors ------------------------------------------------------------------------------
+    def _errors(self, component: str) -> ErrorLog:
+        """``component``'s error log: every report is kept (no throttle), in ``squall.T.__errors`` of the in-memory log."""
+        errors = self.error_logs.get(component)
+        if errors is None:
+            topic = errors_topic(self.name)
+
+            def publish(key: bytes, value: bytes) -> None:
+                self.log.produce(topic, value, key=key)
+
+            unthrottled = ErrorThrottle(1.0, 2**62, self.time.monotonic)
+            errors = self.error_logs[component] = ErrorLog(self.name, component, "kit", unthrottled, publish, 2**62, self.time.wall, 0)
+        return errors
+
+    def _poison_reporter(self, component: str, task: int) -> Any:
+        def report(exc: Exception, where: str) -> None:
+            self._errors(component).report("poison", task, exc=exc, where=where)
+
+        return report
 
     # -- dead letters ---------------------------------------------------------------------------
     def _dead_letter_raw(self, component: str) -> Any:

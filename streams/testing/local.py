@@ -49,6 +49,7 @@ from streams.kafka.source import KafkaMessageId, task_of
 from streams.model.context import ExecutorIO, LocalTasks
 from streams.model.spec import Topology
 from streams.model.tuple import Tuple, tick_tuple
+from streams.monitoring.errors import ErrorLog
 from streams.runtime.bolt import execute_guarded, record_tuple
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.spout_tasks import SpoutTasks
@@ -147,6 +148,8 @@ class LocalTopology(Lifecycle):
         self.next_commit: dict[str, float] = {}
         self.coordinators: dict[str, dict[str, Any]] = {}
         """A transactional spout's saved coordinator state (:mod:`streams.testing.batches`), by spout."""
+        self.error_logs: dict[str, ErrorLog] = {}
+        """Each component's error log (:meth:`_errors`), filled as tasks are built."""
         self.closed = False
         self._in_run = False
         self._random_state = random.getstate()
@@ -370,6 +373,7 @@ class LocalTopology(Lifecycle):
         try:
             t = record_tuple(self.topology, b.component, b.topic, rec.value(), rec.partition(), rec.offset())
         except DecodeError as exc:
+            self._errors(b.component).report("poison", b.task_id, exc=exc, where=f"{b.topic}[{rec.partition()}]@{rec.offset()}")
             self._dead_letter_raw(b.component)(rec.value(), rec.key(), str(exc), topic=b.topic, partition=rec.partition(), offset=rec.offset(), attempts=0)
             return
         b.life_count += 1
@@ -391,6 +395,7 @@ class LocalTopology(Lifecycle):
                 self.delays[id(t)] = (t, rule.seconds)
         exc = execute_guarded(target, b.collector, t)
         if exc is not None:
+            self._errors(b.component).report("exception", b.task_id, exc=exc, where=t.where)
             self.result_.errors.append(TaskError(b.component, b.task_id, type(exc).__name__, str(exc), tuple(t.values)))
             log.info("[%s] task %d failed on %s: %s", b.component, b.task_id, t.where, exc)
 

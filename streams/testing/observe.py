@@ -11,13 +11,14 @@ from typing import Any
 
 from streams.model.spec import Topology
 from streams.model.tuple import Tuple
+from streams.monitoring.errors import ErrorReport
 from streams.runtime.collectors import BoltOutputCollectorImpl, SpoutOutputCollectorImpl
 from streams.testing.clock import SimulatedTime
 from streams.testing.memlog import MemoryLog, Record
 from streams.testing.result import DeadLetter, Emitted, RunResult
 from streams.testing.tasks import BoltRun, SpoutRun
 from streams.wire.dead_letter import read_dead_letter_headers
-from streams.wire.naming import dead_letter_topic
+from streams.wire.naming import dead_letter_topic, errors_topic
 
 
 class Observer:
@@ -101,7 +102,10 @@ class Observer:
         return on_outcome
 
     def _collect(self) -> None:
-        """Take new output and dead-letter records into the result."""
+        """Take new output, dead-letter and error records into the result."""
+        errors = errors_topic(self.name)
+        for rec in self._new(errors):
+            self.result_.reports.append(ErrorReport.decode(rec.value(), topic=errors, partition=rec.partition(), offset=rec.offset()))
         dlq = dead_letter_topic(self.name)
         for rec in self._new(dlq):
             h = read_dead_letter_headers(rec.headers())

@@ -6,6 +6,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from streams.monitoring.errors import ErrorReport
+
 OUTCOMES = ("acked", "failed", "timed_out", "dead_lettered")
 """A tree's outcomes, in a tree's list in the order they happened; ``dead_lettered`` is the
 spout giving the record up (after ``squall.spout.max.retries`` replays, or poison)."""
@@ -70,6 +72,9 @@ class RunResult:
         message ids are ``KafkaMessageId(topic, partition, offset)``.
       dead_letters: in the order written.
       errors: exceptions raised in ``execute``.
+      reports: every error report, as ``squall errors`` shows them but none throttled
+        (:class:`~streams.monitoring.errors.ErrorReport`: exceptions, fails with a reason,
+        poison records), in the order made.
       outputs: ``set_output`` topic name (``{topology}`` replaced) -> its records folded as
         ``squall run`` writes its output file (``sum`` or ``last`` per key).
       output_records: the same topics' records, as JSON objects, in order. A stateful bolt's
@@ -84,6 +89,7 @@ class RunResult:
     trees: dict[str, dict[Any, list[str]]] = field(default_factory=dict)
     dead_letters: list[DeadLetter] = field(default_factory=list)
     errors: list[TaskError] = field(default_factory=list)
+    reports: list[ErrorReport] = field(default_factory=list)
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
     output_records: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     sinks: dict[str, list[Any]] = field(default_factory=dict)

@@ -68,9 +68,13 @@ class _Counting:
         """Ack through the real collector."""
         self._c.ack(tuple)
 
-    def fail(self, tuple: Tuple) -> None:  # noqa: A002
+    def fail(self, tuple: Tuple, reason: str | None = None) -> None:  # noqa: A002
         """Fail through the real collector."""
-        self._c.fail(tuple)
+        self._c.fail(tuple, reason)
+
+    def report_error(self, error: BaseException | str, tuple: Tuple | None = None) -> None:  # noqa: A002
+        """Report through the real collector (Storm's ``reportError``)."""
+        self._c.report_error(error, tuple)
 
     def reset_timeout(self, tuple: Tuple) -> None:  # noqa: A002
         """Reset the trees' timeout through the real collector."""
@@ -83,7 +87,7 @@ class _Unprepared:
     def _fatal(self, *args: Any, **kwargs: Any) -> Any:
         raise FatalError("a CoordinatedBolt was used before prepare()")
 
-    emit = emit_direct = ack = fail = reset_timeout = _fatal
+    emit = emit_direct = ack = fail = reset_timeout = report_error = _fatal
 
 
 _UNPREPARED: OutputCollector = _Unprepared()

@@ -9,6 +9,7 @@ Everything a topology ``T`` owns is prefixed ``squall.T.`` (see docs/design.md):
 ``squall.T.__ack_result``      acker -> spout; partition = the spout's global task id
 ``squall.T.__metrics``         executor stats snapshots (JSON), read by ``squall run``
 ``squall.T.__dlq``             dead-letter topic for records past their retries or poison
+``squall.T.__errors``          components' error reports (exceptions, fail reasons, poison; compacted)
 ``squall.T.__coordinator``     transactional spouts' coordinator state (key = spout id)
 ``squall.T.__ledger``          spout tasks' durable counts (partition = the spout's global task id)
 ``squall.T.<bolt>.state``      a stateful bolt's checkpoints with ``kafka://`` state (compacted; partition = task)
@@ -69,6 +70,11 @@ def show_topic(topology: str, component: str, stream: str) -> str:
 def dead_letter_topic(topology: str) -> str:
     """Poison records and records past their retries: ``squall.T.__dlq``."""
     return f"{PREFIX}.{topology}.__dlq"
+
+
+def errors_topic(topology: str) -> str:
+    """Components' error reports: ``squall.T.__errors`` (compacted on ``component/task/slot``)."""
+    return f"{PREFIX}.{topology}.__errors"
 
 
 def coordinator_topic(topology: str) -> str:

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from service.config import ServiceSettings
+from service.errors_view import read_errors
 from service.exceptions import WorkerDied
 from service.runner import Job
 from tests.integration.conftest import TOPOLOGIES
@@ -27,3 +28,6 @@ def test_fatal_error_in_a_spout_stops_its_worker_non_zero(settings: ServiceSetti
     msg = str(exc.value)
     assert "worker w0 exited with 1" in msg
     assert "[src] cannot reach the source system" in msg
+    (fatal,) = read_errors(job.bootstrap, job.name)  # published and flushed before the worker exited
+    assert (fatal.component, fatal.cause, fatal.task) == ("src", "fatal", -1)
+    assert "cannot reach the source system" in fatal.message and "in open" in fatal.traceback

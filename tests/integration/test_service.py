@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.conftest import assert_at_least, assert_exact, corpus_slice, direct_count
+from tests.integration.conftest import TOPOLOGIES, assert_at_least, assert_exact, corpus_slice, direct_count
 from tests.integration.service_harness import EXACTLY_ONCE, STATEFUL, WORDCOUNT, Cluster, worker_pids
 
 pytestmark = [pytest.mark.broker, pytest.mark.embedded]
@@ -270,3 +271,38 @@ def test_two_supervisors_refuse_sqlite_state_that_could_not_follow_a_moved_task(
     cluster.squall("submit", str(STATEFUL), "--name", kv, "-c", "squall.state.url=kafka://")
     cluster.wait_ready(["s1", "s2"], 4)  # the kafka:// topology's four workers, none refused
     assert not [e for e in cluster.status(kv)["errors"] if e["event"] == "refused"]
+
+
+def errors_metric(cluster: Cluster, topology: str, component: str, cause: str, type_name: str) -> float:
+    """``squall_errors_by_type_total`` of supervisor s1 for these labels, summed over workers."""
+    _, text = cluster.http("s1", "/metrics")
+    want = {"topology": topology, "component": component, "cause": cause, "type": type_name}
+    return sum(
+        s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+        if s.name == "squall_errors_by_type_total" and want.items() <= s.labels.items()
+    )
+
+
+def test_status_and_metrics_show_each_components_errors(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.serve("s1")
+    wc = name()
+    cluster.squall("submit", str(TOPOLOGIES / "erring.py"), "--name", wc)
+    cluster.wait_ready(["s1"], 2)
+    src = tmp_path / "in.txt"
+    src.write_text("the cat sat\nplease divide by nothing\n{not json\nreject this one\nthe dog\n")
+    assert cluster.feed(f"squall.{wc}.lines", src, seconds=0.1, partitions=1).wait(120) == 0
+    deadline = time.monotonic() + 60
+    while errors_metric(cluster, wc, "check", "exception", "ZeroDivisionError") < 3:
+        assert time.monotonic() < deadline, "three ZeroDivisionErrors (a first delivery and two replays) never reached /metrics"
+        time.sleep(0.5)
+    st = cluster.status(wc)
+    assert st["components"]["check"]["errors"] == {"exception": 3, "fail": 3}
+    assert st["components"]["lines"]["errors"] == {"poison": 1}
+    last = st["component_errors"]
+    assert len(last) == 5 and {r["component"] for r in last} <= {"check", "lines"}
+    text = cluster.squall("status", wc).stdout
+    assert "errors of check     exception 3, fail 3" in text and "errors of lines     poison 1" in text
+    assert f"last errors (squall errors {wc} shows more):" in text
+    assert "ZeroDivisionError: division by zero on " in cluster.squall("errors", wc, "check").stdout

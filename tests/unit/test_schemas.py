@@ -68,7 +68,11 @@ def test_stats_snapshot() -> None:
     s.inc("acked", 3)
     s.hist("execute_latency").record(0.002)
     s.partition_lag["t[0]"] = 5
+    s.errors["exception"] = {"ZeroDivisionError": 2}
     jsonschema.validate(json.loads(json.dumps(s.snapshot())), schema("stats.schema.json"))
+    s.errors["bogus"] = {"E": 1}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(json.loads(json.dumps(s.snapshot())), schema("stats.schema.json"))
 
 
 @pytest.mark.parametrize("path", sorted(SCHEMAS.glob("*.json")), ids=lambda p: p.name)

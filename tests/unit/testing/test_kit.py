@@ -99,6 +99,21 @@ def test_an_exception_in_execute_fails_the_tuple_and_is_recorded_with_its_compon
     assert result.input_outcomes("lines")[LINES.index("red fish blue fish")] == ["failed", "acked"]
 
 
+def test_error_reports_name_each_cause_as_squall_errors_would_unthrottled() -> None:
+    from tests.integration.topologies import erring
+
+    lines = ["the cat sat", "please divide by nothing", "{not json", "reject this one", "the dog"]
+    result = run_topology(erring.topology(), {"lines": lines})
+    assert result.output() == {"the": 2, "cat": 1, "sat": 1, "dog": 1}
+    causes = Counter((r.component, r.cause, r.type) for r in result.reports)
+    # squall.spout.max.retries = 2: three deliveries of each bad line.
+    assert causes == {("check", "exception", "ZeroDivisionError"): 3, ("check", "fail", "Fail"): 3, ("lines", "poison", "JSONDecodeError"): 1}
+    fail = next(r for r in result.reports if r.cause == "fail")
+    assert fail.message == "rejected: 'reject this one' names no known user" and fail.where.startswith("squall.erring.check[0]@")
+    assert [e.error_type for e in result.errors] == ["ZeroDivisionError"] * 3
+    assert sorted(d.value or b"" for d in result.dead_letters) == sorted(line.encode() for line in lines[1:4])
+
+
 def test_a_crashed_bolt_task_re_executes_from_its_committed_offset_and_nothing_is_lost() -> None:
     lines = [f"{a} {b}" for a in ("ant", "bee", "cow", "doe") for b in ("elk", "fox", "gnu")] * 5
     faults = Faults().crash("split", 0, after=25)

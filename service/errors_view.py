@@ -1,0 +1,47 @@
+"""``squall errors``: a topology's error reports, read from ``squall.T.__errors`` (Storm's ``get-errors``).
+
+The reports are written by the executors (:mod:`streams.monitoring.errors`); this reads the
+topic to its end, keeps the latest report per key (as compaction does) and prints them,
+oldest first.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from service.admin import read_records
+from service.exceptions import UsageError
+from streams.kafka.clients import new_admin
+from streams.monitoring.errors import ErrorReport, latest_reports
+from streams.wire.naming import errors_topic
+
+
+def read_errors(bootstrap: str, topology: str, component: str | None = None, timeout_s: float = 60.0) -> list[ErrorReport]:
+    """The error reports of ``topology`` (of ``component``, if given), oldest first.
+
+    Raises UsageError naming the topology when it has no errors topic on ``bootstrap``
+    (it never ran there), BrokerError when the topic cannot be read to its end.
+    """
+    topic = errors_topic(topology)
+    admin = new_admin({"bootstrap.servers": bootstrap, "log_level": 0})
+    if topic not in admin.list_topics(timeout=10).topics:
+        raise UsageError(f"[{topology}] no such topology on {bootstrap}: it has no topic {topic}")
+    return latest_reports(((k, v) for k, v in read_records(bootstrap, topic, timeout_s)), topic, component)
+
+
+def error_lines(reports: list[ErrorReport], limit: int, traceback: bool = False) -> list[str]:
+    """The last ``limit`` reports as the lines ``squall errors`` prints (with their tracebacks, indented, when ``traceback``)."""
+    out: list[str] = []
+    for r in reports[-limit:] if limit > 0 else []:
+        out.append(r.line())
+        if traceback and r.traceback:
+            out.extend("    " + line for line in r.traceback.rstrip().splitlines())
+    return out
+
+
+def errors_json(reports: list[ErrorReport], limit: int) -> str:
+    """The last ``limit`` reports as a JSON array (``squall errors --json``; ``schemas/error.schema.json``)."""
+    rows: list[dict[str, Any]] = [asdict(r) for r in (reports[-limit:] if limit > 0 else [])]
+    return json.dumps(rows, indent=2)
