@@ -26,7 +26,9 @@ from service.apache_kafka import KAFKA_VERSION, ApacheKafka
 from service.broker import EMBEDDED_WARNING, EmbeddedBroker
 from service.config import ServiceSettings
 from service.control_log import ControlTopics
+from service.dlq import choose, explain, read_dead_letters, replay, show_lines
 from service.errors_view import error_lines, errors_json, read_errors
+from service.exceptions import UsageError
 from service.progress import Progress
 from service.runner import Job
 from service.verbs import (
@@ -37,6 +39,7 @@ from service.verbs import (
     parse_executors,
     rebalance_topology,
     set_active,
+    spout_ids,
     status,
     submit,
 )
@@ -319,6 +322,64 @@ def errors_cmd(
         return
     for line in error_lines(reports, limit, show_traceback):
         typer.echo(line)
+
+
+dlq_app = typer.Typer(help="A topology's dead letters: list, show (with why), replay.", no_args_is_help=True)
+app.add_typer(dlq_app, name="dlq")
+Offsets = Annotated[list[int] | None, typer.Argument(help="dead-letter offsets (the @N that list prints)")]
+OnlyComponent = Annotated[str | None, typer.Option("--component", "-c", help="only this component's dead letters")]
+OnlyCause = Annotated[str | None, typer.Option("--cause", help="only this cause: poison, fail, timeout")]
+
+
+@dlq_app.command("list")
+@user_errors
+def dlq_list(
+    name: Annotated[str, typer.Argument(help="topology name")],
+    component: OnlyComponent = None,
+    cause: OnlyCause = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="the last N")] = 20,
+    bootstrap_servers: Bootstrap = None,
+) -> None:
+    """One line per dead letter: offset, when, component, cause, attempts, where it was read, why."""
+    letters = choose(read_dead_letters(client(bootstrap_servers).bootstrap, name), component=component, cause=cause)
+    if not letters:
+        typer.echo(f"{name}: no dead letters")
+    for d in letters[-limit:] if limit > 0 else []:
+        typer.echo(d.line())
+
+
+@dlq_app.command("show")
+@user_errors
+def dlq_show(name: Annotated[str, typer.Argument(help="topology name")], offsets: Offsets = None, bootstrap_servers: Bootstrap = None) -> None:
+    """Each dead letter's headers and record, and the error report that says why (with its traceback)."""
+    c = client(bootstrap_servers)
+    letters = choose(read_dead_letters(c.bootstrap, name), offsets or ())
+    reports = read_errors(c.bootstrap, name)
+    for d in letters:
+        for line in show_lines(d, explain(d, reports)):
+            typer.echo(line)
+
+
+@dlq_app.command("replay")
+@user_errors
+def dlq_replay(
+    name: Annotated[str, typer.Argument(help="topology name (running)")],
+    offsets: Offsets = None,
+    replay_all: Annotated[bool, typer.Option("--all", help="every dead letter chosen by --component and --cause")] = False,
+    component: OnlyComponent = None,
+    cause: OnlyCause = None,
+    bootstrap_servers: Bootstrap = None,
+) -> None:
+    """Write dead letters back to the topic a spout read them from, as new deliveries."""
+    if not offsets and not replay_all:
+        raise UsageError("name the dead letters to replay (offsets from squall dlq list), or give --all")
+    c = client(bootstrap_servers)
+    letters = choose(read_dead_letters(c.bootstrap, name), offsets or (), component, cause)
+    if not letters:
+        typer.echo(f"{name}: no dead letters chosen")
+        return
+    per_topic = replay(c.bootstrap, name, letters, spout_ids(c, name))
+    typer.echo("replayed " + ", ".join(f"{n} records to {topic}" for topic, n in sorted(per_topic.items())))
 
 
 def ms(seconds: float | None) -> str:

@@ -145,13 +145,14 @@ class SourceCounters:
 class SourceIO:
     """What the executor lends a source task.
 
-    ``dead_letter(msg, reason, attempts)`` writes ``msg`` to ``squall.T.__dlq`` with headers
-    naming the component, topic, partition and offset, and counts it. ``report_poison(exc,
+    ``dead_letter(msg, reason, attempts, details)`` writes ``msg`` to ``squall.T.__dlq`` with
+    headers naming the component, topic, partition and offset (``details``: more headers,
+    :func:`streams.wire.dead_letter.dead_letter_headers`), and counts it. ``report_poison(exc,
     where)``, if given, reports a poison record as the component's error
     (:mod:`streams.monitoring.errors`).
     """
 
-    def __init__(self, dead_letter: Callable[[Message, str, int], None], report_poison: Callable[[Exception, str], None] | None = None) -> None:
+    def __init__(self, dead_letter: Callable[[Message, str, int, dict[str, str]], None], report_poison: Callable[[Exception, str], None] | None = None) -> None:
         self.dead_letter = dead_letter
         self.report_poison = report_poison
 
@@ -198,6 +199,15 @@ class KafkaSource(Protocol):
 
     def released(self) -> None:
         """The executor committed after ``commit_needed``: held records may be emitted."""
+        ...
+
+
+@runtime_checkable
+class FailureNotes(Protocol):
+    """A source told why a message id failed, before ``fail`` (so a dead letter can say why)."""
+
+    def note_failure(self, msg_id: Any, cause: str, root: int) -> None:
+        """``msg_id``'s tree ``root`` failed by ``cause``: ``fail`` (a bolt failed it) or ``timeout``."""
         ...
 
 

@@ -83,6 +83,11 @@ class PendingRecord:
     stream: str
     values: list[Any]
     failures: int = 0
+    first_failure: float = 0.0
+    """Wall-clock seconds of the first failure (0: none yet), and of the last, with its cause and tree."""
+    last_failure: float = 0.0
+    last_cause: str = ""
+    last_root: int = 0
 
 
 class RecordTranslator:
@@ -160,6 +165,8 @@ class KafkaSpout(Spout):
         self.commit_needed = False
         self.clock: Callable[[], float] = time.monotonic
         """Seconds (monotonic) for replay backoff; the test kit gives its simulated time."""
+        self.wall: Callable[[], float] = time.time
+        """Wall-clock seconds for a dead letter's failure times; the test kit gives its simulated time."""
         self._retry = RetryQueue(retry or RetryPolicy(), self.clock)
         self._buffer: deque[Message] = deque()
         self._pending: dict[tuple[str, int, int], PendingRecord] = {}
@@ -400,6 +407,15 @@ class KafkaSpout(Spout):
         else:
             self._fail_one(msg_id)
 
+    def note_failure(self, msg_id: KafkaMessageId | KafkaRecordsId, cause: str, root: int) -> None:
+        """Remember why and when each record of ``msg_id`` failed (its dead letter says so; :class:`~streams.kafka.source.FailureNotes`)."""
+        now = self.wall()
+        for mid in msg_id.members() if isinstance(msg_id, KafkaRecordsId) else (msg_id,):
+            entry = self._pending.get(mid)
+            if entry is not None:
+                entry.first_failure = entry.first_failure or now
+                entry.last_failure, entry.last_cause, entry.last_root = now, cause, root
+
     def _fail_one(self, msg_id: KafkaMessageId) -> None:
         entry = self._pending.get(msg_id)
         if entry is None:
@@ -407,15 +423,20 @@ class KafkaSpout(Spout):
         entry.failures += 1
         if self._retry.policy.exhausted(entry.failures):
             del self._pending[msg_id]
-            self._dead_letter(entry.msg, f"[{self.component}] gave up after {entry.failures} failures", entry.failures, msg_id)
+            cause = entry.last_cause or "fail"
+            details = {"cause": cause}
+            if entry.first_failure:
+                details.update({"first.failure": f"{entry.first_failure:.3f}", "last.failure": f"{entry.last_failure:.3f}", "root": str(entry.last_root)})
+            reason = f"[{self.component}] gave up after {entry.failures} failures (the last: {cause})"
+            self._dead_letter(entry.msg, reason, entry.failures, msg_id, details)
         else:
             self._retry.schedule(msg_id, entry.failures)
 
-    def _dead_letter(self, msg: Message, reason: str, attempts: int, mid: KafkaMessageId) -> None:
+    def _dead_letter(self, msg: Message, reason: str, attempts: int, mid: KafkaMessageId, details: dict[str, str] | None = None) -> None:
         if self.io is None:
             raise FatalError(f"[{self.component}] KafkaSpout has no SourceIO: the executor must bind() it after open()")
         self.counters.dead_lettered += 1
-        self.io.dead_letter(msg, reason, attempts)
+        self.io.dead_letter(msg, reason, attempts, details or {"cause": "poison"})
         tracker = self._trackers.get(mid.tp)
         if tracker is not None:
             tracker.finished(mid.offset)

@@ -54,7 +54,8 @@ class ExecutorIO:
 
     bootstrap: str = ""
     kafka: dict[str, Any] = field(default_factory=dict)
-    dead_letter: Callable[[Any, str, int], None] | None = None
+    dead_letter: Callable[..., None] | None = None
+    """``dead_letter(message, reason, attempts, details=None)`` (:meth:`streams.runtime.executor.Executor.dead_letter`)."""
     dead_letter_raw: Callable[..., None] | None = None
     """``dead_letter_raw(value, key, reason, *, topic, partition, offset, attempts)``: a record given by its parts (a tuple a sink cannot write)."""
     stores: dict[str, StateBackend] = field(default_factory=dict)

@@ -56,6 +56,8 @@ class ErrorReport:
       message: the exception's message or the fail's reason.
       traceback: the formatted traceback ("" for a fail or a poison record).
       where: the input record, ``topic[partition]@offset`` ("" for none).
+      roots: the root ids of the input tuple's trees (a dead letter's ``squall.root`` header
+        names the last tree of its record: ``squall dlq show`` joins them).
     """
 
     topology: str
@@ -70,6 +72,7 @@ class ErrorReport:
     message: str
     traceback: str
     where: str
+    roots: tuple[int, ...] = ()
 
     def key(self, slot: int) -> bytes:
         """The record key: ``component/task/slot`` (compaction keeps the latest report per key)."""
@@ -86,7 +89,7 @@ class ErrorReport:
             d = json.loads(raw or b"null")
             if not isinstance(d, dict):
                 raise ValueError("not an object")
-            report = cls(**{k: d[k] for k in FIELDS})
+            report = cls(**{k: d[k] for k in FIELDS if k != "roots"}, roots=tuple(int(r) for r in d.get("roots", ())))
             if report.cause not in ERROR_CAUSES:
                 raise ValueError(f"unknown cause {report.cause!r}")
             return report
@@ -164,7 +167,9 @@ class ErrorLog:
         """``cause -> exception type -> reports`` (every report, published or not)."""
         self.next_slot: dict[int, int] = {}
 
-    def report(self, cause: str, task: int, *, exc: BaseException | None = None, message: str = "", type_name: str = "", where: str = "") -> ErrorReport | None:
+    def report(
+        self, cause: str, task: int, *, exc: BaseException | None = None, message: str = "", type_name: str = "", where: str = "", roots: Iterable[int] = ()
+    ) -> ErrorReport | None:
         """Count one error; publish it unless throttled. Returns what was published (None: throttled).
 
         ``exc``: the exception (its type, message and traceback); otherwise ``type_name`` and
@@ -184,7 +189,19 @@ class ErrorLog:
         if not self.throttle.allow():
             return None
         report = ErrorReport(
-            self.topology, self.component, task, self.worker, HOST, self.pid, self.wall(), cause, type_name, message[:MAX_MESSAGE_CHARS], trace, where
+            self.topology,
+            self.component,
+            task,
+            self.worker,
+            HOST,
+            self.pid,
+            self.wall(),
+            cause,
+            type_name,
+            message[:MAX_MESSAGE_CHARS],
+            trace,
+            where,
+            tuple(roots),
         )
         slot = self.next_slot.get(task, 0)
         self.next_slot[task] = (slot + 1) % self.kept_per_task

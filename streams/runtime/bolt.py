@@ -163,7 +163,7 @@ class BoltExecutor(Executor):
         exc = execute_guarded(task.bolt, task.collector, t)
         if exc is not None:
             self.stats.inc("errors")
-            self.errors.report("exception", task.task_id, exc=exc, where=t.where)
+            self.errors.report("exception", task.task_id, exc=exc, where=t.where, roots=t.anchors)
             log.error("[%s] task %d failed on %s: %s", self.component, task.task_id, t.where, exc, exc_info=exc)
         took = time.perf_counter() - start
         self._busy_s += took

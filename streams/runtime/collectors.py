@@ -221,11 +221,11 @@ class BoltOutputCollectorImpl(_Emitter):
         errors = self.errors
         if errors is None:
             return
-        where = tuple.where if tuple is not None else ""
+        where, roots = (tuple.where, tuple.anchors) if tuple is not None else ("", ())
         if isinstance(error, BaseException):
-            errors.report("exception", self.task_id, exc=error, where=where)
+            errors.report("exception", self.task_id, exc=error, where=where, roots=roots)
         else:
-            errors.report("fail", self.task_id, message=error, type_name="Fail", where=where)
+            errors.report("fail", self.task_id, message=error, type_name="Fail", where=where, roots=roots)
 
     def reset_timeout(self, tuple: Tuple) -> None:  # noqa: A002
         """Restart the timeout of every tree ``tuple`` belongs to."""

@@ -252,17 +252,35 @@ class Executor:
         self.stats.inc("poison")
         where = f"{msg.topic()}[{msg.partition()}]@{msg.offset()}"
         self.errors.report("poison", task, exc=exc, where=where)
-        self.dead_letter(msg, str(exc), 0)
+        self.dead_letter(msg, str(exc), 0, {"task": str(task)} if task >= 0 else None)
 
-    def dead_letter(self, msg: Message, reason: str, attempts: int) -> None:
-        """Write ``msg`` to ``squall.T.__dlq`` with headers naming where and why; count it."""
+    def dead_letter(self, msg: Message, reason: str, attempts: int, details: Mapping[str, str] | None = None) -> None:
+        """Write ``msg`` to ``squall.T.__dlq`` with headers naming where and why (:func:`~streams.wire.dead_letter.dead_letter_headers`); count it."""
         self.dead_letter_raw(
-            msg.value(), msg.key(), reason, topic=msg.topic() or "", partition=msg.partition() or 0, offset=msg.offset() or 0, attempts=attempts
+            msg.value(),
+            msg.key(),
+            reason,
+            topic=msg.topic() or "",
+            partition=msg.partition() or 0,
+            offset=msg.offset() or 0,
+            attempts=attempts,
+            details=details,
         )
 
-    def dead_letter_raw(self, value: bytes | None, key: bytes | None, reason: str, *, topic: str, partition: int, offset: int, attempts: int) -> None:
+    def dead_letter_raw(
+        self,
+        value: bytes | None,
+        key: bytes | None,
+        reason: str,
+        *,
+        topic: str,
+        partition: int,
+        offset: int,
+        attempts: int,
+        details: Mapping[str, str] | None = None,
+    ) -> None:
         """:meth:`dead_letter` for a record given by its parts (a faust event, say)."""
-        headers = dead_letter_headers(reason, component=self.component, topic=topic, partition=partition, offset=offset, attempts=attempts)
+        headers = dead_letter_headers(reason, component=self.component, topic=topic, partition=partition, offset=offset, attempts=attempts, details=details)
         self.produce(dead_letter_topic(self.topology.name), value or b"", key=key, headers=headers)
         self.stats.inc("dead_lettered")
         log.warning("[%s] dead-lettered %s[%s]@%s after %d attempts: %s", self.component, topic, partition, offset, attempts, reason)

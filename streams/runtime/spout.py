@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import Message, TopicPartition
@@ -118,7 +118,7 @@ class SpoutExecutor(Executor):
             spout.open(self.conf_dict, ctx, collector)
             task = SpoutTask(task_id, spout, collector, ledger, kafka_source(spout), immediate)
             if task.source is not None and self.feed is not None:
-                task.source.bind(SourceIO(self.dead_letter, self._poison_reporter(task_id)))
+                task.source.bind(SourceIO(self._task_dead_letter(task_id), self._poison_reporter(task_id)))
                 self.feed.add(index, task.source)
             self.by_task[task_id] = task
             added.append(task)
@@ -171,6 +171,14 @@ class SpoutExecutor(Executor):
         self.purger.committed((self.result_topic, p, off) for p, off in read.items())
         return n
 
+    def _task_dead_letter(self, task_id: int) -> Callable[[Message, str, int, dict[str, str]], None]:
+        """:meth:`dead_letter` for one source task: its headers name the task."""
+
+        def dead_letter(msg: Message, reason: str, attempts: int, details: dict[str, str]) -> None:
+            self.dead_letter(msg, reason, attempts, {**details, "task": str(task_id)})
+
+        return dead_letter
+
     def _poison_reporter(self, task_id: int) -> Callable[[Exception, str], None]:
         """Reports a source record a task's translator could not take (cause ``poison``)."""
 
@@ -215,9 +223,9 @@ class SpoutExecutor(Executor):
                 self.produce(self.ledger_topic, encode_json(ledger.to_json()), key=ledger_key(self.component, task.task_id), partition=task.task_id)
                 ledger.written = ledger.seq
 
-    def dead_letter(self, msg: Message, reason: str, attempts: int) -> None:
+    def dead_letter(self, msg: Message, reason: str, attempts: int, details: Mapping[str, str] | None = None) -> None:
         """Dead-letter ``msg`` (see :meth:`Executor.dead_letter`); it will not be replayed."""
-        super().dead_letter(msg, reason, attempts)
+        super().dead_letter(msg, reason, attempts, details)
         mid = KafkaMessageId(msg.topic() or "", msg.partition() or 0, msg.offset() or 0)
         for task in self.by_task.values():
             task.ledger.forget(mid)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streams.config import TopologyConfig
-from streams.kafka.source import KafkaSource
+from streams.kafka.source import FailureNotes, KafkaSource
 from streams.model.spec import Topology
 from streams.model.spout import Spout
 from streams.monitoring.spout_ledger import TaskLedger
@@ -115,6 +115,8 @@ class SpoutTasks:
                 task.spout.ack(tree.msg_id)
             else:
                 task.ledger.failed_tree(tree.msg_id, "fail")
+                if isinstance(task.source, FailureNotes):
+                    task.source.note_failure(tree.msg_id, "fail", root)
                 task.spout.fail(tree.msg_id)
             if self.on_outcome is not None:
                 self.on_outcome(tree.task_id, tree.msg_id, "acked" if op == RESULT_ACK else "failed")
@@ -128,6 +130,8 @@ class SpoutTasks:
             self.bound.timed_out()
             if task is not None:
                 task.ledger.failed_tree(tree.msg_id, "timeout")
+                if isinstance(task.source, FailureNotes):
+                    task.source.note_failure(tree.msg_id, "timeout", tree.root)
                 task.spout.fail(tree.msg_id)
                 if self.on_outcome is not None:
                     self.on_outcome(tree.task_id, tree.msg_id, "timed_out")

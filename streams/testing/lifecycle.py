@@ -86,8 +86,8 @@ class Lifecycle(Observer):
             shared = next(iter(self.io.values()), None)
             raw = self._dead_letter_raw(component)
 
-            def dead_letter(msg: Any, reason: str, attempts: int) -> None:
-                raw(msg.value(), msg.key(), reason, topic=msg.topic(), partition=msg.partition(), offset=msg.offset(), attempts=attempts)
+            def dead_letter(msg: Any, reason: str, attempts: int, details: dict[str, str] | None = None) -> None:
+                raw(msg.value(), msg.key(), reason, topic=msg.topic(), partition=msg.partition(), offset=msg.offset(), attempts=attempts, details=details)
 
             io = ExecutorIO("", {}, dead_letter, dead_letter_raw=raw)
             if shared is not None:
@@ -139,6 +139,7 @@ class Lifecycle(Observer):
             obj.clock = self.time.wall
         if isinstance(obj, KafkaSpout):
             obj.clock = self.time.monotonic
+            obj.wall = self.time.wall
 
     def _open_spout(self, run: SpoutRun, ledger: TaskLedger) -> None:
         cdef = self.topology.components[run.component]
@@ -210,8 +211,18 @@ class Lifecycle(Observer):
 
     # -- dead letters ---------------------------------------------------------------------------
     def _dead_letter_raw(self, component: str) -> Any:
-        def dead_letter_raw(value: bytes | None, key: bytes | None, reason: str, *, topic: str, partition: int, offset: int, attempts: int) -> None:
-            headers = dead_letter_headers(reason, component=component, topic=topic, partition=partition, offset=offset, attempts=attempts)
+        def dead_letter_raw(
+            value: bytes | None,
+            key: bytes | None,
+            reason: str,
+            *,
+            topic: str,
+            partition: int,
+            offset: int,
+            attempts: int,
+            details: dict[str, str] | None = None,
+        ) -> None:
+            headers = dead_letter_headers(reason, component=component, topic=topic, partition=partition, offset=offset, attempts=attempts, details=details)
             self.log.produce(dead_letter_topic(self.name), value or b"", key=key, headers=headers)
 
         return dead_letter_raw
@@ -220,8 +231,9 @@ class Lifecycle(Observer):
         raw = self._dead_letter_raw(run.component)
         trees = self.result_.trees[run.component]
 
-        def dead_letter(msg: Any, reason: str, attempts: int) -> None:
-            raw(msg.value(), msg.key(), reason, topic=msg.topic(), partition=msg.partition(), offset=msg.offset(), attempts=attempts)
+        def dead_letter(msg: Any, reason: str, attempts: int, details: dict[str, str] | None = None) -> None:
+            details = {**(details or {}), "task": str(run.task_id)}
+            raw(msg.value(), msg.key(), reason, topic=msg.topic(), partition=msg.partition(), offset=msg.offset(), attempts=attempts, details=details)
             mid = KafkaMessageId(msg.topic(), msg.partition(), msg.offset())
             trees.setdefault(mid, []).append("dead_lettered")
             if run.task is not None:

@@ -395,7 +395,7 @@ class LocalTopology(Lifecycle):
                 self.delays[id(t)] = (t, rule.seconds)
         exc = execute_guarded(target, b.collector, t)
         if exc is not None:
-            self._errors(b.component).report("exception", b.task_id, exc=exc, where=t.where)
+            self._errors(b.component).report("exception", b.task_id, exc=exc, where=t.where, roots=t.anchors)
             self.result_.errors.append(TaskError(b.component, b.task_id, type(exc).__name__, str(exc), tuple(t.values)))
             log.info("[%s] task %d failed on %s: %s", b.component, b.task_id, t.where, exc)
 

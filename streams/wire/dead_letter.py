@@ -2,7 +2,12 @@
 
 Every dead letter (``squall.T.__dlq``) carries the same headers, whichever runtime wrote
 it (a Python executor or a SparkBolt's processor): ``squall.error``, ``squall.component``,
-``squall.topic``, ``squall.partition``, ``squall.offset``, ``squall.attempts``
+``squall.topic``, ``squall.partition``, ``squall.offset``, ``squall.attempts`` and
+``squall.cause`` (``poison``: it could not be read or written, ``fail`` or ``timeout``: its
+tree's last failure before the retries ran out). A KafkaSpout's dead letter also says which
+task gave up (``squall.task``), when the record first and last failed (``squall.first.failure``,
+``squall.last.failure``, wall-clock seconds) and the root id of its last tree
+(``squall.root``), which ``squall dlq show`` joins with the error reports
 (``schemas/README.md``).
 
 >>> dead_letter_headers("bad JSON", component="split", topic="squall.t.split", partition=2, offset=17, attempts=0)[:2]
@@ -11,14 +16,26 @@ it (a Python executor or a SparkBolt's processor): ``squall.error``, ``squall.co
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+
+HEADER_PREFIX = "squall."
 
 
-def dead_letter_headers(reason: str, *, component: str, topic: str, partition: int, offset: int, attempts: int) -> list[tuple[str, str]]:
+DEAD_LETTER_CAUSES = ("poison", "fail", "timeout")
+"""Why a record was dead-lettered (the ``squall.cause`` header)."""
+
+
+def dead_letter_headers(
+    reason: str, *, component: str, topic: str, partition: int, offset: int, attempts: int, details: Mapping[str, str] | None = None
+) -> list[tuple[str, str]]:
     """The headers of a dead-letter record, as ``(name, value)`` strings (Kafka clients encode them as UTF-8).
 
-    ``attempts``: deliveries that failed (0 for a poison record).
+    ``attempts``: deliveries that failed (0 for a poison record). ``details``: more headers
+    by name without the prefix (``cause``, ``task``, ``first.failure``, ``last.failure``,
+    ``root``); ``cause`` defaults to ``poison`` with no attempts, else ``fail``.
     """
+    extra = dict(details or {})
+    extra.setdefault("cause", "poison" if attempts == 0 else "fail")
     return [
         ("squall.error", reason),
         ("squall.component", component),
@@ -26,10 +43,8 @@ def dead_letter_headers(reason: str, *, component: str, topic: str, partition: i
         ("squall.partition", str(partition)),
         ("squall.offset", str(offset)),
         ("squall.attempts", str(attempts)),
+        *((HEADER_PREFIX + k, v) for k, v in extra.items()),
     ]
-
-
-HEADER_PREFIX = "squall."
 
 
 def read_dead_letter_headers(headers: Iterable[tuple[str, bytes | str]] | None) -> dict[str, str]:

@@ -100,7 +100,9 @@ def test_dead_letter_after_max_retries_with_headers(
         assert h["squall.topic"] == f"squall.{job.name}.lines" and h["squall.partition"] == "0"
         assert int(h["squall.offset"]) >= 0
         assert h["squall.attempts"] == "3"  # the first try and 2 retries
-        assert "[lines] gave up after 3 failures" in h["squall.error"]
+        assert "[lines] gave up after 3 failures (the last: fail)" in h["squall.error"]
+        assert h["squall.cause"] == "fail" and h["squall.task"] == str(job.topology.components["lines"].task_base)
+        assert 0 < float(h["squall.first.failure"]) <= float(h["squall.last.failure"]) and 0 < int(h["squall.root"]) < 2**64
     assert summary.dead_lettered == len(poisoned)
     assert summary.replayed == summary.trees_failed - summary.dead_lettered  # every failure but the last is replayed
     if tree_records == 1:
@@ -121,7 +123,7 @@ def test_poison_record_mid_stream_is_dead_lettered_and_the_rest_flows(settings: 
     letters = dead_letters(job)
     assert [v for v, _ in letters] == [b"{not json"]
     h = letters[0][1]
-    assert h["squall.offset"] == "50" and h["squall.attempts"] == "0"
+    assert h["squall.offset"] == "50" and h["squall.attempts"] == "0" and h["squall.cause"] == "poison"
     assert f"[lines] cannot decode record squall.{job.name}.lines[0]@50" in h["squall.error"]
     assert counts["alpha"] == 99 and counts["beta"] == 99
     assert summary.trees_acked == 99 and summary.dead_lettered == 1

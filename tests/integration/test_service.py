@@ -285,7 +285,9 @@ def errors_metric(cluster: Cluster, topology: str, component: str, cause: str, t
     )
 
 
-def test_status_and_metrics_show_each_components_errors(cluster: Cluster, tmp_path: Path) -> None:
+def test_status_metrics_errors_and_dead_letters_say_why_and_a_fixed_record_replays(cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fixed = tmp_path / "fixed"  # erring.py rejects lines with "reject" until this file exists
+    monkeypatch.setenv("ERRING_FIXED_FILE", str(fixed))
     cluster.serve("s1")
     wc = name()
     cluster.squall("submit", str(TOPOLOGIES / "erring.py"), "--name", wc)
@@ -294,8 +296,8 @@ def test_status_and_metrics_show_each_components_errors(cluster: Cluster, tmp_pa
     src.write_text("the cat sat\nplease divide by nothing\n{not json\nreject this one\nthe dog\n")
     assert cluster.feed(f"squall.{wc}.lines", src, seconds=0.1, partitions=1).wait(120) == 0
     deadline = time.monotonic() + 60
-    while errors_metric(cluster, wc, "check", "exception", "ZeroDivisionError") < 3:
-        assert time.monotonic() < deadline, "three ZeroDivisionErrors (a first delivery and two replays) never reached /metrics"
+    while errors_metric(cluster, wc, "check", "exception", "ZeroDivisionError") < 3 or errors_metric(cluster, wc, "check", "fail", "Fail") < 3:
+        assert time.monotonic() < deadline, "three ZeroDivisionErrors and three fails (a first delivery and two replays each) never reached /metrics"
         time.sleep(0.5)
     st = cluster.status(wc)
     assert st["components"]["check"]["errors"] == {"exception": 3, "fail": 3}
@@ -306,3 +308,25 @@ def test_status_and_metrics_show_each_components_errors(cluster: Cluster, tmp_pa
     assert "errors of check     exception 3, fail 3" in text and "errors of lines     poison 1" in text
     assert f"last errors (squall errors {wc} shows more):" in text
     assert "ZeroDivisionError: division by zero on " in cluster.squall("errors", wc, "check").stdout
+
+    deadline = time.monotonic() + 60
+    while len(listed := cluster.squall("dlq", "list", wc).stdout.splitlines()) < 3:
+        assert time.monotonic() < deadline, f"three dead letters expected, got {listed}"
+        time.sleep(0.5)
+    assert len(listed) == 3
+    assert sum("[lines] fail    attempts 3" in line for line in listed) == 2 and sum("[lines] poison  attempts 0" in line for line in listed) == 1
+    shown = cluster.squall("dlq", "show", wc).stdout
+    assert "exception ZeroDivisionError: division by zero" in shown and "poison JSONDecodeError" in shown
+    assert "fail Fail: rejected: 'reject this one' names no known user" in shown
+    assert 'print(1 / len(""))' in shown  # the joined report's traceback
+    reject = next(line for line in listed if "reject" in cluster.squall("dlq", "show", wc, line.split()[0][1:]).stdout)
+    fixed.touch()
+    out = cluster.squall("dlq", "replay", wc, reject.split()[0][1:]).stdout
+    assert out.strip() == f"replayed 1 records to squall.{wc}.lines"
+    deadline = time.monotonic() + 60
+    while cluster.counts(wc).get("reject") != 1:
+        assert time.monotonic() < deadline, f"the replayed line was not counted: {cluster.counts(wc)}"
+        time.sleep(0.5)
+    assert cluster.counts(wc) == {"the": 2, "cat": 1, "sat": 1, "dog": 1, "reject": 1, "this": 1, "one": 1}
+    refused = cluster.squall("dlq", "replay", wc, check=False)
+    assert refused.returncode == 2 and "name the dead letters to replay" in refused.stderr

@@ -114,7 +114,7 @@ def open_spout(tree_records: int, max_retries: int = 5) -> tuple[KafkaSpout, Rec
     builder.set_spout("lines", spout)
     context = TopologyContext(builder.create_topology("trees"), "lines", 0, config=config)
     spout.open(config.as_dict(), context, rec)  # type: ignore[arg-type]
-    spout.bind(SourceIO(lambda msg, reason, attempts: letters.append((msg.offset(), reason, attempts))))
+    spout.bind(SourceIO(lambda msg, reason, attempts, details: letters.append((msg.offset(), reason, attempts))))
     return spout, rec, letters
 
 
@@ -158,6 +158,31 @@ def test_a_failed_tree_replays_each_record_alone_and_a_bad_one_is_dead_lettered_
     assert [(off, attempts) for off, _, attempts in letters] == [(2, 2)]
     assert "[lines] gave up after 2 failures" in letters[0][1]
     assert spout.committable() == {("t", 0): 4} and spout.counters.dead_lettered == 1
+
+
+def test_a_dead_letter_says_the_last_cause_when_the_record_first_and_last_failed_and_its_last_root() -> None:
+    spout, _, _ = open_spout(tree_records=1, max_retries=1)
+    headers: list[dict[str, str]] = []
+    spout.bind(SourceIO(lambda msg, reason, attempts, details: headers.append({"reason": reason, **details})))
+    now = iter([100.0, 107.5])
+    spout.wall = lambda: next(now)
+    spout.on_records([Msg("t", 0, 0, b"r0")])
+    spout.next_tuple()
+    mid = KafkaMessageId("t", 0, 0)
+    spout.note_failure(mid, "fail", 11)  # what SpoutTasks tells it before fail()
+    spout.fail(mid)
+    spout.next_tuple()
+    spout.note_failure(mid, "timeout", 12)
+    spout.fail(mid)
+    assert headers == [
+        {
+            "reason": "[lines] gave up after 2 failures (the last: timeout)",
+            "cause": "timeout",
+            "first.failure": "100.000",
+            "last.failure": "107.500",
+            "root": "12",
+        }
+    ]
 
 
 def test_a_poison_record_inside_a_run_is_dead_lettered_and_the_rest_is_one_tree() -> None:

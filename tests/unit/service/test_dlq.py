@@ -1,0 +1,53 @@
+"""squall dlq without a broker: choosing dead letters, joining them with error reports, refusing a bolt's."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.dlq import DeadLetter, choose, explain, replay, show_lines
+from service.exceptions import UsageError
+from streams.monitoring.errors import ErrorReport
+from streams.wire.dead_letter import dead_letter_headers, read_dead_letter_headers
+
+
+def letter(offset: int, component: str, cause: str, source_offset: int, root: int | None = None) -> DeadLetter:
+    details = {"cause": cause, "task": "0"}
+    if root is not None:
+        details.update({"root": str(root), "first.failure": "100.000", "last.failure": "107.500"})
+    attempts = 0 if cause == "poison" else 3
+    headers = dead_letter_headers("why", component=component, topic="squall.t.lines", partition=0, offset=source_offset, attempts=attempts, details=details)
+    return DeadLetter(offset, None, f"line {source_offset}".encode(), read_dead_letter_headers(headers))
+
+
+def report(component: str, cause: str, where: str, roots: tuple[int, ...], message: str) -> ErrorReport:
+    return ErrorReport("t", component, 1, "w0", "h", 1, 100.0, cause, "ZeroDivisionError", message, "Traceback ...\n  line 1", where, roots)
+
+
+LETTERS = [letter(0, "lines", "fail", 1, root=11), letter(1, "lines", "poison", 2), letter(2, "lines", "timeout", 3, root=13), letter(3, "split", "poison", 9)]
+
+
+def test_choose_by_offset_component_and_cause_and_name_a_missing_offset() -> None:
+    assert [d.offset for d in choose(LETTERS)] == [0, 1, 2, 3]
+    assert [d.offset for d in choose(LETTERS, [2, 0])] == [0, 2]
+    assert [d.offset for d in choose(LETTERS, component="lines", cause="poison")] == [1]
+    with pytest.raises(UsageError, match="no dead letter at offset 7"):
+        choose(LETTERS, [7])
+
+
+def test_a_dead_letter_is_explained_by_the_report_of_its_last_tree_or_of_its_record() -> None:
+    reports = [
+        report("check", "exception", "squall.t.check[0]@4", (11, 99), "division by zero"),
+        report("lines", "poison", "squall.t.lines[0]@2", (), "not JSON"),
+    ]
+    assert explain(LETTERS[0], reports) == reports[0]  # joined on the root of its last tree
+    assert explain(LETTERS[1], reports) == reports[1]  # a poison record: joined on where it was read
+    assert explain(LETTERS[2], reports) is None  # a timeout: nobody reported it
+    shown = show_lines(LETTERS[0], reports[0])
+    assert shown[0] == "dead letter @0" and "  cause          fail" in shown and "  root           11" in shown
+    assert "  value          line 1" in shown and any(line.startswith("  why            ") and "division by zero" in line for line in shown)
+    assert any("timed out" in line for line in show_lines(LETTERS[2], None))
+
+
+def test_only_records_a_spout_read_are_replayed_and_a_bolts_is_refused_by_name() -> None:
+    with pytest.raises(UsageError, match=r"dead letter @3 was written by \[split\], not by a spout \(lines\)"):
+        replay("127.0.0.1:1", "t", LETTERS, {"lines"})
