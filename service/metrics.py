@@ -40,6 +40,7 @@ COUNTERS = {
     "transferred": "Tuples sent to tasks: an emit to N tasks counts N (Storm UI's transferred)",
     "acked": "Message ids whose trees were acked (spout; a tree of several records counts each) or input tuples acked (bolt)",
     "failed": "Message ids whose trees failed (spout) or input tuples failed (bolt)",
+    "held_back_seconds": "Seconds a spout spent at its bound on trees in flight (backpressure: the topology downstream sets the pace)",
     "replayed": "Tuples a spout emitted again for a message id already emitted (all causes; by cause: squall_replays_total)",
     "timeouts": "Message ids whose trees the spout's own timeout failed",
     "dead_lettered": "Records written to the dead-letter topic",
@@ -75,6 +76,7 @@ RESERVED = frozenset(
 
 KIND_COUNTERS = {
     "spout": (
+        "held_back_seconds",
         "emitted",
         "transferred",
         "acked",

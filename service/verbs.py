@@ -287,6 +287,7 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
         total: dict[str, Any] = {k: int(board.total(kind, k, comp)) for k in ("emitted", "acked", "failed", "executed", "replayed", "dead_lettered")}
         if kind == "spout":
             total["replays"] = {cause: int(board.total("spout", f"replayed_{cause}", comp)) for cause in REPLAY_CAUSES}
+            total["held_back_s"] = round(board.total("spout", "held_back_seconds", comp), 1)
         by_cause: dict[str, dict[str, int]] = {}
         for s in mine:
             merge_counts(by_cause, s.get("errors", {}))

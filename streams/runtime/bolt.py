@@ -110,6 +110,8 @@ class BoltExecutor(Executor):
         self.commit_watch = CommitWatch(self.component, self.conf.consumer_reopen_after_secs)
         """Commits failing this long mean a consumer that lost its coordinator: replaced (streams.kafka.commit_watch)."""
         self.reopen_due = False
+        self.consumer: Consumer | None = None
+        """The input consumer (for the input lag: its cached high watermarks)."""
 
     # -- tasks -----------------------------------------------------------------------
     def _open_tasks(self, partitions: list[TopicPartition]) -> None:
@@ -251,12 +253,32 @@ class BoltExecutor(Executor):
         self.stats.counters["acked"] = acked
         self.stats.counters["failed"] = failed
         self.stats.counters["consumer_reopens"] = self.commit_watch.reopens
+        self._input_lag()
+
+    def _input_lag(self) -> None:
+        """Each task's input lag, ``"topic[p]" -> high watermark - next offset`` (backpressure: tuples waiting to execute).
+
+        The high watermark is the one the last Fetch response reported (no request is made).
+        """
+        consumer = self.consumer
+        lag = self.stats.partition_lag
+        lag.clear()
+        if consumer is None:
+            return
+        for p, task in self.by_partition.items():
+            position = task.next_offset if task.next_offset >= 0 else self.start_offsets.get(p, -1)
+            try:
+                _, high = consumer.get_watermark_offsets(TopicPartition(self.topic, p), cached=True)
+            except KafkaException:
+                continue
+            if high is not None and high >= 0 and position >= 0:
+                lag[f"{self.topic}[{p}]"] = max(0, high - position)
 
     def _run(self) -> None:
         conf = self.conf
         cfg = consumer_config(self.bootstrap, component_group(self.topology.name, self.component), conf, self.kafka.get("consumer"))
         cfg["on_commit"] = self._on_commit  # only a commit the broker confirmed may be purged
-        consumer = new_consumer(cfg)
+        consumer = self.consumer = new_consumer(cfg)
         self._open_tasks(self._assign(consumer, self.topic))
         gaps = FetchGaps(self.component, single=len(self.by_partition) == 1)  # a fetch that skips offsets is fetched again (streams.kafka.fetch_gaps)
         now = time.monotonic()
@@ -280,7 +302,7 @@ class BoltExecutor(Executor):
                     self._commit(consumer)
                     self.purger.maybe_purge()
                 if self.reopen_due:
-                    consumer = self._reopen(consumer, cfg, gaps)
+                    consumer = self.consumer = self._reopen(consumer, cfg, gaps)
                 self._maybe_stats(now)
         finally:
             # cleanup() first: a bolt that holds tuples (deferred acks, windows) can emit and
@@ -292,5 +314,6 @@ class BoltExecutor(Executor):
             self._maybe_stats(time.monotonic(), final=True)
             self.producer.flush(5)
             consumer.close()
+            self.consumer = None
             if self.positions is not None:
                 self.positions.close()

@@ -267,6 +267,7 @@ class SpoutExecutor(Executor):
         timeouts = Every(TIMEOUT_CHECK_SECS, now, delay_s=0)
         batch = conf.batch_size
         idle = False
+        last = now
         try:
             while not self.stop_event.is_set():
                 fed = self.feed.poll(0.02 if idle and not len(self.inflight) else 0) if self.feed is not None else 0
@@ -278,6 +279,9 @@ class SpoutExecutor(Executor):
                 if idle and not self.by_task:
                     time.sleep(0.02)
                 now = time.monotonic()
+                if self.core.held:  # the round ended at the pending bound: the topology downstream sets the pace
+                    self.stats.inc("held_back_seconds", now - last)
+                last = now
                 if timeouts.due(now):
                     self._timeouts()
                     self.bound.adjust(self.inflight.oldest_age())

@@ -63,6 +63,8 @@ class SpoutTasks:
         self.inflight = inflight
         self.bound = bound
         self.stats = stats
+        self.held = False
+        """The last :meth:`emit` round found a task at its pending bound (backpressure: ``held_back_seconds``)."""
         self.on_outcome: Callable[[int, Any, str], None] | None = None
         """Called with ``(task id, message id, outcome)`` for each settled tree: ``acked``,
         ``failed`` or ``timed_out`` (the test kit's record of trees; None: nobody listens)."""
@@ -148,12 +150,14 @@ class SpoutTasks:
         limit = bound.limit
         inflight = self.inflight
         total = 0
+        self.held = False
         for task in list(self.by_task.values()) if only is None else [self.by_task[only]]:
             spout = task.spout
             collector = task.collector
             for _ in range(MAX_CALLS_PER_ROUND):
                 if inflight.pending(task.task_id) >= limit:  # one call may send a whole tree of records
                     bound.hit()
+                    self.held = True
                     break
                 before = collector.emitted
                 spout.next_tuple()

@@ -24,19 +24,29 @@ def test_a_slow_bolt_holds_the_spout_back_instead_of_timing_trees_out(settings: 
     src = corpus_slice(corpus, tmp_path / "in.txt", 2500)
     job = Job(TOPOLOGIES / "slow_bolt.py", src, tmp_path / "counts.json", settings)
     samples: list[tuple[float, float, float]] = []  # (trees in flight, bound per task, tasks) per spout snapshot
+    split_lag: list[int] = []  # the split's input lag (tuples waiting), per snapshot
 
     def sample(j: Job) -> None:
         assert j.board is not None
-        samples.extend((s["gauges"]["pending"], s["gauges"]["pending_limit"], s["gauges"]["tasks"]) for s in j.board.live(time.time()) if s["kind"] == "spout")
+        live = j.board.live(time.time())
+        samples.extend((s["gauges"]["pending"], s["gauges"]["pending_limit"], s["gauges"]["tasks"]) for s in live if s["kind"] == "spout")
+        split_lag.extend(sum(s["lag"].values()) for s in live if s["component"] == "split" and s["lag"])
 
     try:
         job.start()
         summary = job.wait(300, on_progress=sample)
+        assert job.board is not None
+        held_s = job.board.total("spout", "held_back_seconds")
     finally:
         job.close()
+    # Backpressure is visible: the spouts spent time at their bound, and lines waited at the split.
+    assert 0 < held_s <= 2 * (summary.seconds + 10) and max(split_lag) > 0, (held_s, split_lag)  # two spout executors
     assert json.loads((tmp_path / "counts.json").read_text()) == dict(direct_count(src))  # exact: nothing failed or replayed
     limits = [limit for _, limit, _ in samples]
-    print(f"slow bolt: bound per task min {min(limits):.0f} max {max(limits):.0f}, in flight max {max(p for p, _, _ in samples):.0f}; {summary.lines()}")
+    print(
+        f"slow bolt: bound per task min {min(limits):.0f} max {max(limits):.0f}, in flight max {max(p for p, _, _ in samples):.0f}; "
+        f"spouts held back {held_s:.1f} s, split input lag max {max(split_lag)}; {summary.lines()}"
+    )
     assert summary.trees_failed == 0 and summary.replayed == 0 and summary.trees_acked == summary.records
     highest = 0.0
     tree = TopologyConfig.model_fields["tree_records"].default  # a next_tuple may pass the bound by less than one tree

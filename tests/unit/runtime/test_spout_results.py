@@ -98,3 +98,42 @@ def test_the_acker_forwards_a_reset_to_the_trees_spout_task() -> None:
     assert results == {3: [[RESULT_RESET, 7, 0.0]]} and dl.take_resets() == []
     raw = encode_results(results[3])
     assert decode_results(raw, component="s", topic="r", partition=3, offset=0) == [(RESULT_RESET, 7, 0.0)]
+
+
+def test_an_emit_round_that_stops_at_the_pending_bound_is_marked_held_and_one_below_it_is_not() -> None:
+    from typing import Any
+
+    from streams.monitoring.spout_ledger import TaskLedger
+    from streams.monitoring.stats import ExecutorStats
+    from streams.runtime.pending_bound import FixedBound
+    from streams.runtime.spout_tasks import SpoutTask, SpoutTasks
+
+    core = SpoutTasks(InFlightTrees(Clock()), FixedBound(3), ExecutorStats("t", "s", "spout", "w0"))
+    track = core.tracker(0, TaskLedger("s", 0))
+
+    class Collector:
+        emitted = 0
+
+    class Emitter:
+        """Emits one tracked tuple per call while it has input."""
+
+        def __init__(self, collector: Collector, left: int) -> None:
+            self.collector, self.left = collector, left
+
+        def next_tuple(self) -> None:
+            if self.left:
+                self.left -= 1
+                self.collector.emitted += 1
+                track(1000 + self.collector.emitted, ("t", 0, self.collector.emitted), 1)
+
+        def ack(self, msg_id: Any) -> None:
+            pass
+
+    collector = Collector()
+    spout: Any = Emitter(collector, left=2)
+    core.by_task[0] = SpoutTask(0, spout, collector, TaskLedger("s", 0))  # type: ignore[arg-type]
+    assert core.emit(lambda: None) == 2 and not core.held  # input ran out below the bound of 3
+    spout.left = 5
+    assert core.emit(lambda: None) == 1 and core.held  # the third tree reached the bound: held back
+    core.settle([(0, 1001, 0.1)])  # one tree acked: room for one more
+    assert core.emit(lambda: None) == 1 and core.held
