@@ -50,6 +50,8 @@ from service.restarts import CrashHistory, RestartPolicy
 from service.slots import SlotMembership, slot_of
 from service.spawn import log_tail, spawn_worker
 from service.state_placement import local_state_components, refusal
+from service.storm_api_data import storm_api
+from service.verbs import Client
 from streams.config import resolve
 from streams.exceptions import SquallError
 from streams.monitoring.board import StatsBoard
@@ -162,7 +164,8 @@ class SupervisorService:
             labels,
             registry=self.registry,
         )
-        self.http = HealthServer(settings.http_host, settings.http_port, self.registry, self.ready)
+        api_client = Client(bootstrap, self.service_conf, self.kafka, self.names)
+        self.http = HealthServer(settings.http_host, settings.http_port, self.registry, self.ready, storm_api(api_client).handle)
 
     # -- lifecycle -------------------------------------------------------------------
     def stop(self) -> None:

@@ -1,18 +1,21 @@
-"""A supervisor's HTTP endpoints: ``/healthz``, ``/readyz`` and ``/metrics``.
+"""A supervisor's HTTP endpoints: ``/healthz``, ``/readyz``, ``/metrics`` and the Storm UI's REST API.
 
 ``/healthz``: 200 while the process serves requests (Kubernetes liveness).
 ``/readyz``: 200 when the supervisor is ready (it holds its slots, it has read the control
 topic, and every worker it runs has its tasks assigned and its acker state restored),
 else 503 with the reason (readiness). ``/metrics``: the registry passed in, in
-Prometheus' text format. Binds to 127.0.0.1 unless ``squall.http.host`` says otherwise.
+Prometheus' text format. ``/api/v1/...``: a read-only subset of the Storm UI's REST API
+(:mod:`service.storm_api`), JSON. Binds to 127.0.0.1 unless ``squall.http.host`` says otherwise.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
@@ -21,6 +24,7 @@ log = logging.getLogger("squall.http")
 HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
 METRICS_PATH = "/metrics"
+API_PATH = "/api/v1/"
 
 
 class HealthServer:
@@ -29,7 +33,14 @@ class HealthServer:
     ``ready()`` returns ``(ready, reason)``. ``port`` is the bound port after :meth:`start`.
     """
 
-    def __init__(self, host: str, port: int, registry: CollectorRegistry, ready: Callable[[], tuple[bool, str]]) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        registry: CollectorRegistry,
+        ready: Callable[[], tuple[bool, str]],
+        api: Callable[[str], tuple[int, dict[str, Any]]] | None = None,
+    ) -> None:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -42,6 +53,13 @@ class HealthServer:
                     self._send(200 if ok else 503, (why + "\n").encode(), "text/plain")
                 elif path == METRICS_PATH:
                     self._send(200, generate_latest(outer.registry), CONTENT_TYPE_LATEST)
+                elif path.startswith(API_PATH) and outer.api is not None:
+                    try:
+                        code, body = outer.api(path)
+                    except Exception as exc:  # a broker that does not answer, say: the API says so, the server goes on
+                        log.warning("http: %s failed: %s", path, exc)
+                        code, body = 500, {"error": type(exc).__name__, "errorMessage": str(exc)}
+                    self._send(code, json.dumps(body).encode(), "application/json")
                 else:
                     self._send(404, b"not found\n", "text/plain")
 
@@ -57,6 +75,7 @@ class HealthServer:
 
         self.registry = registry
         self.ready = ready
+        self.api = api
         self.server = ThreadingHTTPServer((host, port), Handler)
         self.host = host
         self.port = int(self.server.server_address[1])

@@ -247,6 +247,11 @@ def _q(h: LogHistogram, q: float) -> float | None:
     return None if math.isnan(v) else round(v, 6)
 
 
+def _avg(h: LogHistogram) -> float | None:
+    """The mean of ``h`` in seconds (Storm's UI shows means), None when empty."""
+    return round(h.total / h.count, 6) if h.count else None
+
+
 def _batches(spouts: list[dict[str, Any]]) -> dict[str, int] | None:
     """A transactional spout's batches committed and replayed, and its last txid (else None)."""
     if not any("batches_committed" in s["counters"] for s in spouts):
@@ -279,12 +284,16 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
     comps: dict[str, Any] = {}
     for comp, tasks in shape["tasks"].items():
         mine = [s for s in snaps if s["component"] == comp]
-        hist = LogHistogram()
+        hists = {h: LogHistogram() for h in ("execute_latency", "process_latency", "complete_latency")}
         for s in mine:
-            if "execute_latency" in s["hists"]:
-                hist.merge(LogHistogram.from_json(s["hists"]["execute_latency"]))
+            for hist_name, h in hists.items():
+                if hist_name in s["hists"]:
+                    h.merge(LogHistogram.from_json(s["hists"][hist_name]))
+        hist = hists["execute_latency"]
         kind = mine[0]["kind"] if mine else "bolt"
-        total: dict[str, Any] = {k: int(board.total(kind, k, comp)) for k in ("emitted", "acked", "failed", "executed", "replayed", "dead_lettered")}
+        total: dict[str, Any] = {
+            k: int(board.total(kind, k, comp)) for k in ("emitted", "transferred", "acked", "failed", "executed", "replayed", "dead_lettered")
+        }
         if kind == "spout":
             total["replays"] = {cause: int(board.total("spout", f"replayed_{cause}", comp)) for cause in REPLAY_CAUSES}
             total["held_back_s"] = round(board.total("spout", "held_back_seconds", comp), 1)
@@ -297,6 +306,12 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
             "executors": running.get(comp, 0),
             "executors_planned": shape["executors"][comp],
             "tasks": tasks,
+            "kind": kind,
+            "execute_latency_avg_s": _avg(hist),
+            "process_latency_avg_s": _avg(hists["process_latency"]),
+            "complete_latency_avg_s": _avg(hists["complete_latency"]),
+            "lag_partitions": {part: int(v) for s in live if s["component"] == comp for part, v in s.get("lag", {}).items()},
+            "last_error": next((asdict(r) for r in reversed(reports) if r.component == comp), None),
             "execute_latency_p50_s": _q(hist, 0.5),
             "execute_latency_p99_s": _q(hist, 0.99),
             "capacity": round(max((s["gauges"].get("capacity", 0.0) for s in live if s["component"] == comp), default=0.0), 3),
@@ -312,6 +327,7 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
         "status": rec.status.value,
         "uptime_s": round(now - rec.submitted_at, 1),
         "workers": shape["workers"],
+        "message_timeout_secs": shape["message_timeout_secs"],
         "trees_acked": int(board.total("spout", "acked")),
         "trees_failed": int(board.total("spout", "failed")),
         "replays": {cause: int(board.total("spout", f"replayed_{cause}")) for cause in REPLAY_CAUSES},

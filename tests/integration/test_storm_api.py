@@ -1,0 +1,114 @@
+"""The Storm UI REST API on a live supervisor: Storm's paths and field names, checked against
+schemas/storm-ui-api.openapi.yaml (explicitly, and by schemathesis with generated requests)."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import schemathesis
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.integration.conftest import TOPOLOGIES
+from tests.integration.service_harness import Cluster
+
+pytestmark = pytest.mark.broker
+
+SPEC_PATH = Path(__file__).resolve().parents[2] / "schemas" / "storm-ui-api.openapi.yaml"
+SPEC = yaml.safe_load(SPEC_PATH.read_text())
+
+
+@pytest.fixture
+def cluster(bootstrap: str, tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(bootstrap, tmp_path)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def get(base: str, path: str) -> tuple[int, Any]:
+    try:
+        with urllib.request.urlopen(base + path, timeout=60) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def check(schema: str, body: Any) -> None:
+    jsonschema.Draft202012Validator({"$ref": f"#/components/schemas/{schema}", "components": SPEC["components"]}).validate(body)
+
+
+def test_the_storm_ui_api_serves_a_running_topology_as_storm_would(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.serve("s1")
+    base = f"http://127.0.0.1:{cluster.serves['s1'][1]}"
+    wc = f"api{uuid.uuid4().hex[:6]}"
+    cluster.squall("submit", str(TOPOLOGIES / "erring.py"), "--name", wc)
+    cluster.wait_ready(["s1"], 2)
+    src = tmp_path / "in.txt"
+    src.write_text("the cat sat\nplease divide by nothing\n{not json\nreject this one\nthe dog\n")
+    assert cluster.feed(f"squall.{wc}.lines", src, seconds=0.1, partitions=1).wait(120) == 0
+    deadline = time.monotonic() + 90
+    while True:  # until the three ZeroDivisionErrors and the five lines' acks or dead letters are in the stats
+        code, page = get(base, f"/api/v1/topology/{wc}")
+        assert code == 200, page
+        bolts = {b["boltId"]: b for b in page["bolts"]}
+        if bolts["check"]["lastError"] and page["topologyStats"][0]["acked"] >= 2 and bolts["count"]["executed"] >= 5:
+            break
+        assert time.monotonic() < deadline, page
+        time.sleep(1)
+    check("TopologyPage", page)
+    assert (page["id"], page["name"], page["status"], page["workersTotal"], page["msgTimeout"]) == (wc, wc, "ACTIVE", 2, 30)
+    assert page["tasksTotal"] == 3 and page["executorsTotal"] == 3
+    (spout,) = page["spouts"]
+    assert spout["spoutId"] == "lines" and spout["lastError"].startswith("JSONDecodeError: ")
+    assert bolts["check"]["lastError"] in ("ZeroDivisionError: division by zero", "Fail: rejected: 'reject this one' names no known user")
+    assert bolts["count"]["executed"] == 5 and float(bolts["count"]["executeLatency"]) > 0  # the, cat, sat, the, dog
+
+    code, component = get(base, f"/api/v1/topology/{wc}/component/check")
+    assert code == 200
+    check("ComponentPage", component)
+    errors = [e["error"] for e in component["componentErrors"]]
+    assert sum(e.startswith("ZeroDivisionError: division by zero\nTraceback") for e in errors) == 3
+    assert sum(e == "Fail: rejected: 'reject this one' names no known user" for e in errors) == 3
+
+    code, lag = get(base, f"/api/v1/topology/{wc}/lag")
+    check("Lag", lag)
+    part = lag["lines"]["spoutLagResult"][f"squall.{wc}.lines"]["0"]
+    assert part["logHeadOffset"] == 5 and part["lag"] == part["logHeadOffset"] - max(part["consumerCommittedOffset"], 0)
+
+    code, summary = get(base, "/api/v1/topology/summary")
+    check("TopologySummary", summary)
+    assert [t["name"] for t in summary["topologies"]] == [wc]
+    code, cluster_summary = get(base, "/api/v1/cluster/summary")
+    check("ClusterSummary", cluster_summary)
+    assert cluster_summary["supervisors"] == 1 and cluster_summary["slotsUsed"] >= 1 and cluster_summary["tasksTotal"] == 3
+
+    code, missing = get(base, "/api/v1/topology/no-such-topology")
+    assert code == 404 and missing["errorMessage"] == "[no-such-topology] no such topology (see: squall list)"
+
+    # Generated requests (schemathesis): every answer has a documented status, content type and shape.
+    schema = schemathesis.openapi.from_path(str(SPEC_PATH))
+    operations = [op.ok() for op in schema.get_all_operations()]  # type: ignore[union-attr]
+    assert len(operations) == 5
+
+    @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(data=st.data())
+    def fuzz(data: st.DataObject) -> None:
+        op = data.draw(st.sampled_from(operations))
+        case = data.draw(op.as_strategy())
+        if "id" in case.path_parameters and data.draw(st.booleans()):
+            case.path_parameters["id"] = wc  # half of them ask for the real topology
+        case.call_and_validate(base_url=base)
+
+    fuzz()
