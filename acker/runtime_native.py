@@ -23,13 +23,18 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Message,
 
 from acker.common import publish_ledger_stats, record_outcomes, record_resets, restored_ledger
 from acker.durable import DurableLedger
+from acker.ledger import Outcome
 from streams.exceptions import DecodeError, FatalError
 from streams.kafka.clients import committed_offsets, consumer_config, flush_patiently, new_consumer, reopen_consumer, transit_s
 from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
+from streams.monitoring.trace import ACKER_OUTCOMES
 from streams.runtime.executor import Every, Executor, ExecutorEnv
-from streams.wire.acker import chunks, decode_ops, encode_results, root_key
+from streams.wire.acker import OP_ACK, OP_INIT, chunks, decode_ops, encode_results, root_key
 from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_changelog_topic, acker_topic, component_group
+
+TRACED_OPS = {OP_INIT: "init", OP_ACK: "acker_ack"}
+"""Acker ops traced for a sampled tree (a fail op is traced by its outcome, ``acker_fail``)."""
 
 log = logging.getLogger("squall.acker")
 
@@ -106,14 +111,31 @@ class AckerExecutor(Executor):
             return
         counters = self.stats.counters
         counters["ops"] = counters.get("ops", 0) + len(ops)
+        if self.tracer is not None:
+            self._trace(p, ops, outs)
         record_outcomes(outs, self.stats, self.results)
         if dl.resets:
             record_resets(dl.take_resets(), self.results)
         self.next_offset[p] = off + 1
 
     def _tick(self) -> None:
-        for dl in self.ledgers.values():
-            record_outcomes(dl.expire(), self.stats, self.results)
+        for p, dl in self.ledgers.items():
+            outs = dl.expire()
+            if self.tracer is not None:
+                self._trace(p, [], outs)
+            record_outcomes(outs, self.stats, self.results)
+
+    def _trace(self, task: int, ops: list[list[int]], outs: list[Outcome]) -> None:
+        """The acker's events of sampled trees: an init or ack op arrived (with the XOR it carries), a tree ended."""
+        tracer = self.tracer
+        assert tracer is not None
+        for op in ops:
+            if op[0] in TRACED_OPS and tracer.sampled(op[1]):
+                tracer.event(TRACED_OPS[op[0]], op[1], task, edge=op[2])
+        for out in outs:
+            event = ACKER_OUTCOMES.get(out.reason.value)
+            if event is not None and tracer.sampled(out.root):
+                tracer.event(event, out.root, task)
 
     def _confirm(self, what: str) -> None:
         before = self.delivery.failures

@@ -65,6 +65,7 @@ CONTENDERS = [
     "squall-unacked",
     "squall-exactly-once",
     "squall-stateful",
+    "squall-traced",
     "squall-spark",
     "quixstreams-alo",
     "quixstreams-eos",
@@ -85,6 +86,8 @@ closes a carrier's window only when a newer record of that carrier comes
 (quixio/quix-streams#790); Squall closes it on its watermark (or after 3 s idle), which such a
 record moves on at once. Their own windows are not awaited (:func:`unlate`)."""
 WINDOW_END_HOUR = "2014-01-02T00"
+TRACED = {"topology.debug": True, "squall.trace.sample.rate": 0.01}
+"""squall-traced: squall-acked with sampled tracing of 1% of trees (streams.monitoring.trace)."""
 SPARK_EXAMPLES = {"wordcount": "wordcount_spark.py"}  # split as a SparkBolt; same contract as wordcount.py
 STATEFUL_EXAMPLES = {"wordcount": "wordcount_stateful.py"}  # count as a StatefulBolt; its result is its checkpointed state
 EXACTLY_ONCE = {"wordcount": ("wordcount_exactly_once.py", "counts"), "flights": ("flights_exactly_once.py", "totals")}
@@ -690,6 +693,8 @@ def run_workload(
                     row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir, STATEFUL_EXAMPLES[workload], keyvalue="count")
             elif name == "squall-windows":
                 row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir)
+            elif name == "squall-traced":
+                row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir, overrides={**settings, **TRACED})
             elif name.startswith("squall"):
                 row = run_squall(bootstrap, workload, lines, exp, name == "squall-acked", None, quiet_s, limit_s, workdir, overrides=settings)
             elif name == "quixstreams-eos" and not on_kafka:
@@ -728,6 +733,8 @@ def run_workload(
                     lat = run_squall(bootstrap, workload, csample, cexp, True, crate, quiet_s, limit_s, workdir, example, state)
                 elif name == "squall-stateful":
                     lat = run_squall(bootstrap, workload, csample, cexp, True, crate, quiet_s, limit_s, workdir, STATEFUL_EXAMPLES[workload], keyvalue="count")
+                elif name == "squall-traced":
+                    lat = run_squall(bootstrap, workload, sample, sexp, True, rate, quiet_s, limit_s, workdir, overrides={**settings, **TRACED})
                 elif name.startswith("squall"):
                     lat = run_squall(bootstrap, workload, sample, sexp, name == "squall-acked", rate, quiet_s, limit_s, workdir, overrides=settings)
                 else:
@@ -792,6 +799,12 @@ def finish(rows: dict[str, Any]) -> None:
     stateful = rows.get("squall-stateful", {}).get("records_per_s")
     if stateful and acked:
         rows["squall-stateful"]["ratio_to_acked"] = stateful / acked
+    traced = rows.get("squall-traced", {})
+    if traced.get("records_per_s") and acked:
+        traced["tracing_cost"] = 1 - traced["records_per_s"] / acked
+        cpu, acked_cpu = traced.get("cpu_us_per_record"), rows["squall-acked"].get("cpu_us_per_record")
+        if cpu and acked_cpu:
+            traced["tracing_cpu_cost"] = cpu / acked_cpu - 1
 
 
 def print_results(result: dict[str, Any]) -> None:
@@ -845,6 +858,10 @@ def print_workload(title: str, workload: str, rows: dict[str, Any]) -> None:
     st = rows.get("squall-stateful", {})
     if "ratio_to_acked" in st:
         print(f"{title}: stateful / acked = {st['ratio_to_acked']:.2f}")
+    tr = rows.get("squall-traced", {})
+    if "tracing_cost" in tr:
+        cpu = f", CPU per record {tr['tracing_cpu_cost']:+.1%}" if "tracing_cpu_cost" in tr else ""
+        print(f"{title}: tracing 1% of trees costs {tr['tracing_cost']:.1%} of acked throughput{cpu} (target: at most 3%)")
     eo = rows.get("squall-exactly-once", {})
     if "ratio_to_acked" in eo:
         r = eo["ratio_to_acked"]

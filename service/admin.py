@@ -28,6 +28,7 @@ from streams.wire.naming import (
     metrics_topic,
     show_topic,
     state_changelog_topic,
+    trace_topic,
 )
 
 DAY_MS = 24 * 3600 * 1000
@@ -71,7 +72,7 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, Topic
       input; a replay may read it again);
     * ``__acker.changelog``, ``__ledger``, ``__coordinator``, ``__errors``, and ``<bolt>.state`` of a
       stateful bolt whose state is ``kafka://``: compacted;
-    * ``__metrics``: a day; ``__dlq``, outputs and a KafkaBolt's fixed topic: the retention.
+    * ``__metrics`` and ``__trace``: a day; ``__dlq``, outputs and a KafkaBolt's fixed topic: the retention.
     """
     name = topology.name
     keep = deleted_after(conf.topic_retention_ms)
@@ -86,6 +87,7 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, Topic
     topics[ledger_topic(name)] = TopicSpec(max(topology.spout_tasks, 1), COMPACTED)
     topics[dead_letter_topic(name)] = TopicSpec(1, keep)
     topics[errors_topic(name)] = TopicSpec(1, COMPACTED)
+    topics[trace_topic(name)] = TopicSpec(1, deleted_after(METRICS_RETENTION_MS))
     for out in topology.outputs:
         topics.setdefault(out.topic_for(name), TopicSpec(1, keep))
     for shown in conf.show_streams:

@@ -31,6 +31,7 @@ from service.errors_view import error_lines, errors_json, read_errors
 from service.exceptions import UsageError
 from service.progress import Progress
 from service.runner import Job
+from service.trace_view import parse_root, read_trees, summary_lines, tree_lines
 from service.verbs import (
     Client,
     kill_topology,
@@ -45,6 +46,7 @@ from service.verbs import (
 )
 from streams.exceptions import SquallError
 from streams.monitoring.errors import ErrorReport
+from streams.monitoring.trace import outcome
 
 app = typer.Typer(help="Squall: Storm's guaranteed message processing on Kafka.", no_args_is_help=True, pretty_exceptions_enable=False)
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -325,6 +327,40 @@ def errors_cmd(
         return
     for line in error_lines(reports, limit, show_traceback):
         typer.echo(line)
+
+
+@app.command("trace")
+@user_errors
+def trace_cmd(
+    name: Annotated[str, typer.Argument(help="topology name")],
+    root: Annotated[str | None, typer.Argument(help="a root id (as listed): print that tree")] = None,
+    failed: Annotated[bool, typer.Option("--failed", help="every sampled tree that failed")] = False,
+    timed_out: Annotated[bool, typer.Option("--timed-out", help="every sampled tree that timed out, and who held it")] = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="at most N trees")] = 20,
+    bootstrap_servers: Bootstrap = None,
+) -> None:
+    """Sampled trees as timelines (topology.debug): every emit, receive, ack and fail, and who held a tree that timed out."""
+    trees = read_trees(client(bootstrap_servers).bootstrap, name)
+    if root is not None:
+        r = parse_root(root)
+        if r not in trees:
+            raise UsageError(f"[{name}] tree {root} was not sampled (squall trace {name} lists the sampled trees)")
+        chosen = [r]
+    elif failed or timed_out:
+        want = {"failed"} if failed else set()
+        want |= {"timed out"} if timed_out else set()
+        chosen = [r for r, ev in sorted(trees.items(), key=lambda kv: kv[1][0].at) if outcome(ev) in want][-limit:]
+    else:
+        if not trees:
+            typer.echo(f"{name}: no sampled trees (submit with -c topology.debug=true; squall.trace.sample.rate sets the share)")
+        for line in summary_lines(trees, limit):
+            typer.echo(line)
+        return
+    if not chosen:
+        typer.echo(f"{name}: no sampled tree {'failed' if failed else 'timed out'}")
+    for r in chosen:
+        for line in tree_lines(r, trees[r]):
+            typer.echo(line)
 
 
 dlq_app = typer.Typer(help="A topology's dead letters: list, show (with why), replay.", no_args_is_help=True)

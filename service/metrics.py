@@ -47,6 +47,7 @@ COUNTERS = {
     "poison": "Records that could not be decoded",
     "executed": "Tuples executed",
     "errors": "Exceptions raised by user code",
+    "trace_events": "Events of sampled trees published to squall.T.__trace (topology.debug)",
     "ops": "Acker ops applied",
     "complete": "Trees completed by the acker",
     "fail": "Trees failed by an explicit fail (acker)",

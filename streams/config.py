@@ -164,6 +164,19 @@ class TopologyConfig(BaseModel):
         "past their records (seconds; default 600): a bolt upstream that restarts re-reads what it ran since its last offset "
         "commit, and a copy arriving later than this after its original is counted again",
     )
+    debug: bool = Field(
+        False,
+        alias="topology.debug",
+        description="sampled tuple tracing: every event of a sampled tree goes to squall.T.__trace (squall trace); "
+        "squall.trace.sample.rate says which trees (default off)",
+    )
+    trace_sample_rate: float = Field(
+        0.01,
+        alias="squall.trace.sample.rate",
+        ge=0,
+        le=1,
+        description="with topology.debug, the fraction of trees traced, chosen by root id so every executor agrees (default 0.01)",
+    )
     error_throttle_interval_secs: float = Field(
         10.0,
         alias="topology.error.throttle.interval.secs",

@@ -121,6 +121,7 @@ class BoltExecutor(Executor):
             collector = BoltOutputCollectorImpl(Router(self.topology, self.component, ctx), task_id, self.produce, self.acks)
             collector.process_latency = self._process_hist
             collector.errors = self.errors
+            collector.tracer = self.tracer
             bolt.prepare(self.conf_dict, ctx, collector)
             self.by_partition[tp.partition] = BoltTask(task_id, bolt, collector)
         ids = [self.cdef.task_base + tp.partition for tp in partitions]
@@ -157,6 +158,12 @@ class BoltExecutor(Executor):
             task.next_offset = off + 1
             return
         t.received_at = time.perf_counter()
+        tracer = self.tracer
+        if tracer is not None:
+            limit = tracer.limit
+            for root, edge in t.anchors.items():
+                if (root >> 32) < limit:
+                    tracer.event("receive", root, task.task_id, edge=edge, stream=t.stream, where=t.where)
         self._execute(task, t)
         task.next_offset = off + 1
 

@@ -28,6 +28,7 @@ from streams.model.grouping import DirectGrouping
 from streams.model.tuple import DEFAULT_STREAM, Tuple
 from streams.monitoring.errors import ErrorLog
 from streams.monitoring.stats import LogHistogram
+from streams.monitoring.trace import Tracer
 from streams.runtime.acks import AckBuffer, ProduceFn
 from streams.runtime.routing import Route, Router
 from streams.wire.codec import encode_json, encode_rooted, encode_tuple
@@ -61,6 +62,8 @@ class _Emitter:
         self.epoch = new_id() >> 33
         """This task's life (random per collector, i.e. per executor start): batch tuples carry
         it, so a task that restarted mid-batch is told apart (:mod:`streams.transactional.batch_tracker`)."""
+        self.tracer: Tracer | None = None
+        """Set by the executor with ``topology.debug``: the events of sampled trees (:mod:`streams.monitoring.trace`)."""
 
     def _outputs(self, stream: str, values: list[Any]) -> None:
         for out in self.router.outputs[stream]:
@@ -143,6 +146,9 @@ class BoltOutputCollectorImpl(_Emitter):
                 a.ack_val ^= e
                 (root,) = a.anchors
                 self.produce(route.topic, encode_rooted(stream, self.component, self.task_id, values, root, e, tid), partition=local)
+                tracer = self.tracer
+                if tracer is not None and (root >> 32) < tracer.limit:
+                    tracer.event("emit", root, self.task_id, edge=e, target=route.target, stream=stream)
                 return
         ids: dict[int, int] = {}
         batch = None
@@ -156,6 +162,10 @@ class BoltOutputCollectorImpl(_Emitter):
                 batch = batch or a.batch  # a transactional tuple's children belong to its batch
         tagged = None if batch is None else (batch[0], batch[1], self.epoch)
         self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, ids, tagged, tid), partition=local)
+        if self.tracer is not None:
+            for root, e in ids.items():
+                if self.tracer.sampled(root):
+                    self.tracer.event("emit", root, self.task_id, edge=e, target=route.target, stream=stream)
 
     def emit(self, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit ``values`` on ``stream`` anchored to ``anchors`` (a tuple, a list for multi-anchoring, or None for an unanchored, untracked emit).
@@ -203,6 +213,17 @@ class BoltOutputCollectorImpl(_Emitter):
             pending = acks.acks  # AckBuffer.ack, inlined (hot path)
             for root, edge in tuple.anchors.items():
                 pending[root] = pending.get(root, 0) ^ edge ^ ack_val
+        if self.tracer is not None:
+            self._trace("ack", tuple)
+
+    def _trace(self, event: str, t: Tuple) -> None:
+        """``event`` for each sampled tree ``t`` belongs to, with its input edge there."""
+        tracer = self.tracer
+        assert tracer is not None
+        limit = tracer.limit
+        for root, edge in t.anchors.items():
+            if (root >> 32) < limit:
+                tracer.event(event, root, self.task_id, edge=edge, stream=t.stream, where=t.where)
 
     def fail(self, tuple: Tuple, reason: str | None = None) -> None:  # noqa: A002
         """Fail ``tuple``: every tree it belongs to fails and its spout tuple is replayed; ``reason`` is reported (:meth:`report_error`)."""
@@ -213,6 +234,8 @@ class BoltOutputCollectorImpl(_Emitter):
         if self.acks is not None:
             for root in tuple.anchors:
                 self.acks.fail(root)
+        if self.tracer is not None:
+            self._trace("fail", tuple)
         if reason is not None:
             self.report_error(reason, tuple)
 
@@ -270,12 +293,15 @@ class SpoutOutputCollectorImpl(_Emitter):
         xor = 0
         tids = source_tids(msg_id, 1) if self.tuple_ids and tracked else None
         tid = tids[0] if tids else None
+        trace = tracked and self.tracer is not None and self.tracer.sampled(root)
         for route in self.router.stream(stream):
             for local in route.grouping.choose(values):
                 if tracked:
                     e = new_id()
                     xor ^= e
                     payload = encode_tuple(stream, self.component, self.task_id, values, {root: e}, None, tid)
+                    if trace:
+                        self._trace_emit(root, e, route, stream)
                 else:
                     payload = encode_tuple(stream, self.component, self.task_id, values, {})
                 self.produce(route.topic, payload, partition=local)
@@ -296,9 +322,15 @@ class SpoutOutputCollectorImpl(_Emitter):
         e = new_id()
         anchors = {root: e} if tracked else {}
         self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, anchors), partition=local)
+        if tracked and self.tracer is not None and self.tracer.sampled(root):
+            self._trace_emit(root, e, route, stream)
         self.emitted += 1
         self.transferred += 1
         self._track(tracked, root, e, msg_id, True)
+
+    def _trace_emit(self, root: int, edge: int, route: Route, stream: str) -> None:
+        assert self.tracer is not None
+        self.tracer.event("emit", root, self.task_id, edge=edge, target=route.target, stream=stream)
 
     def _track(self, tracked: bool, root: int, xor: int, msg_id: Any, sent: bool) -> None:
         if tracked and sent:
@@ -334,6 +366,7 @@ class SpoutOutputCollectorImpl(_Emitter):
         tasks: list[int] = []
         component, task_id, produce, outputs = self.component, self.task_id, self.produce, self.router.outputs
         tids = source_tids(msg_id, len(tuples)) if self.tuple_ids and tracked else None
+        trace = tracked and self.tracer is not None and self.tracer.sampled(root)
         for i, (stream, values) in enumerate(tuples):
             tid = tids[i] if tids is not None else None
             for route in self.router.stream(stream):
@@ -342,6 +375,8 @@ class SpoutOutputCollectorImpl(_Emitter):
                         e = new_id()
                         xor ^= e
                         payload = encode_rooted(stream, component, task_id, values, root, e, tid)
+                        if trace:
+                            self._trace_emit(root, e, route, stream)
                     else:
                         payload = encode_tuple(stream, component, task_id, values, {})
                     produce(route.topic, payload, partition=local)

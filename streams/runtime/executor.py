@@ -40,10 +40,11 @@ from streams.model.context import ExecutorIO, LocalTasks, TopologyContext
 from streams.model.spec import Topology
 from streams.monitoring.errors import ErrorLog, ErrorThrottle
 from streams.monitoring.stats import ExecutorStats, process_usage
+from streams.monitoring.trace import Tracer
 from streams.runtime.acks import AckBuffer
 from streams.wire.codec import encode_json
 from streams.wire.dead_letter import dead_letter_headers
-from streams.wire.naming import acker_topic, dead_letter_topic, errors_topic, metrics_topic
+from streams.wire.naming import acker_topic, dead_letter_topic, errors_topic, metrics_topic, trace_topic
 
 log = logging.getLogger("squall.executor")
 
@@ -162,6 +163,8 @@ class Executor:
         )
         """This executor's errors (``squall errors``; :mod:`streams.monitoring.errors`)."""
         self.stats.errors = self.errors.counts
+        self.tracer = Tracer(component, worker, conf.trace_sample_rate, self._publish_trace) if conf.debug else None
+        """Sampled tracing (``topology.debug``; :mod:`streams.monitoring.trace`), else None."""
         self.error: BaseException | None = None
         self.assigned = threading.Event()
         """Set once this executor has opened its tasks and, for an acker, restored its
@@ -233,6 +236,9 @@ class Executor:
             raise FatalError(f"[{self.component}] is not a {kind.__name__}: {type(obj).__name__}")
         return task_id, ctx, obj
 
+    def _publish_trace(self, key: bytes, value: bytes) -> None:
+        self.produce(trace_topic(self.topology.name), value, key=key)
+
     def _publish_error(self, key: bytes, value: bytes) -> None:
         self.produce(errors_topic(self.topology.name), value, key=key)
 
@@ -292,11 +298,18 @@ class Executor:
         (:attr:`beat`, read by the worker's hang check, :mod:`service.hang`).
         """
         self.beat = now
+        if self.tracer is not None:
+            if final:
+                self.tracer.flush()
+            else:
+                self.tracer.maybe_flush(now)
         if final or now >= self._next_stats:
             self._next_stats = now + self.conf.stats_interval_secs
             self._update_gauges()
             self.stats.counters["purged_records"] = self.purger.purged_records
             self.stats.counters["produced_bytes"] = self.produced.total
+            if self.tracer is not None:
+                self.stats.counters["trace_events"] = self.tracer.events
             self._read_metrics()
             self._process_gauges()
             self.produce(metrics_topic(self.topology.name), encode_json(self.stats.snapshot(final)), key=self.stats.instance.encode())

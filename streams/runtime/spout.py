@@ -115,6 +115,7 @@ class SpoutExecutor(Executor):
                 self.core.tracker(task_id, ledger),
                 self.core.untracked(immediate),
             )
+            collector.tracer = self.tracer
             spout.open(self.conf_dict, ctx, collector)
             task = SpoutTask(task_id, spout, collector, ledger, kafka_source(spout), immediate)
             if task.source is not None and self.feed is not None:

@@ -1,0 +1,221 @@
+"""Sampled tuple tracing: every event of a sampled tree, on ``squall.T.__trace`` (Storm's ``topology.debug``, STORM-135's "tracer bullets").
+
+With ``topology.debug`` on, a tree is sampled when its root id's top 32 bits fall below
+``squall.trace.sample.rate`` x 2^32. Root ids are uniform random 64-bit numbers, so every
+executor decides the same way from the root alone: nothing travels with the tuples, and an
+unsampled tuple costs one comparison.
+
+For each sampled tree (:data:`EVENTS`):
+
+* the spout's ``emit`` of each tuple (its edge id and target component);
+* each bolt task's ``receive`` (the input's edge id), ``emit`` (the new edge and its target),
+  ``ack`` and ``fail``;
+* the acker's ``init``, ``ack`` (an XOR arrived), ``complete``, ``fail`` and ``timeout``.
+
+A :class:`TraceEvent` names the component, task, worker and wall-clock time. An executor
+buffers its events and publishes them as one record per half second
+(``schemas/trace.schema.json``), so a sampled tree costs a few list appends where it passes. :func:`diagnose` reads one tree's events: an edge that was
+emitted but never acked belongs to the component it was sent to; if a task received it, that
+task held it (``squall trace NAME --timed-out`` says so), otherwise it never arrived.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from streams.exceptions import DecodeError
+
+EVENTS = ("emit", "receive", "ack", "fail", "init", "acker_ack", "complete", "acker_fail", "timeout")
+"""What happened to a sampled tree (``acker_*``: the acker's view of an ack or fail op)."""
+
+ACKER_OUTCOMES = {"complete": "complete", "fail": "acker_fail", "timeout": "timeout"}
+"""The acker ledger's outcome reasons as trace events."""
+
+
+def threshold(rate: float) -> int:
+    """The 32-bit threshold a sample ``rate`` (0..1) gives (0: nothing sampled)."""
+    return max(0, min(1 << 32, int(rate * (1 << 32))))
+
+
+def sampled(root: int, limit: int) -> bool:
+    """Is the tree ``root`` sampled at ``limit`` (:func:`threshold`)? The same answer in every process.
+
+    >>> sampled(0x00000001_FFFFFFFF, threshold(0.01)), sampled(0xFFFFFFFF_00000000, threshold(0.01))
+    (True, False)
+    """
+    return (root >> 32) < limit
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEvent:
+    """One event of a sampled tree.
+
+    Attributes:
+      root: the tree's root id; event: one of :data:`EVENTS`.
+      component, task, worker: where it happened (task -1: the executor's).
+      at: wall-clock seconds.
+      edge: the edge id it concerns (an emit's new edge, a receive's or ack's input edge;
+        the acker's init and ack: the XOR it applied); 0 for none.
+      target: an emit's target component ("" otherwise).
+      stream: the tuple's stream ("" for none).
+      where: the input record, ``topic[partition]@offset`` ("" for none).
+    """
+
+    root: int
+    event: str
+    component: str
+    task: int
+    worker: str
+    at: float
+    edge: int = 0
+    target: str = ""
+    stream: str = ""
+    where: str = ""
+
+
+def encode_batch(component: str, worker: str, events: list[list[Any]]) -> bytes:
+    """One ``squall.T.__trace`` record: an executor's events since its last flush (``schemas/trace.schema.json``).
+
+    ``events``: ``[root, event, task, at, edge, target, stream, where]`` each.
+    """
+    return json.dumps({"component": component, "worker": worker, "events": events}, separators=(",", ":")).encode()
+
+
+def decode_batch(raw: bytes | None, *, topic: str, partition: int, offset: int) -> list[TraceEvent]:
+    """The events in a ``squall.T.__trace`` record. Raises DecodeError naming the topic, partition and offset."""
+    try:
+        d = json.loads(raw or b"null")
+        if not isinstance(d, dict):
+            raise ValueError("not an object")
+        component, worker = str(d["component"]), str(d["worker"])
+        out = []
+        for root, event, task, at, edge, target, stream, where in d["events"]:
+            if event not in EVENTS:
+                raise ValueError(f"unknown event {event!r}")
+            out.append(TraceEvent(int(root), event, component, int(task), worker, float(at), int(edge), str(target), str(stream), str(where)))
+        return out
+    except (ValueError, KeyError, TypeError) as exc:
+        raise DecodeError(f"not a trace record: {exc}", component="__trace", topic=topic, partition=partition, offset=offset) from exc
+
+
+class Tracer:
+    """An executor's tracer: decides what is sampled, buffers its events, and publishes them as one record per flush.
+
+    Callers check ``(root >> 32) < tracer.limit`` inline (hot paths) or call :meth:`sampled`.
+
+    Args:
+      component, worker: the executor's.
+      rate: ``squall.trace.sample.rate`` (0..1).
+      publish: ``publish(key, value)`` writes one record to ``squall.T.__trace``.
+      wall: wall-clock seconds.
+      flush_s: at most this long between an event and its record (seconds).
+    """
+
+    MAX_BUFFERED = 500
+    """Events that make a record at once, before :attr:`flush_s` is up."""
+
+    def __init__(
+        self, component: str, worker: str, rate: float, publish: Callable[[bytes, bytes], None], wall: Callable[[], float] = time.time, flush_s: float = 0.5
+    ) -> None:
+        self.component = component
+        self.worker = worker
+        self.limit = threshold(rate)
+        self.publish = publish
+        self.wall = wall
+        self.flush_s = flush_s
+        self.pending: list[list[Any]] = []
+        self.next_flush = 0.0
+        self.events = 0
+        """Events published (``squall_trace_events_total``)."""
+
+    def sampled(self, root: int) -> bool:
+        """Is ``root``'s tree sampled?"""
+        return (root >> 32) < self.limit
+
+    def event(self, event: str, root: int, task: int, *, edge: int = 0, target: str = "", stream: str = "", where: str = "") -> None:
+        """Buffer one event of ``root``'s tree (the caller checked that it is sampled)."""
+        self.pending.append([root, event, task, self.wall(), edge, target, stream, where])
+        if len(self.pending) >= self.MAX_BUFFERED:
+            self.flush()
+
+    def maybe_flush(self, now: float) -> None:
+        """Publish the buffered events if :attr:`flush_s` passed since the last record (``now``: monotonic seconds)."""
+        if self.pending and now >= self.next_flush:
+            self.next_flush = now + self.flush_s
+            self.flush()
+
+    def flush(self) -> None:
+        """Publish the buffered events as one record (key: the component)."""
+        if self.pending:
+            self.publish(self.component.encode(), encode_batch(self.component, self.worker, self.pending))
+            self.events += len(self.pending)
+            self.pending = []
+
+
+def timeline(events: list[TraceEvent]) -> list[str]:
+    """One tree's events as lines, in time order: seconds since its first event, component, task, worker, event, edge, target."""
+    if not events:
+        return []
+    ordered = sorted(events, key=lambda e: e.at)
+    start = ordered[0].at
+    out = []
+    for e in ordered:
+        detail = f" edge {e.edge:016x}" if e.edge else ""
+        detail += f" -> [{e.target}]" if e.target else ""
+        detail += f" on {e.where}" if e.where else ""
+        out.append(f"+{e.at - start:8.3f}s [{e.component}] task {e.task} ({e.worker}) {e.event}{detail}")
+    return out
+
+
+def outcome(events: list[TraceEvent]) -> str:
+    """How the tree ended, as the acker saw it: ``complete``, ``failed``, ``timed out``, or ``pending``."""
+    kinds = {e.event for e in events}
+    if "complete" in kinds:
+        return "complete"
+    if "acker_fail" in kinds:
+        return "failed"
+    if "timeout" in kinds:
+        return "timed out"
+    return "pending"
+
+
+def diagnose(events: list[TraceEvent]) -> list[str]:
+    """Which component held an edge that was not acked in time, one line per such edge (none for a tree that completed).
+
+    An edge is emitted (by the spout or a bolt, to a target component) and acked by the task
+    that received it. An edge not acked before the tree ended (the acker's ``timeout`` or
+    ``acker_fail``): if a task received it, that task held it (a slow or stuck ``execute``, or
+    a bolt that never acks; a late ack says for how long); else it never arrived (it waited
+    behind other input, or was lost).
+    """
+    ordered = sorted(events, key=lambda e: e.at)
+    if not ordered:
+        return []
+    start = ordered[0].at
+    end = next((e.at for e in ordered if e.event in ("timeout", "acker_fail")), None)
+    emitted = {e.edge: e for e in ordered if e.event == "emit" and e.edge}
+    settled = {e.edge: e for e in ordered if e.event in ("ack", "fail") and e.edge}
+    received = {e.edge: e for e in ordered if e.event == "receive" and e.edge}
+    out = []
+    for edge, em in emitted.items():
+        done = settled.get(edge)
+        if done is not None and (end is None or done.at <= end):
+            continue
+        got = received.get(edge)
+        name = f"edge {edge:016x} from [{em.component}]"
+        if got is None:
+            out.append(f"{name} to [{em.target}] was never received: [{em.target}] never got it (it waited behind other input, or was lost)")
+        elif done is None:
+            out.append(
+                f"{name} was received by [{got.component}] task {got.task} ({got.worker}) at +{got.at - start:.3f}s and never acked: [{got.component}] held it"
+            )
+        else:
+            out.append(
+                f"{name} was received by [{got.component}] task {got.task} ({got.worker}) at +{got.at - start:.3f}s and {done.event}ed only at "
+                f"+{done.at - start:.3f}s, after the tree ended at +{(end or done.at) - start:.3f}s: [{got.component}] held it {done.at - got.at:.3f}s"
+            )
+    return out
