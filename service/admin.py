@@ -26,6 +26,7 @@ from streams.wire.naming import (
     errors_topic,
     ledger_topic,
     metrics_topic,
+    progress_topic,
     show_topic,
     state_changelog_topic,
     trace_topic,
@@ -70,7 +71,7 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, Topic
       ``squall.topic.retention.ms``, and purged by their consumers after each commit;
     * a KafkaSpout's own source topic: deleted after the retention, never purged (it is the
       input; a replay may read it again);
-    * ``__acker.changelog``, ``__ledger``, ``__coordinator``, ``__errors``, and ``<bolt>.state`` of a
+    * ``__acker.changelog``, ``__ledger``, ``__coordinator``, ``__errors``, ``__progress``, and ``<bolt>.state`` of a
       stateful bolt whose state is ``kafka://``: compacted;
     * ``__metrics`` and ``__trace``: a day; ``__dlq``, outputs and a KafkaBolt's fixed topic: the retention.
     """
@@ -87,6 +88,7 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, Topic
     topics[ledger_topic(name)] = TopicSpec(max(topology.spout_tasks, 1), COMPACTED)
     topics[dead_letter_topic(name)] = TopicSpec(1, keep)
     topics[errors_topic(name)] = TopicSpec(1, COMPACTED)
+    topics[progress_topic(name)] = TopicSpec(1, COMPACTED)
     topics[trace_topic(name)] = TopicSpec(1, deleted_after(METRICS_RETENTION_MS))
     for out in topology.outputs:
         topics.setdefault(out.topic_for(name), TopicSpec(1, keep))

@@ -289,6 +289,9 @@ def status_cmd(
     if broker:
         typer.echo(f"embedded broker (supervisor {broker['supervisor']}): {broker['rss_bytes'] / 2**20:,.0f} MB resident and growing (for trying Squall only)")
     for comp, c in st["components"].items():
+        if sum(c.get("reexecuted", {}).values()):
+            counts = ", ".join(f"{cause} {n}" for cause, n in c["reexecuted"].items())
+            typer.echo(f"bolt {comp} executed {sum(c['reexecuted'].values())} tuples again after crashes ({counts})")
         if c.get("held_back_s"):
             typer.echo(f"spout {comp} held back {c['held_back_s']:.1f} s at its pending bound (backpressure; bolt input lag is in LAG)")
     for comp, c in st["components"].items():

@@ -15,6 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.registry import Collector
 from typing_extensions import override
 
+from streams.monitoring.bolt_progress import REEXECUTION_CAUSES
 from streams.monitoring.errors import merge_counts
 from streams.monitoring.spout_ledger import REPLAY_CAUSES
 from streams.monitoring.stats import ExecutorStats, LogHistogram, process_usage
@@ -71,7 +72,19 @@ COUNTERS = {
     "state_keys_skipped": "Committer state keys skipped: their txid was already applied (SparkBolt)",
 }
 RESERVED = frozenset(
-    {"errors_by_type", "replays", "pending", "pending_limit", "capacity", "tasks", "batch_last_txid", "lag", "worker_cpu_seconds", "supervisor_cpu_seconds"}
+    {
+        "errors_by_type",
+        "reexecutions",
+        "replays",
+        "pending",
+        "pending_limit",
+        "capacity",
+        "tasks",
+        "batch_last_txid",
+        "lag",
+        "worker_cpu_seconds",
+        "supervisor_cpu_seconds",
+    }
 )
 """Family names the collector builds itself: a registered metric by one of these names is not exported (it would clash)."""
 
@@ -176,6 +189,12 @@ class StatsCollector(Collector):
             "Errors a component reported, by cause (exception, fail, poison, fatal) and exception type (squall errors shows the last ones)",
             labels=[*LABELS, "cause", "type"],
         )
+        reexecutions = CounterMetricFamily(
+            "squall_reexecutions",
+            "Bolt input tuples executed again because the task's last life crashed after flushing past its commit, by cause: "
+            "restart (same place), takeover (the task moved)",
+            labels=[*LABELS, "cause"],
+        )
         replays = CounterMetricFamily("squall_replays", "Spout re-emissions by cause: fail, timeout, restart (a crash or takeover)", labels=[*LABELS, "cause"])
         lag = GaugeMetricFamily("squall_lag", "Source records not yet committed, per partition", labels=[*LABELS, "partition"])
         cpu = CounterMetricFamily("squall_worker_cpu_seconds", "CPU time of the worker process (user + system)", labels=["topology", "worker"])
@@ -199,6 +218,9 @@ class StatsCollector(Collector):
                 capacity.add_metric(labels, g.get("capacity", 0.0))
             if "pending_limit" in g:
                 limit.add_metric(labels, g["pending_limit"])
+            if s.kind == "bolt":
+                for cause in REEXECUTION_CAUSES:
+                    reexecutions.add_metric([*labels, cause], s.counters.get(f"reexecuted_{cause}", 0.0))
             if s.kind == "spout":
                 for cause in REPLAY_CAUSES:
                     replays.add_metric([*labels, cause], s.counters.get(f"replayed_{cause}", 0.0))
@@ -223,7 +245,7 @@ class StatsCollector(Collector):
             rss.add_metric([topology, worker], r)
         yield from counters.values()
         yield from registered.values()
-        yield from (by_type, replays, pending, limit, capacity, tasks, last_txid, lag, cpu, rss)
+        yield from (by_type, reexecutions, replays, pending, limit, capacity, tasks, last_txid, lag, cpu, rss)
         yield from hists.values()
 
 

@@ -39,6 +39,7 @@ from streams.model.checks import check_confs
 from streams.model.loader import load_topology
 from streams.model.spec import Topology
 from streams.monitoring.board import StatsBoard
+from streams.monitoring.bolt_progress import REEXECUTION_CAUSES
 from streams.monitoring.spout_ledger import REPLAY_CAUSES
 from streams.state import State, open_backend
 from streams.state.backend import KvStore
@@ -88,6 +89,8 @@ class Summary:
     errors: dict[str, int] = field(default_factory=dict)
     """Errors the components reported, by cause (``exception``, ``fail``, ``poison``, ``fatal``)."""
     last_errors: list[str] = field(default_factory=list)
+    reexecuted: dict[str, int] = field(default_factory=dict)
+    """Bolt input tuples executed again after a crash, by cause (``restart``, ``takeover``: :mod:`streams.monitoring.bolt_progress`)."""
     """The last error reports, one line each (:meth:`streams.monitoring.errors.ErrorReport.line`)."""
 
     def lines(self) -> list[str]:
@@ -107,6 +110,11 @@ class Summary:
                 f"output              {self.output} ({self.keys} {self.output_unit})" if self.output else f"output              {NO_OUTPUT}",
                 f"worker restarts     {self.worker_restarts}",
             ]
+            + (
+                [f"bolt re-executions  {sum(self.reexecuted.values())} ({', '.join(f'{c} {n}' for c, n in self.reexecuted.items())})"]
+                if sum(self.reexecuted.values())
+                else []
+            )
             + (
                 [f"batches committed   {self.batches_committed} (replayed {self.batches_replayed}), last txid {self.last_txid}"]
                 if self.batches_committed is not None
@@ -387,6 +395,7 @@ class Job:
             extra={"bolt_tuples_emitted": int(b.total("bolt", "emitted")), "acker_ops": int(b.total("acker", "ops"))},
             errors={cause: sum(types.values()) for cause, types in sorted(b.errors().items())},
             last_errors=self._last_errors(),
+            reexecuted={cause: int(b.total("bolt", f"reexecuted_{cause}")) for cause in REEXECUTION_CAUSES},
         )
 
     def _last_errors(self, n: int = 5) -> list[str]:

@@ -30,6 +30,7 @@ from streams.config import KEYS, resolve
 from streams.model.loader import load_topology
 from streams.model.spec import Topology
 from streams.monitoring.board import StatsBoard
+from streams.monitoring.bolt_progress import REEXECUTION_CAUSES
 from streams.monitoring.errors import merge_counts
 from streams.monitoring.spout_ledger import REPLAY_CAUSES
 from streams.monitoring.stats import LogHistogram
@@ -297,6 +298,8 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
         if kind == "spout":
             total["replays"] = {cause: int(board.total("spout", f"replayed_{cause}", comp)) for cause in REPLAY_CAUSES}
             total["held_back_s"] = round(board.total("spout", "held_back_seconds", comp), 1)
+        else:
+            total["reexecuted"] = {cause: int(board.total("bolt", f"reexecuted_{cause}", comp)) for cause in REEXECUTION_CAUSES}
         by_cause: dict[str, dict[str, int]] = {}
         for s in mine:
             merge_counts(by_cause, s.get("errors", {}))

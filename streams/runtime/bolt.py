@@ -11,6 +11,7 @@ that were flushed.
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from dataclasses import dataclass
 
@@ -21,14 +22,16 @@ from streams.kafka.clients import consumer_config, flush_patiently, new_consumer
 from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.kafka.positions import SpoutPositions
+from streams.kafka.progress import read_progress
 from streams.model.bolt import Bolt
 from streams.model.spec import Topology
 from streams.model.tuple import Tuple, tick_tuple
+from streams.monitoring.bolt_progress import encode_progress, progress_key, reexecution_window
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.runtime.routing import Router
 from streams.wire.codec import decode_tuple
-from streams.wire.naming import component_group, component_topic
+from streams.wire.naming import component_group, component_topic, progress_topic
 
 log = logging.getLogger("squall.executor.bolt")
 
@@ -85,6 +88,11 @@ class BoltTask:
     next_offset: int = -1
     flushed_offset: int = -1
     committed_offset: int = -1
+    reexecute_until: int = -1
+    """Input offsets below this were executed by the task's last life (a crash): executing them again is counted (:mod:`streams.monitoring.bolt_progress`)."""
+    reexecute_cause: str = ""
+    written_offset: int = -1
+    """The flushed offset last written to ``squall.T.__progress``."""
 
 
 class BoltExecutor(Executor):
@@ -110,6 +118,8 @@ class BoltExecutor(Executor):
         self.commit_watch = CommitWatch(self.component, self.conf.consumer_reopen_after_secs)
         """Commits failing this long mean a consumer that lost its coordinator: replaced (streams.kafka.commit_watch)."""
         self.reopen_due = False
+        self.place = f"{socket.gethostname()}:{env.workdir.resolve()}"
+        """Where this executor runs (host and supervisor directory): a re-execution here is a ``restart``, elsewhere a ``takeover``."""
         self.consumer: Consumer | None = None
         """The input consumer (for the input lag: its cached high watermarks)."""
 
@@ -124,10 +134,37 @@ class BoltExecutor(Executor):
             collector.tracer = self.tracer
             bolt.prepare(self.conf_dict, ctx, collector)
             self.by_partition[tp.partition] = BoltTask(task_id, bolt, collector)
+        self._reexecution_windows()
         ids = [self.cdef.task_base + tp.partition for tp in partitions]
         self.local.add(self.component, ids)
         self._assigned()
         log.info("[%s] %s runs tasks %s", self.component, self.worker, sorted(ids))
+
+    def _reexecution_windows(self) -> None:
+        """From the tasks' last progress records: which input records this life executes again, and why."""
+        previous = read_progress(self.bootstrap, self.topology.name, self.component, self.kafka.get("consumer"))
+        for p, task in self.by_partition.items():
+            task.reexecute_until, task.reexecute_cause = reexecution_window(previous.get(task.task_id), self.start_offsets.get(p, -1), self.place)
+            task.written_offset = previous.get(task.task_id, (-1, ""))[0]
+            if task.reexecute_until >= 0:
+                log.info(
+                    "[%s] task %d executes %s[%d] again from %d to %d (%s: its last life flushed past its last commit)",
+                    self.component,
+                    task.task_id,
+                    self.topic,
+                    p,
+                    self.start_offsets.get(p, -1),
+                    task.reexecute_until,
+                    task.reexecute_cause,
+                )
+
+    def _write_progress(self) -> None:
+        """Each task's flushed offset, where it moved (after the flush that made it safe)."""
+        topic = progress_topic(self.topology.name)
+        for task in self.by_partition.values():
+            if task.flushed_offset > task.written_offset:
+                self.produce(topic, encode_progress(task.flushed_offset, self.place), key=progress_key(self.component, task.task_id))
+                task.written_offset = task.flushed_offset
 
     def _cleanup(self, tasks: list[BoltTask]) -> None:
         for task in tasks:
@@ -146,6 +183,8 @@ class BoltExecutor(Executor):
         if task is None:
             return
         off = msg.offset() or 0
+        if off < task.reexecute_until:
+            self.stats.inc("reexecuted_" + task.reexecute_cause)
         self._seen += 1
         if not self._seen & TRANSIT_SAMPLE_MASK:
             transit = transit_s(msg, time.time())
@@ -192,6 +231,7 @@ class BoltExecutor(Executor):
             self.producer.poll(0)
         for task in self.by_partition.values():
             task.flushed_offset = task.next_offset
+        self._write_progress()
 
     def _unflushed(self) -> bool:
         """Outputs or acker ops wait for a flush, or executed input waits to become committable."""

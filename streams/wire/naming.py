@@ -10,6 +10,7 @@ Everything a topology ``T`` owns is prefixed ``squall.T.`` (see docs/design.md):
 ``squall.T.__metrics``         executor stats snapshots (JSON), read by ``squall run``
 ``squall.T.__dlq``             dead-letter topic for records past their retries or poison
 ``squall.T.__errors``          components' error reports (exceptions, fail reasons, poison; compacted)
+``squall.T.__progress``        bolt tasks' flushed offsets (re-executions after a crash; compacted)
 ``squall.T.__trace``           events of sampled trees (``topology.debug``; one record per executor flush)
 ``squall.T.__coordinator``     transactional spouts' coordinator state (key = spout id)
 ``squall.T.__ledger``          spout tasks' durable counts (partition = the spout's global task id)
@@ -76,6 +77,11 @@ def dead_letter_topic(topology: str) -> str:
 def errors_topic(topology: str) -> str:
     """Components' error reports: ``squall.T.__errors`` (compacted on ``component/task/slot``)."""
     return f"{PREFIX}.{topology}.__errors"
+
+
+def progress_topic(topology: str) -> str:
+    """Bolt tasks' progress (the offset each flush made safe): ``squall.T.__progress`` (compacted; key ``component:task``)."""
+    return f"{PREFIX}.{topology}.__progress"
 
 
 def trace_topic(topology: str) -> str:

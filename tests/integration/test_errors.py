@@ -1,4 +1,5 @@
-"""Errors per component on a real broker: what raised, what failed with a reason, what was poison.
+"""Errors per component on a real broker: what raised, what failed with a reason, what was poison;
+and the tuples a bolt executes again after a crash.
 
 ``squall run`` summarises them, ``squall errors`` prints them (with tracebacks), and the
 dead letters still carry their records.
@@ -9,13 +10,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from service.config import ServiceSettings
 from service.errors_view import read_errors
-from tests.integration.conftest import TOPOLOGIES, dead_letters, run_job
+from service.runner import Job
+from tests.integration.conftest import EXAMPLES, TOPOLOGIES, assert_at_least, corpus_slice, dead_letters, direct_count, run_job
 
 pytestmark = pytest.mark.broker
 
@@ -65,3 +68,31 @@ def test_errors_of_every_cause_are_reported_summarised_and_shown_by_squall_error
     unknown = squall(job.bootstrap, "errors", "no-such-topology")
     assert unknown.returncode == 2 and unknown.stderr.strip().startswith("error: [no-such-topology] no such topology")
     assert "Traceback" not in unknown.stderr and len(unknown.stderr.strip().splitlines()) == 1
+
+
+def test_a_bolt_killed_mid_stream_counts_the_tuples_it_executes_again(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
+    """kill -9 of the worker running count: its new life re-reads from the last commit what
+    its old life had flushed (their acks were sent, so nothing replays them), and counts each
+    of those tuples as a re-execution (issue 25: re-executions no counter showed)."""
+    src = corpus_slice(corpus, tmp_path / "slice.txt", 20000)
+    out = tmp_path / "counts.json"
+    job = Job(EXAMPLES / "wordcount.py", src, out, settings)
+    try:
+        job.start()
+        assert job.cluster is not None and job.board is not None
+        w = next(i for i in range(len(job.cluster.workers)) if job.cluster.components(i) == ["count"])
+        while job.board.total("spout", "acked") < 3000:
+            job.board.poll(0.2)
+        job.cluster.kill(w)  # SIGKILL: no flush, no commit
+        time.sleep(1.0)
+        job.cluster.restart(w)
+        summary = job.wait(300)
+    finally:
+        job.close()
+    counts = json.loads(out.read_text())
+    expected = direct_count(src)
+    assert_at_least(counts, expected)
+    assert summary.reexecuted["restart"] > 0 and summary.reexecuted["takeover"] == 0  # squall run restarts it in place
+    assert f"bolt re-executions  {summary.reexecuted['restart']} (restart {summary.reexecuted['restart']}, takeover 0)" in summary.lines()
+    executed = sum(s["counters"]["executed"] for s in job.board_snapshots() if s["component"] == "count")
+    assert summary.reexecuted["restart"] < executed  # a part of what count executed, never more

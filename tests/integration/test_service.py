@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.conftest import TOPOLOGIES, assert_at_least, assert_exact, corpus_slice, direct_count
+from tests.integration.conftest import assert_at_least, assert_exact, corpus_slice, direct_count
 from tests.integration.service_harness import EXACTLY_ONCE, STATEFUL, WORDCOUNT, Cluster, worker_pids
 
 pytestmark = [pytest.mark.broker, pytest.mark.embedded]
@@ -271,62 +270,3 @@ def test_two_supervisors_refuse_sqlite_state_that_could_not_follow_a_moved_task(
     cluster.squall("submit", str(STATEFUL), "--name", kv, "-c", "squall.state.url=kafka://")
     cluster.wait_ready(["s1", "s2"], 4)  # the kafka:// topology's four workers, none refused
     assert not [e for e in cluster.status(kv)["errors"] if e["event"] == "refused"]
-
-
-def errors_metric(cluster: Cluster, topology: str, component: str, cause: str, type_name: str) -> float:
-    """``squall_errors_by_type_total`` of supervisor s1 for these labels, summed over workers."""
-    _, text = cluster.http("s1", "/metrics")
-    want = {"topology": topology, "component": component, "cause": cause, "type": type_name}
-    return sum(
-        s.value
-        for fam in text_string_to_metric_families(text)
-        for s in fam.samples
-        if s.name == "squall_errors_by_type_total" and want.items() <= s.labels.items()
-    )
-
-
-def test_status_metrics_errors_and_dead_letters_say_why_and_a_fixed_record_replays(cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    fixed = tmp_path / "fixed"  # erring.py rejects lines with "reject" until this file exists
-    monkeypatch.setenv("ERRING_FIXED_FILE", str(fixed))
-    cluster.serve("s1")
-    wc = name()
-    cluster.squall("submit", str(TOPOLOGIES / "erring.py"), "--name", wc)
-    cluster.wait_ready(["s1"], 2)
-    src = tmp_path / "in.txt"
-    src.write_text("the cat sat\nplease divide by nothing\n{not json\nreject this one\nthe dog\n")
-    assert cluster.feed(f"squall.{wc}.lines", src, seconds=0.1, partitions=1).wait(120) == 0
-    deadline = time.monotonic() + 60
-    while errors_metric(cluster, wc, "check", "exception", "ZeroDivisionError") < 3 or errors_metric(cluster, wc, "check", "fail", "Fail") < 3:
-        assert time.monotonic() < deadline, "three ZeroDivisionErrors and three fails (a first delivery and two replays each) never reached /metrics"
-        time.sleep(0.5)
-    st = cluster.status(wc)
-    assert st["components"]["check"]["errors"] == {"exception": 3, "fail": 3}
-    assert st["components"]["lines"]["errors"] == {"poison": 1}
-    last = st["component_errors"]
-    assert len(last) == 5 and {r["component"] for r in last} <= {"check", "lines"}
-    text = cluster.squall("status", wc).stdout
-    assert "errors of check     exception 3, fail 3" in text and "errors of lines     poison 1" in text
-    assert f"last errors (squall errors {wc} shows more):" in text
-    assert "ZeroDivisionError: division by zero on " in cluster.squall("errors", wc, "check").stdout
-
-    deadline = time.monotonic() + 60
-    while len(listed := cluster.squall("dlq", "list", wc).stdout.splitlines()) < 3:
-        assert time.monotonic() < deadline, f"three dead letters expected, got {listed}"
-        time.sleep(0.5)
-    assert len(listed) == 3
-    assert sum("[lines] fail    attempts 3" in line for line in listed) == 2 and sum("[lines] poison  attempts 0" in line for line in listed) == 1
-    shown = cluster.squall("dlq", "show", wc).stdout
-    assert "exception ZeroDivisionError: division by zero" in shown and "poison JSONDecodeError" in shown
-    assert "fail Fail: rejected: 'reject this one' names no known user" in shown
-    assert 'print(1 / len(""))' in shown  # the joined report's traceback
-    reject = next(line for line in listed if "reject" in cluster.squall("dlq", "show", wc, line.split()[0][1:]).stdout)
-    fixed.touch()
-    out = cluster.squall("dlq", "replay", wc, reject.split()[0][1:]).stdout
-    assert out.strip() == f"replayed 1 records to squall.{wc}.lines"
-    deadline = time.monotonic() + 60
-    while cluster.counts(wc).get("reject") != 1:
-        assert time.monotonic() < deadline, f"the replayed line was not counted: {cluster.counts(wc)}"
-        time.sleep(0.5)
-    assert cluster.counts(wc) == {"the": 2, "cat": 1, "sat": 1, "dog": 1, "reject": 1, "this": 1, "one": 1}
-    refused = cluster.squall("dlq", "replay", wc, check=False)
-    assert refused.returncode == 2 and "name the dead letters to replay" in refused.stderr

@@ -1,5 +1,7 @@
-"""The Storm UI REST API on a live supervisor: Storm's paths and field names, checked against
-schemas/storm-ui-api.openapi.yaml (explicitly, and by schemathesis with generated requests)."""
+"""A topology that errs, served by a live supervisor (issue 25): its errors in /metrics, status
+and squall errors; the Storm UI REST API with Storm's paths and field names, checked against
+schemas/storm-ui-api.openapi.yaml (explicitly, and by schemathesis with generated requests);
+dead letters that say why, and a replay."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import schemathesis
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.conftest import TOPOLOGIES
 from tests.integration.service_harness import Cluster
@@ -49,7 +52,24 @@ def check(schema: str, body: Any) -> None:
     jsonschema.Draft202012Validator({"$ref": f"#/components/schemas/{schema}", "components": SPEC["components"]}).validate(body)
 
 
-def test_the_storm_ui_api_serves_a_running_topology_as_storm_would(cluster: Cluster, tmp_path: Path) -> None:
+def errors_metric(cluster: Cluster, topology: str, component: str, cause: str, type_name: str) -> float:
+    """``squall_errors_by_type_total`` of supervisor s1 for these labels, summed over workers."""
+    _, text = cluster.http("s1", "/metrics")
+    want = {"topology": topology, "component": component, "cause": cause, "type": type_name}
+    return sum(
+        s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+        if s.name == "squall_errors_by_type_total" and want.items() <= s.labels.items()
+    )
+
+
+def test_errors_dead_letters_and_the_storm_ui_api_of_a_served_topology(cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One supervisor runs erring.py: /metrics, status and squall errors show each component's
+    errors; the Storm UI API serves the topology as Storm's would; the dead letters say why, and
+    one whose bug was fixed replays."""
+    fixed = tmp_path / "fixed"  # erring.py rejects lines with "reject" until this file exists
+    monkeypatch.setenv("ERRING_FIXED_FILE", str(fixed))
     cluster.serve("s1")
     base = f"http://127.0.0.1:{cluster.serves['s1'][1]}"
     wc = f"api{uuid.uuid4().hex[:6]}"
@@ -58,6 +78,21 @@ def test_the_storm_ui_api_serves_a_running_topology_as_storm_would(cluster: Clus
     src = tmp_path / "in.txt"
     src.write_text("the cat sat\nplease divide by nothing\n{not json\nreject this one\nthe dog\n")
     assert cluster.feed(f"squall.{wc}.lines", src, seconds=0.1, partitions=1).wait(120) == 0
+    deadline = time.monotonic() + 60
+    while errors_metric(cluster, wc, "check", "exception", "ZeroDivisionError") < 3 or errors_metric(cluster, wc, "check", "fail", "Fail") < 3:
+        assert time.monotonic() < deadline, "three ZeroDivisionErrors and three fails (a first delivery and two replays each) never reached /metrics"
+        time.sleep(0.5)
+    status = cluster.status(wc)
+    assert status["components"]["check"]["errors"] == {"exception": 3, "fail": 3}
+    assert status["components"]["lines"]["errors"] == {"poison": 1}
+    last = status["component_errors"]
+    assert len(last) == 5 and {r["component"] for r in last} <= {"check", "lines"}
+    text = cluster.squall("status", wc).stdout
+    assert "errors of check     exception 3, fail 3" in text and "errors of lines     poison 1" in text
+    assert f"last errors (squall errors {wc} shows more):" in text
+    assert "ZeroDivisionError: division by zero on " in cluster.squall("errors", wc, "check").stdout
+
+    # The Storm UI's REST API.
     deadline = time.monotonic() + 90
     while True:  # until the three ZeroDivisionErrors and the five lines' acks or dead letters are in the stats
         code, page = get(base, f"/api/v1/topology/{wc}")
@@ -112,3 +147,26 @@ def test_the_storm_ui_api_serves_a_running_topology_as_storm_would(cluster: Clus
         case.call_and_validate(base_url=base)
 
     fuzz()
+
+    # Dead letters that say why, and a replay once the bug is fixed.
+    deadline = time.monotonic() + 60
+    while len(listed := cluster.squall("dlq", "list", wc).stdout.splitlines()) < 3:
+        assert time.monotonic() < deadline, f"three dead letters expected, got {listed}"
+        time.sleep(0.5)
+    assert len(listed) == 3
+    assert sum("[lines] fail    attempts 3" in line for line in listed) == 2 and sum("[lines] poison  attempts 0" in line for line in listed) == 1
+    shown = cluster.squall("dlq", "show", wc).stdout
+    assert "exception ZeroDivisionError: division by zero" in shown and "poison JSONDecodeError" in shown
+    assert "fail Fail: rejected: 'reject this one' names no known user" in shown
+    assert 'print(1 / len(""))' in shown  # the joined report's traceback
+    reject = next(line for line in listed if "reject" in cluster.squall("dlq", "show", wc, line.split()[0][1:]).stdout)
+    fixed.touch()
+    out = cluster.squall("dlq", "replay", wc, reject.split()[0][1:]).stdout
+    assert out.strip() == f"replayed 1 records to squall.{wc}.lines"
+    deadline = time.monotonic() + 60
+    while cluster.counts(wc).get("reject") != 1:
+        assert time.monotonic() < deadline, f"the replayed line was not counted: {cluster.counts(wc)}"
+        time.sleep(0.5)
+    assert cluster.counts(wc) == {"the": 2, "cat": 1, "sat": 1, "dog": 1, "reject": 1, "this": 1, "one": 1}
+    refused = cluster.squall("dlq", "replay", wc, check=False)
+    assert refused.returncode == 2 and "name the dead letters to replay" in refused.stderr

@@ -119,5 +119,6 @@ def test_a_worker_stopped_mid_run_and_started_again_replays_nothing(settings: Se
     assert json.loads(out.read_text()) == dict(direct_count(src))
     assert summary.trees_acked == summary.records == 20000
     assert summary.trees_failed == 0 and summary.replayed == 0
+    assert summary.reexecuted == {"restart": 0, "takeover": 0}  # a clean stop committed what it flushed: nothing runs twice
     stopped = [s for s in job.board_snapshots() if s["component"] == "count" and s["worker"] == f"w{w}"]
     assert len(stopped) == 2 and all(s["counters"]["executed"] > 0 for s in stopped)  # both lives of the worker executed tuples
