@@ -56,6 +56,14 @@ class DeadLetter:
         raw = self.headers.get("root")
         return int(raw) if raw else None
 
+    @property
+    def roots(self) -> list[int]:
+        """The root ids of every tree of the record that failed, oldest first (else its last root, if any)."""
+        raw = self.headers.get("roots")
+        if raw:
+            return [int(r) for r in raw.split(",") if r]
+        return [] if self.root is None else [self.root]
+
     def line(self) -> str:
         """One line for ``squall dlq list``: offset, when, component, cause, attempts, source, reason."""
         topic, partition, offset = self.source
@@ -108,19 +116,20 @@ def choose(letters: list[DeadLetter], offsets: Iterable[int] = (), component: st
 
 
 def explain(letter: DeadLetter, reports: list[ErrorReport]) -> ErrorReport | None:
-    """The error report of ``letter``'s last tree (the latest report naming its root), or None.
+    """The error report of ``letter``'s last failed tree that has one (``squall.roots``; the last root first), or None.
 
     None for a timeout or a silent fail (no component reported), a report the throttle
     dropped, or a dead letter without a root (a poison record: its own report is the one
     whose ``where`` is the letter's source).
     """
-    root = letter.root
-    if root is None:
+    roots = letter.roots
+    if not roots:
         topic, partition, offset = letter.source
         where = f"{topic}[{partition}]@{offset}"
         found = [r for r in reports if r.where == where and r.component == letter.component]
-    else:
-        found = [r for r in reports if root in r.roots]
+    else:  # the report of the latest failed tree that has one; a full report (with its traceback) first
+        order = {root: i for i, root in enumerate(roots)}
+        found = sorted((r for r in reports if order.keys() & set(r.roots)), key=lambda r: (max(order[x] for x in r.roots if x in order), bool(r.traceback)))
     return found[-1] if found else None
 
 

@@ -68,6 +68,6 @@ def storm_api(client: Client, clock: Any = time.time) -> StormApi:
         except KafkaException:
             pass
         used = {slot_of(r["name"], w) for r in rows() for w in range(r["workers"])}
-        return supervisors, SLOTS, len(used)
+        return max(1, supervisors), SLOTS, len(used)  # this supervisor answers (the embedded broker may not describe the group)
 
     return StormApi(rows, topology_status, errors, committed, cluster, squall_version(), clock)

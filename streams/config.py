@@ -187,6 +187,13 @@ class TopologyConfig(BaseModel):
     max_error_report_per_interval: int = Field(
         5, alias="topology.max.error.report.per.interval", ge=0, description="errors an executor publishes per throttle window (default 5, as Storm)"
     )
+    errors_brief_per_interval: int = Field(
+        100,
+        alias="squall.errors.brief.per.interval",
+        ge=0,
+        description="past topology.max.error.report.per.interval, errors an executor still publishes per throttle window without "
+        "their traceback, in a ring of as many slots per task (so squall dlq show can say why a record died; default 100)",
+    )
     errors_kept_per_task: int = Field(
         10, alias="squall.errors.kept.per.task", ge=1, description="error reports squall.T.__errors keeps per task (compacted; default 10)"
     )

@@ -52,7 +52,7 @@ import re
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from typing_extensions import override
@@ -88,6 +88,8 @@ class PendingRecord:
     last_failure: float = 0.0
     last_cause: str = ""
     last_root: int = 0
+    roots: list[int] = field(default_factory=list)
+    """The root ids of every tree of this record that failed, oldest first."""
 
 
 class RecordTranslator:
@@ -415,6 +417,7 @@ class KafkaSpout(Spout):
             if entry is not None:
                 entry.first_failure = entry.first_failure or now
                 entry.last_failure, entry.last_cause, entry.last_root = now, cause, root
+                entry.roots.append(root)
 
     def _fail_one(self, msg_id: KafkaMessageId) -> None:
         entry = self._pending.get(msg_id)
@@ -426,7 +429,14 @@ class KafkaSpout(Spout):
             cause = entry.last_cause or "fail"
             details = {"cause": cause}
             if entry.first_failure:
-                details.update({"first.failure": f"{entry.first_failure:.3f}", "last.failure": f"{entry.last_failure:.3f}", "root": str(entry.last_root)})
+                details.update(
+                    {
+                        "first.failure": f"{entry.first_failure:.3f}",
+                        "last.failure": f"{entry.last_failure:.3f}",
+                        "root": str(entry.last_root),
+                        "roots": ",".join(str(r) for r in entry.roots),
+                    }
+                )
             reason = f"[{self.component}] gave up after {entry.failures} failures (the last: {cause})"
             self._dead_letter(entry.msg, reason, entry.failures, msg_id, details)
         else:

@@ -13,11 +13,13 @@ Causes (:data:`ERROR_CAUSES`):
 * ``poison``: an input record that does not decode (dead-lettered, never retried);
 * ``fatal``: an error that stopped the executor (``next_tuple`` raised, say); the worker exits.
 
-Every report is counted by cause and type (``squall_component_errors_total``); at most
+Every report is counted by cause and type (``squall_errors_by_type_total``); at most
 ``topology.max.error.report.per.interval`` reports per executor are published every
-``topology.error.throttle.interval.secs`` (Storm's throttle, same keys and defaults), the rest
-only counted. The topic is compacted on ``component/task/slot`` keys, ``slot`` cycling through
-``squall.errors.kept.per.task``, so it keeps at most that many reports per task.
+``topology.error.throttle.interval.secs`` (Storm's throttle, same keys and defaults) with their
+traceback, and past that up to ``squall.errors.brief.per.interval`` more without it (so that a
+dead letter can still be explained); the rest are only counted. The topic is compacted on
+``component/task/slot`` keys, ``slot`` cycling through ``squall.errors.kept.per.task`` (and
+``b0``.. for the brief ones, as many as the brief cap), so it keeps a bounded number per task.
 """
 
 from __future__ import annotations
@@ -74,8 +76,8 @@ class ErrorReport:
     where: str
     roots: tuple[int, ...] = ()
 
-    def key(self, slot: int) -> bytes:
-        """The record key: ``component/task/slot`` (compaction keeps the latest report per key)."""
+    def key(self, slot: int | str) -> bytes:
+        """The record key: ``component/task/slot`` (compaction keeps the latest report per key; brief reports' slots are ``b0``, ``b1``, ...)."""
         return f"{self.component}/{self.task}/{slot}".encode()
 
     def encode(self) -> bytes:
@@ -142,6 +144,9 @@ class ErrorLog:
       publish: ``publish(key, value)`` writes one record to ``squall.T.__errors``.
       kept_per_task: slots per task (``squall.errors.kept.per.task``).
       wall: the wall clock (seconds); pid: the process id.
+      brief: past ``throttle``, reports without a traceback are still published through this
+        one (``squall.errors.brief.per.interval``), in a ring of ``brief_kept`` slots per task,
+        so that ``squall dlq show`` can still say why a record died; None: none.
     """
 
     def __init__(
@@ -154,6 +159,8 @@ class ErrorLog:
         kept_per_task: int,
         wall: Callable[[], float],
         pid: int,
+        brief: ErrorThrottle | None = None,
+        brief_kept: int = 100,
     ) -> None:
         self.topology = topology
         self.component = component
@@ -165,7 +172,9 @@ class ErrorLog:
         self.pid = pid
         self.counts: dict[str, dict[str, int]] = {}
         """``cause -> exception type -> reports`` (every report, published or not)."""
-        self.next_slot: dict[int, int] = {}
+        self.brief = brief
+        self.brief_kept = max(1, brief_kept)
+        self.next_slot: dict[tuple[str, int], int] = {}
 
     def report(
         self, cause: str, task: int, *, exc: BaseException | None = None, message: str = "", type_name: str = "", where: str = "", roots: Iterable[int] = ()
@@ -180,13 +189,15 @@ class ErrorLog:
         if exc is not None:
             type_name = type(exc).__name__
             message = message or str(exc)
-            trace = "".join(tb.format_exception(exc))[-MAX_TRACEBACK_CHARS:]
-        else:
-            trace = ""
         type_name = type_name or "Error"
         by_type = self.counts.setdefault(cause, {})
         by_type[type_name] = by_type.get(type_name, 0) + 1
-        if not self.throttle.allow():
+        if self.throttle.allow():
+            trace = "".join(tb.format_exception(exc))[-MAX_TRACEBACK_CHARS:] if exc is not None else ""
+            ring, slots = "", self.kept_per_task
+        elif self.brief is not None and self.brief.allow():
+            trace, ring, slots = "", "b", self.brief_kept
+        else:
             return None
         report = ErrorReport(
             self.topology,
@@ -203,9 +214,9 @@ class ErrorLog:
             where,
             tuple(roots),
         )
-        slot = self.next_slot.get(task, 0)
-        self.next_slot[task] = (slot + 1) % self.kept_per_task
-        self.publish(report.key(slot), report.encode())
+        slot = self.next_slot.get((ring, task), 0)
+        self.next_slot[(ring, task)] = (slot + 1) % slots
+        self.publish(report.key(f"{ring}{slot}"), report.encode())
         return report
 
 

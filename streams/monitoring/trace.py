@@ -184,31 +184,40 @@ def outcome(events: list[TraceEvent]) -> str:
 
 
 def diagnose(events: list[TraceEvent]) -> list[str]:
-    """Which component held an edge that was not acked in time, one line per such edge (none for a tree that completed).
+    """Which component held a tree that did not complete: one line per edge not acked in time (none for a tree that completed).
 
     An edge is emitted (by the spout or a bolt, to a target component) and acked by the task
-    that received it. An edge not acked before the tree ended (the acker's ``timeout`` or
-    ``acker_fail``): if a task received it, that task held it (a slow or stuck ``execute``, or
-    a bolt that never acks; a late ack says for how long); else it never arrived (it waited
-    behind other input, or was lost).
+    that received it. Only edges emitted before the tree ended (the acker's ``timeout`` or
+    ``acker_fail``) count. For each one not acked by then:
+
+    * received before the end: that task held it (a slow or stuck ``execute``, or a bolt
+      that never acks); a late ack says for how long;
+    * received after the end: it waited in the target's input (the target was busy, or behind);
+    * never received: it never reached the target (it still waited, or was lost).
     """
     ordered = sorted(events, key=lambda e: e.at)
     if not ordered:
         return []
     start = ordered[0].at
     end = next((e.at for e in ordered if e.event in ("timeout", "acker_fail")), None)
-    emitted = {e.edge: e for e in ordered if e.event == "emit" and e.edge}
+    horizon = end if end is not None else float("inf")
+    emitted = {e.edge: e for e in ordered if e.event == "emit" and e.edge and e.at <= horizon}
     settled = {e.edge: e for e in ordered if e.event in ("ack", "fail") and e.edge}
     received = {e.edge: e for e in ordered if e.event == "receive" and e.edge}
     out = []
     for edge, em in emitted.items():
         done = settled.get(edge)
-        if done is not None and (end is None or done.at <= end):
+        if done is not None and done.at <= horizon:
             continue
         got = received.get(edge)
         name = f"edge {edge:016x} from [{em.component}]"
         if got is None:
-            out.append(f"{name} to [{em.target}] was never received: [{em.target}] never got it (it waited behind other input, or was lost)")
+            out.append(f"{name} to [{em.target}] was never received: it never reached [{em.target}]")
+        elif got.at > horizon:
+            out.append(
+                f"{name} reached [{got.component}] task {got.task} ({got.worker}) only at +{got.at - start:.3f}s, after the tree ended at "
+                f"+{horizon - start:.3f}s: it waited in [{got.component}]'s input"
+            )
         elif done is None:
             out.append(
                 f"{name} was received by [{got.component}] task {got.task} ({got.worker}) at +{got.at - start:.3f}s and never acked: [{got.component}] held it"
@@ -216,6 +225,6 @@ def diagnose(events: list[TraceEvent]) -> list[str]:
         else:
             out.append(
                 f"{name} was received by [{got.component}] task {got.task} ({got.worker}) at +{got.at - start:.3f}s and {done.event}ed only at "
-                f"+{done.at - start:.3f}s, after the tree ended at +{(end or done.at) - start:.3f}s: [{got.component}] held it {done.at - got.at:.3f}s"
+                f"+{done.at - start:.3f}s, after the tree ended at +{horizon - start:.3f}s: [{got.component}] held it {done.at - got.at:.3f}s"
             )
     return out

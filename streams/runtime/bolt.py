@@ -22,11 +22,11 @@ from streams.kafka.clients import consumer_config, flush_patiently, new_consumer
 from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.kafka.positions import SpoutPositions
-from streams.kafka.progress import read_progress
 from streams.model.bolt import Bolt
 from streams.model.spec import Topology
 from streams.model.tuple import Tuple, tick_tuple
 from streams.monitoring.bolt_progress import encode_progress, progress_key, reexecution_window
+from streams.monitoring.progress_store import read_progress
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.runtime.routing import Router

@@ -160,6 +160,8 @@ class Executor:
             conf.errors_kept_per_task,
             time.time,
             os.getpid(),
+            ErrorThrottle(conf.error_throttle_interval_secs, conf.errors_brief_per_interval, time.monotonic),
+            max(1, conf.errors_brief_per_interval),
         )
         """This executor's errors (``squall errors``; :mod:`streams.monitoring.errors`)."""
         self.stats.errors = self.errors.counts

@@ -160,7 +160,7 @@ def test_a_failed_tree_replays_each_record_alone_and_a_bad_one_is_dead_lettered_
     assert spout.committable() == {("t", 0): 4} and spout.counters.dead_lettered == 1
 
 
-def test_a_dead_letter_says_the_last_cause_when_the_record_first_and_last_failed_and_its_last_root() -> None:
+def test_a_dead_letter_says_the_last_cause_when_the_record_first_and_last_failed_and_its_roots() -> None:
     spout, _, _ = open_spout(tree_records=1, max_retries=1)
     headers: list[dict[str, str]] = []
     spout.bind(SourceIO(lambda msg, reason, attempts, details: headers.append({"reason": reason, **details})))
@@ -181,6 +181,7 @@ def test_a_dead_letter_says_the_last_cause_when_the_record_first_and_last_failed
             "first.failure": "100.000",
             "last.failure": "107.500",
             "root": "12",
+            "roots": "11,12",
         }
     ]
 

@@ -96,6 +96,24 @@ def test_the_throttle_publishes_at_most_the_limit_per_window_and_counts_everythi
     assert len(keys) <= kept  # the slots cycle: compaction keeps at most `kept` per task
 
 
+def test_past_the_throttle_brief_reports_without_traceback_go_to_their_own_ring_up_to_their_cap() -> None:
+    published: list[tuple[bytes, bytes]] = []
+    clock = Clock()
+    log = ErrorLog(
+        "wc", "split", "w1", ErrorThrottle(10.0, 2, clock), lambda k, v: published.append((k, v)), 3, lambda: 1.0, 1, ErrorThrottle(10.0, 4, clock), 4
+    )
+    for i in range(10):
+        try:
+            boom()
+        except ZeroDivisionError as exc:
+            log.report("exception", 7, exc=exc, where=f"t[0]@{i}", roots=[100 + i])
+    reports = [json.loads(v) for _, v in published]
+    assert [k for k, _ in published] == [b"split/7/0", b"split/7/1", b"split/7/b0", b"split/7/b1", b"split/7/b2", b"split/7/b3"]
+    assert [bool(r["traceback"]) for r in reports] == [True, True, False, False, False, False]  # 2 full, then 4 brief
+    assert [r["roots"] for r in reports] == [[100 + i] for i in range(6)]
+    assert log.counts == {"exception": {"ZeroDivisionError": 10}}  # counted, all of them
+
+
 def test_latest_reports_keep_the_last_per_key_filter_by_component_and_skip_garbage() -> None:
     def rec(component: str, slot: int, at: float, msg: str) -> tuple[bytes, bytes]:
         r = ErrorReport("wc", component, 1, "w0", "h", 1, at, "exception", "E", msg, "", "")

@@ -87,4 +87,7 @@ def test_a_timed_out_tree_names_who_held_it_never_acked_acked_late_or_never_rece
     assert "acked only at +31.000s, after the tree ended at +30.600s: [count] held it 30.600s" in line
     lost = [e for e in held if not (e.event == "receive" and e.component == "count")]
     (line,) = diagnose(lost)
-    assert "to [count] was never received: [count] never got it" in line
+    assert "to [count] was never received: it never reached [count]" in line
+    waited = [e for e in lost if e.component != "count"] + [ev("receive", "count", 31.0, 22, task=2), ev("emit", "count", 31.1, 33, "sink")]
+    (line,) = diagnose(waited)  # received after the end: it waited; and what count emitted after the end is not blamed
+    assert "reached [count] task 2 (w0) only at +31.000s, after the tree ended at +30.600s: it waited in [count]'s input" in line

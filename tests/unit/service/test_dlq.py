@@ -42,6 +42,10 @@ def test_a_dead_letter_is_explained_by_the_report_of_its_last_tree_or_of_its_rec
     assert explain(LETTERS[0], reports) == reports[0]  # joined on the root of its last tree
     assert explain(LETTERS[1], reports) == reports[1]  # a poison record: joined on where it was read
     assert explain(LETTERS[2], reports) is None  # a timeout: nobody reported it
+    earlier = report("check", "exception", "squall.t.check[0]@2", (10,), "first try")
+    two_tries = DeadLetter(5, None, b"x", {**LETTERS[0].headers, "roots": "10,11"})
+    assert explain(two_tries, [earlier]) == earlier  # the last tree's report was throttled: an earlier tree's says why
+    assert explain(two_tries, [earlier, reports[0]]) == reports[0]  # the last tree's report first
     shown = show_lines(LETTERS[0], reports[0])
     assert shown[0] == "dead letter @0" and "  cause          fail" in shown and "  root           11" in shown
     assert "  value          line 1" in shown and any(line.startswith("  why            ") and "division by zero" in line for line in shown)
