@@ -17,6 +17,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -29,11 +30,13 @@ from service.control_log import ControlTopics
 from service.dlq import choose, explain, read_dead_letters, replay, show_lines
 from service.errors_view import error_lines, errors_json, read_errors
 from service.exceptions import UsageError
+from service.monitor import rate_lines, totals
 from service.progress import Progress
 from service.runner import Job
 from service.trace_view import parse_root, read_trees, summary_lines, tree_lines
 from service.verbs import (
     Client,
+    component_kinds,
     kill_topology,
     list_topologies,
     parse_conf,
@@ -45,6 +48,7 @@ from service.verbs import (
     submit,
 )
 from streams.exceptions import SquallError
+from streams.monitoring.board import StatsBoard
 from streams.monitoring.errors import ErrorReport
 from streams.monitoring.trace import outcome
 
@@ -366,62 +370,77 @@ def trace_cmd(
             typer.echo(line)
 
 
-dlq_app = typer.Typer(help="A topology's dead letters: list, show (with why), replay.", no_args_is_help=True)
-app.add_typer(dlq_app, name="dlq")
-Offsets = Annotated[list[int] | None, typer.Argument(help="dead-letter offsets (the @N that list prints)")]
-OnlyComponent = Annotated[str | None, typer.Option("--component", "-c", help="only this component's dead letters")]
-OnlyCause = Annotated[str | None, typer.Option("--cause", help="only this cause: poison, fail, timeout")]
-
-
-@dlq_app.command("list")
+@app.command("monitor")
 @user_errors
-def dlq_list(
+def monitor_cmd(
     name: Annotated[str, typer.Argument(help="topology name")],
-    component: OnlyComponent = None,
-    cause: OnlyCause = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", help="the last N")] = 20,
+    interval: Annotated[float, typer.Option("--interval", "-i", help="seconds between samples", min=0.5)] = 4.0,
+    component: Annotated[str | None, typer.Option("--component", "-m", help="only this component")] = None,
+    count: Annotated[int, typer.Option("--count", help="stop after N samples (default: until Ctrl-C)")] = 0,
     bootstrap_servers: Bootstrap = None,
 ) -> None:
-    """One line per dead letter: offset, when, component, cause, attempts, where it was read, why."""
-    letters = choose(read_dead_letters(client(bootstrap_servers).bootstrap, name), component=component, cause=cause)
-    if not letters:
-        typer.echo(f"{name}: no dead letters")
-    for d in letters[-limit:] if limit > 0 else []:
-        typer.echo(d.line())
-
-
-@dlq_app.command("show")
-@user_errors
-def dlq_show(name: Annotated[str, typer.Argument(help="topology name")], offsets: Offsets = None, bootstrap_servers: Bootstrap = None) -> None:
-    """Each dead letter's headers and record, and the error report that says why (with its traceback)."""
+    """Live rates per component: emitted, transferred, executed, acked, failed per second (storm monitor)."""
     c = client(bootstrap_servers)
-    letters = choose(read_dead_letters(c.bootstrap, name), offsets or ())
-    reports = read_errors(c.bootstrap, name)
-    for d in letters:
-        for line in show_lines(d, explain(d, reports)):
-            typer.echo(line)
+    kinds = component_kinds(c, name)
+    if component is not None and component not in kinds:
+        raise UsageError(f"[{name}] has no component {component!r} (it has {sorted(kinds)})")
+    board = StatsBoard(c.bootstrap, name, c.kafka.get("consumer"))
+    try:
+        board.read_to_now_or_reopen()
+        before, at = totals(board, kinds, component), time.monotonic()
+        n = 0
+        while count <= 0 or n < count:
+            time.sleep(interval)
+            board.read_to_now_or_reopen()
+            after, now = totals(board, kinds, component), time.monotonic()
+            for line in rate_lines(before, after, now - at, time.strftime("%H:%M:%S")):
+                typer.echo(line)
+            before, at, n = after, now, n + 1
+    except KeyboardInterrupt:
+        pass
+    finally:
+        board.close()
 
 
-@dlq_app.command("replay")
+class DlqAction(StrEnum):
+    """What ``squall dlq NAME ACTION`` does."""
+
+    list = "list"
+    show = "show"
+    replay = "replay"
+
+
+@app.command("dlq")
 @user_errors
-def dlq_replay(
-    name: Annotated[str, typer.Argument(help="topology name (running)")],
-    offsets: Offsets = None,
-    replay_all: Annotated[bool, typer.Option("--all", help="every dead letter chosen by --component and --cause")] = False,
-    component: OnlyComponent = None,
-    cause: OnlyCause = None,
+def dlq_cmd(
+    name: Annotated[str, typer.Argument(help="topology name")],
+    action: Annotated[DlqAction, typer.Argument(help="list: one line each; show: headers, record and why; replay: back to the spout's topic")],
+    offsets: Annotated[list[int] | None, typer.Argument(help="dead-letter offsets (the @N that list prints)")] = None,
+    replay_all: Annotated[bool, typer.Option("--all", help="replay: every dead letter chosen by --component and --cause")] = False,
+    component: Annotated[str | None, typer.Option("--component", "-c", help="only this component's dead letters")] = None,
+    cause: Annotated[str | None, typer.Option("--cause", help="only this cause: poison, fail, timeout")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="list: the last N")] = 20,
     bootstrap_servers: Bootstrap = None,
 ) -> None:
-    """Write dead letters back to the topic a spout read them from, as new deliveries."""
-    if not offsets and not replay_all:
-        raise UsageError("name the dead letters to replay (offsets from squall dlq list), or give --all")
+    """A topology's dead letters: list them, show one with the error report that says why, or replay them as new deliveries."""
     c = client(bootstrap_servers)
+    if action is DlqAction.replay and not offsets and not replay_all:
+        raise UsageError("name the dead letters to replay (offsets from squall dlq NAME list), or give --all")
     letters = choose(read_dead_letters(c.bootstrap, name), offsets or (), component, cause)
     if not letters:
-        typer.echo(f"{name}: no dead letters chosen")
+        typer.echo(f"{name}: no dead letters{' chosen' if offsets or component or cause else ''}")
         return
-    per_topic = replay(c.bootstrap, name, letters, spout_ids(c, name))
-    typer.echo("replayed " + ", ".join(f"{n} records to {topic}" for topic, n in sorted(per_topic.items())))
+    if action is DlqAction.list:
+        for d in letters[-limit:] if limit > 0 else []:
+            typer.echo(d.line())
+    elif action is DlqAction.show:
+        reports = read_errors(c.bootstrap, name)
+        for d in letters:
+            for line in show_lines(d, explain(d, reports)):
+                typer.echo(line)
+    else:
+        per_topic = replay(c.bootstrap, name, letters, spout_ids(c, name))
+        typer.echo("replayed " + ", ".join(f"{n} records to {topic}" for topic, n in sorted(per_topic.items())))
 
 
 def ms(seconds: float | None) -> str:

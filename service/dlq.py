@@ -65,7 +65,7 @@ class DeadLetter:
         return [] if self.root is None else [self.root]
 
     def line(self) -> str:
-        """One line for ``squall dlq list``: offset, when, component, cause, attempts, source, reason."""
+        """One line for ``squall dlq NAME list``: offset, when, component, cause, attempts, source, reason."""
         topic, partition, offset = self.source
         last = self.headers.get("last.failure")
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(last))) if last else "-"
@@ -134,7 +134,7 @@ def explain(letter: DeadLetter, reports: list[ErrorReport]) -> ErrorReport | Non
 
 
 def show_lines(letter: DeadLetter, report: ErrorReport | None) -> list[str]:
-    """What ``squall dlq show`` prints for one dead letter: headers, the record, and why."""
+    """What ``squall dlq NAME show`` prints for one dead letter: headers, the record, and why."""
     out = [f"dead letter @{letter.offset}"]
     out += [f"  {k:<14} {v}" for k, v in sorted(letter.headers.items())]
     for name, raw in (("key", letter.key), ("value", letter.value)):

@@ -113,13 +113,18 @@ def events(client: Client, name: str) -> list[dict[str, Any]]:
     return [e for e in read_topic(client.bootstrap, client.names.events) if e.get("topology") == name]
 
 
-def spout_ids(client: Client, name: str) -> set[str]:
-    """The spouts of running topology ``name`` (ControlError if it is not running)."""
+def component_kinds(client: Client, name: str) -> dict[str, str]:
+    """``component -> spout or bolt`` of running topology ``name`` (ControlError if it is not running)."""
     client.connect()
     rec = client.record(name)
     with tempfile.TemporaryDirectory() as tmp:
         _, topology, _ = load_record(rec, Path(tmp), client.service_conf)
-    return {c.id for c in topology.components.values() if c.is_spout}
+    return {c.id: "spout" if c.is_spout else "bolt" for c in topology.components.values()}
+
+
+def spout_ids(client: Client, name: str) -> set[str]:
+    """The spouts of running topology ``name`` (ControlError if it is not running)."""
+    return {c for c, kind in component_kinds(client, name).items() if kind == "spout"}
 
 
 def _shape(client: Client, rec: TopologyRecord) -> dict[str, Any]:

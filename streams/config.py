@@ -192,7 +192,7 @@ class TopologyConfig(BaseModel):
         alias="squall.errors.brief.per.interval",
         ge=0,
         description="past topology.max.error.report.per.interval, errors an executor still publishes per throttle window without "
-        "their traceback, in a ring of as many slots per task (so squall dlq show can say why a record died; default 100)",
+        "their traceback, in a ring of as many slots per task (so squall dlq NAME show can say why a record died; default 100)",
     )
     errors_kept_per_task: int = Field(
         10, alias="squall.errors.kept.per.task", ge=1, description="error reports squall.T.__errors keeps per task (compacted; default 10)"

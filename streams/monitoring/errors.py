@@ -59,7 +59,7 @@ class ErrorReport:
       traceback: the formatted traceback ("" for a fail or a poison record).
       where: the input record, ``topic[partition]@offset`` ("" for none).
       roots: the root ids of the input tuple's trees (a dead letter's ``squall.root`` header
-        names the last tree of its record: ``squall dlq show`` joins them).
+        names the last tree of its record: ``squall dlq NAME show`` joins them).
     """
 
     topology: str
@@ -146,7 +146,7 @@ class ErrorLog:
       wall: the wall clock (seconds); pid: the process id.
       brief: past ``throttle``, reports without a traceback are still published through this
         one (``squall.errors.brief.per.interval``), in a ring of ``brief_kept`` slots per task,
-        so that ``squall dlq show`` can still say why a record died; None: none.
+        so that ``squall dlq NAME show`` can still say why a record died; None: none.
     """
 
     def __init__(

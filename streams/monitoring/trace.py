@@ -9,7 +9,7 @@ For each sampled tree (:data:`EVENTS`):
 
 * the spout's ``emit`` of each tuple (its edge id and target component);
 * each bolt task's ``receive`` (the input's edge id), ``emit`` (the new edge and its target),
-  ``ack`` and ``fail``;
+  ``ack``, ``fail``, and ``execute`` when ``execute`` returned;
 * the acker's ``init``, ``ack`` (an XOR arrived), ``complete``, ``fail`` and ``timeout``.
 
 A :class:`TraceEvent` names the component, task, worker and wall-clock time. An executor
@@ -29,7 +29,7 @@ from typing import Any
 
 from streams.exceptions import DecodeError
 
-EVENTS = ("emit", "receive", "ack", "fail", "init", "acker_ack", "complete", "acker_fail", "timeout")
+EVENTS = ("emit", "receive", "execute", "ack", "fail", "init", "acker_ack", "complete", "acker_fail", "timeout")
 """What happened to a sampled tree (``acker_*``: the acker's view of an ack or fail op)."""
 
 ACKER_OUTCOMES = {"complete": "complete", "fail": "acker_fail", "timeout": "timeout"}

@@ -215,6 +215,12 @@ class BoltExecutor(Executor):
             log.error("[%s] task %d failed on %s: %s", self.component, task.task_id, t.where, exc, exc_info=exc)
         took = time.perf_counter() - start
         self._busy_s += took
+        tracer = self.tracer
+        if tracer is not None:
+            limit = tracer.limit
+            for root, edge in t.anchors.items():
+                if (root >> 32) < limit:  # execute returned: its time is this event's minus the receive's
+                    tracer.event("execute", root, task.task_id, edge=edge, stream=t.stream, where=t.where)
         if t.stream[:2] != "__":  # system tuples (ticks, batch markers, commits) are not counted, as in Storm's UI
             self._exec_hist.record(took)
 

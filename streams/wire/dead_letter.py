@@ -7,7 +7,7 @@ it (a Python executor or a SparkBolt's processor): ``squall.error``, ``squall.co
 tree's last failure before the retries ran out). A KafkaSpout's dead letter also says which
 task gave up (``squall.task``), when the record first and last failed (``squall.first.failure``,
 ``squall.last.failure``, wall-clock seconds) and the root id of its last tree
-(``squall.root``), which ``squall dlq show`` joins with the error reports
+(``squall.root``), which ``squall dlq NAME show`` joins with the error reports
 (``schemas/README.md``).
 
 >>> dead_letter_headers("bad JSON", component="split", topic="squall.t.split", partition=2, offset=17, attempts=0)[:2]

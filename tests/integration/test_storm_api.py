@@ -148,25 +148,31 @@ def test_errors_dead_letters_and_the_storm_ui_api_of_a_served_topology(cluster: 
 
     fuzz()
 
+    # storm monitor: two samples a second apart, a line per component each.
+    monitored = cluster.squall("monitor", wc, "-i", "1", "--count", "2").stdout.splitlines()
+    assert len(monitored) == 6 and all(" emitted " in line and "/s" in line for line in monitored)
+    assert [line.split()[1] for line in monitored] == ["check", "count", "lines"] * 2
+    assert cluster.squall("monitor", wc, "-m", "nope", "--count", "1", check=False).returncode == 2
+
     # Dead letters that say why, and a replay once the bug is fixed.
     deadline = time.monotonic() + 60
-    while len(listed := cluster.squall("dlq", "list", wc).stdout.splitlines()) < 3:
+    while len(listed := cluster.squall("dlq", wc, "list").stdout.splitlines()) < 3:
         assert time.monotonic() < deadline, f"three dead letters expected, got {listed}"
         time.sleep(0.5)
     assert len(listed) == 3
     assert sum("[lines] fail    attempts 3" in line for line in listed) == 2 and sum("[lines] poison  attempts 0" in line for line in listed) == 1
-    shown = cluster.squall("dlq", "show", wc).stdout
+    shown = cluster.squall("dlq", wc, "show").stdout
     assert "exception ZeroDivisionError: division by zero" in shown and "poison JSONDecodeError" in shown
     assert "fail Fail: rejected: 'reject this one' names no known user" in shown
     assert 'print(1 / len(""))' in shown  # the joined report's traceback
-    reject = next(line for line in listed if "reject" in cluster.squall("dlq", "show", wc, line.split()[0][1:]).stdout)
+    reject = next(line for line in listed if "reject" in cluster.squall("dlq", wc, "show", line.split()[0][1:]).stdout)
     fixed.touch()
-    out = cluster.squall("dlq", "replay", wc, reject.split()[0][1:]).stdout
+    out = cluster.squall("dlq", wc, "replay", reject.split()[0][1:]).stdout
     assert out.strip() == f"replayed 1 records to squall.{wc}.lines"
     deadline = time.monotonic() + 60
     while cluster.counts(wc).get("reject") != 1:
         assert time.monotonic() < deadline, f"the replayed line was not counted: {cluster.counts(wc)}"
         time.sleep(0.5)
     assert cluster.counts(wc) == {"the": 2, "cat": 1, "sat": 1, "dog": 1, "reject": 1, "this": 1, "one": 1}
-    refused = cluster.squall("dlq", "replay", wc, check=False)
+    refused = cluster.squall("dlq", wc, "replay", check=False)
     assert refused.returncode == 2 and "name the dead letters to replay" in refused.stderr

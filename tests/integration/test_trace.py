@@ -34,7 +34,7 @@ def test_a_timed_out_tree_is_traced_to_the_bolt_that_held_it(settings: ServiceSe
     assert ended.count("complete") >= 40 and "timed out" in ended
     complete = next(ev for ev in trees.values() if outcome(ev) == "complete")
     kinds = [e.event for e in complete]
-    assert kinds[0] == "emit" and {"init", "receive", "ack", "acker_ack", "complete"} <= set(kinds)
+    assert kinds[0] == "emit" and {"init", "receive", "execute", "ack", "acker_ack", "complete"} <= set(kinds)
     assert {e.component for e in complete} >= {"lines", "parse", "slow", "count", "__acker"}
     assert diagnose(complete) == []
 
