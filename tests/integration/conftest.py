@@ -39,7 +39,8 @@ from service.apache_kafka import ApacheKafka
 from service.broker import EMBEDDED_LAYER, EmbeddedBroker
 from service.config import ServiceSettings
 from service.corpus import read_lines, shakespeare_texts
-from service.runner import Job, Summary
+from service.runner import Job
+from service.summary import Summary
 from streams.testing import RunResult
 from streams.wire.naming import dead_letter_topic
 

@@ -12,7 +12,8 @@ import pytest
 
 from service.admin import read_topic
 from service.config import ServiceSettings
-from service.runner import Job, Summary
+from service.runner import Job
+from service.summary import Summary
 from streams.wire.naming import acker_topic
 from tests.integration.conftest import TOPOLOGIES, corpus_slice, dead_letters, direct_count, run_job
 
