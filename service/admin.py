@@ -11,7 +11,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from service.exceptions import BrokerError
+from service.exceptions import BrokerError, UsageError
 from streams.config import TopologyConfig, resolve
 from streams.kafka.changelog_store import SCHEME as CHANGELOG_SCHEME
 from streams.kafka.clients import at_high_watermarks, new_admin, new_consumer
@@ -198,3 +198,14 @@ def read_records(bootstrap: str, topic: str, timeout_s: float = 120.0) -> list[t
                 raise BrokerError(f"[reader] {topic} not read to its end within {timeout_s} s ({len(out)} records so far)")
     finally:
         c.close()
+
+
+def require_topic(bootstrap: str, topic: str, topology: str, timeout_s: float = 10.0) -> None:
+    """Raise BrokerError (one line) if no broker answers at ``bootstrap``, UsageError if it has no ``topic`` (the topology never ran there)."""
+    admin = new_admin({"bootstrap.servers": bootstrap, "log_level": 0})
+    try:
+        topics = admin.list_topics(timeout=timeout_s).topics
+    except KafkaException as exc:
+        raise BrokerError(f"[{topology}] no Kafka broker answers at {bootstrap} (bootstrap.servers)") from exc
+    if topic not in topics:
+        raise UsageError(f"[{topology}] no such topology on {bootstrap}: it has no topic {topic}")

@@ -67,6 +67,8 @@ class TopologyRecord(BaseModel):
     changed_at: float = 0.0
     kill_at: float | None = None
     rebalance_from: Status | None = None
+    log_levels: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """``logger -> {"level": LEVEL, "until": wall seconds or None}`` (``squall set_log_level``; :mod:`service.log_levels`)."""
 
     @staticmethod
     def new(name: str, source: str, file_name: str, conf: dict[str, Any], now: float) -> TopologyRecord:
@@ -119,6 +121,17 @@ def kill(rec: TopologyRecord, wait_s: float, now: float) -> TopologyRecord:
     if wait_s < 0:
         raise ControlError(f"[{rec.name}] kill -w must be >= 0 seconds, got {wait_s}")
     return rec._next(now, status=Status.KILLED, kill_at=now + wait_s)
+
+
+def set_log_levels(rec: TopologyRecord, levels: dict[str, dict[str, Any]], resets: list[str], now: float) -> TopologyRecord:
+    """Set loggers' levels (``levels``), and drop ``resets`` (back to their own level), in the workers (Storm ``set_log_level``).
+
+    The version stays: no worker is replanned or restarted; each worker's control watcher
+    applies the levels. Expired levels are dropped. Raises ControlError on a killed topology.
+    """
+    _alive(rec, "set log levels")
+    kept = {name: v for name, v in rec.log_levels.items() if name not in resets and (v.get("until") is None or now < v["until"])}
+    return rec.model_copy(update={"log_levels": {**kept, **levels}, "changed_at": now})
 
 
 def rebalance(rec: TopologyRecord, now: float, workers: int | None, executors: dict[str, int], tasks: dict[str, int]) -> TopologyRecord:

@@ -52,6 +52,7 @@ from service.spawn import log_tail, spawn_worker
 from service.state_placement import local_state_components, refusal
 from service.storm_api_data import storm_api
 from service.verbs import Client
+from service.worker_logs import log_file
 from streams.config import resolve
 from streams.exceptions import SquallError
 from streams.monitoring.board import StatsBoard
@@ -165,7 +166,7 @@ class SupervisorService:
             registry=self.registry,
         )
         api_client = Client(bootstrap, self.service_conf, self.kafka, self.names)
-        self.http = HealthServer(settings.http_host, settings.http_port, self.registry, self.ready, storm_api(api_client).handle)
+        self.http = HealthServer(settings.http_host, settings.http_port, self.registry, self.ready, storm_api(api_client).handle, self.home / "logs")
 
     # -- lifecycle -------------------------------------------------------------------
     def stop(self) -> None:
@@ -313,7 +314,7 @@ class SupervisorService:
         plan = self.plans[spec.key.topology]
         logs = self.home / "logs"
         logs.mkdir(exist_ok=True)
-        log_path = logs / f"{spec.key.topology}-w{spec.key.worker}.log"
+        log_path = log_file(logs, spec.key.topology, spec.key.worker)
         ready = plan.path.parent / f"worker-{spec.key.worker}.ready"
         ready.unlink(missing_ok=True)
         heartbeat = heartbeat_path(plan.path.parent, spec.key.worker)
@@ -324,7 +325,16 @@ class SupervisorService:
         tasks = sorted([c, t] for c, t in task_refs(spec.executors))
         self._event(
             spec.key.topology,
-            {"event": "started", "supervisor": self.id, "worker": spec.key.worker, "pid": proc.pid, "version": spec.version, "tasks": tasks, "at": now},
+            {
+                "event": "started",
+                "supervisor": self.id,
+                "worker": spec.key.worker,
+                "pid": proc.pid,
+                "version": spec.version,
+                "tasks": tasks,
+                "at": now,
+                "http": f"{self.http.host}:{self.http.port}",
+            },
         )
         log.info("[%s] started worker w%d (pid %d): %s", spec.key.topology, spec.key.worker, proc.pid, spec.components)
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
+from service.admin import require_topic
 from service.exceptions import BrokerError, UsageError
-from streams.kafka.clients import at_high_watermarks, new_admin, new_consumer, new_producer
+from streams.kafka.clients import at_high_watermarks, new_consumer, new_producer
 from streams.monitoring.errors import ErrorReport
 from streams.wire.dead_letter import read_dead_letter_headers
 from streams.wire.naming import dead_letter_topic
@@ -80,8 +81,7 @@ def read_dead_letters(bootstrap: str, topology: str, timeout_s: float = 60.0) ->
     BrokerError when the topic cannot be read to its end within ``timeout_s`` seconds.
     """
     topic = dead_letter_topic(topology)
-    if topic not in new_admin({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=10).topics:
-        raise UsageError(f"[{topology}] no such topology on {bootstrap}: it has no topic {topic}")
+    require_topic(bootstrap, topic, topology)
     c = new_consumer({"bootstrap.servers": bootstrap, "group.id": f"squall.{topology}.__dlq_reader", "enable.auto.commit": False, "log_level": 0})
     try:
         c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])

@@ -11,9 +11,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from service.admin import read_records
-from service.exceptions import UsageError
-from streams.kafka.clients import new_admin
+from service.admin import read_records, require_topic
 from streams.monitoring.errors import ErrorReport, latest_reports
 from streams.wire.naming import errors_topic
 
@@ -25,9 +23,7 @@ def read_errors(bootstrap: str, topology: str, component: str | None = None, tim
     (it never ran there), BrokerError when the topic cannot be read to its end.
     """
     topic = errors_topic(topology)
-    admin = new_admin({"bootstrap.servers": bootstrap, "log_level": 0})
-    if topic not in admin.list_topics(timeout=10).topics:
-        raise UsageError(f"[{topology}] no such topology on {bootstrap}: it has no topic {topic}")
+    require_topic(bootstrap, topic, topology)
     return latest_reports(((k, v) for k, v in read_records(bootstrap, topic, timeout_s)), topic, component)
 
 

@@ -5,7 +5,8 @@
 topic, and every worker it runs has its tasks assigned and its acker state restored),
 else 503 with the reason (readiness). ``/metrics``: the registry passed in, in
 Prometheus' text format. ``/api/v1/...``: a read-only subset of the Storm UI's REST API
-(:mod:`service.storm_api`), JSON. Binds to 127.0.0.1 unless ``squall.http.host`` says otherwise.
+(:mod:`service.storm_api`), JSON. ``/logs/<topology>/<worker>?offset=N``: this supervisor's log
+of that worker (:mod:`service.worker_logs`). Binds to 127.0.0.1 unless ``squall.http.host`` says otherwise.
 """
 
 from __future__ import annotations
@@ -13,11 +14,15 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import urllib.parse
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from service.worker_logs import NEXT_OFFSET, read_log
 
 log = logging.getLogger("squall.http")
 
@@ -25,6 +30,7 @@ HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
 METRICS_PATH = "/metrics"
 API_PATH = "/api/v1/"
+LOGS_PATH = "/logs/"
 
 
 class HealthServer:
@@ -40,6 +46,7 @@ class HealthServer:
         registry: CollectorRegistry,
         ready: Callable[[], tuple[bool, str]],
         api: Callable[[str], tuple[int, dict[str, Any]]] | None = None,
+        logs_dir: Path | None = None,
     ) -> None:
         outer = self
 
@@ -53,6 +60,14 @@ class HealthServer:
                     self._send(200 if ok else 503, (why + "\n").encode(), "text/plain")
                 elif path == METRICS_PATH:
                     self._send(200, generate_latest(outer.registry), CONTENT_TYPE_LATEST)
+                elif path.startswith(LOGS_PATH) and outer.logs_dir is not None:
+                    query = urllib.parse.parse_qs(self.path.partition("?")[2])
+                    try:
+                        offset = int(query.get("offset", ["-65536"])[0])
+                    except ValueError:
+                        offset = -65536
+                    status, text, nxt = read_log(outer.logs_dir, path, offset)
+                    self._send(status, text, "text/plain; charset=utf-8", {NEXT_OFFSET: str(nxt)})
                 elif path.startswith(API_PATH) and outer.api is not None:
                     try:
                         code, body = outer.api(path)
@@ -63,9 +78,11 @@ class HealthServer:
                 else:
                     self._send(404, b"not found\n", "text/plain")
 
-            def _send(self, code: int, body: bytes, ctype: str) -> None:
+            def _send(self, code: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
                 self.send_response(code)
                 self.send_header("Content-Type", ctype)
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -76,6 +93,7 @@ class HealthServer:
         self.registry = registry
         self.ready = ready
         self.api = api
+        self.logs_dir = logs_dir
         self.server = ThreadingHTTPServer((host, port), Handler)
         self.host = host
         self.port = int(self.server.server_address[1])

@@ -7,10 +7,9 @@ says which component held the edges that were never acked.
 
 from __future__ import annotations
 
-from service.admin import read_records
+from service.admin import read_records, require_topic
 from service.exceptions import UsageError
 from streams.exceptions import DecodeError
-from streams.kafka.clients import new_admin
 from streams.monitoring.trace import TraceEvent, decode_batch, diagnose, outcome, timeline
 from streams.wire.naming import trace_topic
 
@@ -21,8 +20,7 @@ def read_trees(bootstrap: str, topology: str, timeout_s: float = 60.0) -> dict[i
     Raises UsageError naming the topology when it has no trace topic on ``bootstrap``.
     """
     topic = trace_topic(topology)
-    if topic not in new_admin({"bootstrap.servers": bootstrap, "log_level": 0}).list_topics(timeout=10).topics:
-        raise UsageError(f"[{topology}] no such topology on {bootstrap}: it has no topic {topic}")
+    require_topic(bootstrap, topic, topology)
     trees: dict[int, list[TraceEvent]] = {}
     for i, (_key, value) in enumerate(read_records(bootstrap, topic, timeout_s)):
         try:

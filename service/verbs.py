@@ -21,10 +21,11 @@ import yaml
 
 from service.admin import ensure_topology_topics, read_topic
 from service.broker import EMBEDDED_EVENT_KEY
-from service.control import TopologyRecord, activate, deactivate, kill, rebalance, rebalanced
+from service.control import TopologyRecord, activate, deactivate, kill, rebalance, rebalanced, set_log_levels
 from service.control_log import ControlLog, ControlTopics, ControlWriter, ensure_control_topics, probe
 from service.errors_view import read_errors
 from service.exceptions import ControlError, UsageError
+from service.log_levels import parse_level
 from service.plan import load_record
 from streams.config import KEYS, resolve
 from streams.model.loader import load_topology
@@ -167,6 +168,19 @@ def list_topologies(client: Client, now: float) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def set_log_level(client: Client, name: str, specs: list[str], resets: list[str], now: float) -> str:
+    """``squall set_log_level NAME -l logger=LEVEL[:SECONDS] -r logger``. Raises UsageError (a bad spec), ControlError (an unknown topology)."""
+    if not specs and not resets:
+        raise UsageError(f"[{name}] set_log_level: give -l LOGGER=LEVEL[:SECONDS] or -r LOGGER")
+    levels = dict(parse_level(spec, now) for spec in specs)
+    client.connect()
+    rec = set_log_levels(client.record(name), levels, resets, now)
+    client.put(rec)
+    parts = [f"{logger}={v['level']}" + (f" for {v['until'] - now:g} s" if v["until"] else "") for logger, v in levels.items()]
+    parts += [f"{logger} reset" for logger in resets]
+    return f"{name}: " + ", ".join(parts)
 
 
 def set_active(client: Client, name: str, active: bool, now: float) -> str:

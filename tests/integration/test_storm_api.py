@@ -154,6 +154,28 @@ def test_errors_dead_letters_and_the_storm_ui_api_of_a_served_topology(cluster: 
     assert [line.split()[1] for line in monitored] == ["check", "count", "lines"] * 2
     assert cluster.squall("monitor", wc, "-m", "nope", "--count", "1", check=False).returncode == 2
 
+    # storm set_log_level with its timed revert, seen through squall logs (each supervisor serves its workers' logs).
+    assert cluster.squall("set_log_level", wc, "-l", "erring=DEBUG").stdout.strip() == f"{wc}: erring=DEBUG"
+    deadline = time.monotonic() + 30
+    while "logger erring set to DEBUG" not in (logs := cluster.squall("logs", wc).stdout):
+        assert time.monotonic() < deadline, logs[-2000:]
+        time.sleep(0.5)
+    more = tmp_path / "more.txt"
+    more.write_text("a line to check\n")
+    assert cluster.feed(f"squall.{wc}.lines", more, seconds=0.1, partitions=1).wait(120) == 0
+    deadline = time.monotonic() + 30
+    while "checking 'a line to check'" not in (logs := cluster.squall("logs", wc).stdout):
+        assert time.monotonic() < deadline, logs[-2000:]
+        time.sleep(0.5)
+    assert f"== {wc} w0 on supervisor s1 ==" in logs and f"== {wc} w1 on supervisor s1 ==" in logs
+    assert cluster.squall("set_log_level", wc, "-l", "erring=INFO:1").stdout.strip() == f"{wc}: erring=INFO for 1 s"
+    deadline = time.monotonic() + 30
+    while "logger erring back to NOTSET" not in (logs := cluster.squall("logs", wc).stdout):  # Storm's timed revert, after 1 s
+        assert time.monotonic() < deadline, logs[-2000:]
+        time.sleep(0.5)
+    assert "logger erring set to INFO" in logs
+    assert cluster.squall("logs", wc, "-f", check=False).returncode == 2  # -f follows one worker
+
     # Dead letters that say why, and a replay once the bug is fixed.
     deadline = time.monotonic() + 60
     while len(listed := cluster.squall("dlq", wc, "list").stdout.splitlines()) < 3:
@@ -173,6 +195,6 @@ def test_errors_dead_letters_and_the_storm_ui_api_of_a_served_topology(cluster: 
     while cluster.counts(wc).get("reject") != 1:
         assert time.monotonic() < deadline, f"the replayed line was not counted: {cluster.counts(wc)}"
         time.sleep(0.5)
-    assert cluster.counts(wc) == {"the": 2, "cat": 1, "sat": 1, "dog": 1, "reject": 1, "this": 1, "one": 1}
+    assert cluster.counts(wc) == {"the": 2, "cat": 1, "sat": 1, "dog": 1, "a": 1, "line": 1, "to": 1, "check": 1, "reject": 1, "this": 1, "one": 1}
     refused = cluster.squall("dlq", wc, "replay", check=False)
     assert refused.returncode == 2 and "name the dead letters to replay" in refused.stderr

@@ -14,6 +14,7 @@ alone and the good lines are counted once.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import Any
 
@@ -21,6 +22,8 @@ from confluent_kafka import Message
 
 from examples.wordcount import Count, words
 from streams import BasicBolt, BasicOutputCollector, FailedException, KafkaSpout, RecordTranslator, Topology, TopologyBuilder, Tuple
+
+log = logging.getLogger("erring")
 
 
 class StrictLines(RecordTranslator):
@@ -43,6 +46,7 @@ class Check(BasicBolt):
 
     def execute(self, tuple: Tuple, collector: BasicOutputCollector) -> None:  # noqa: A002
         line = tuple[0]
+        log.debug("checking %r", line)  # shown once squall set_log_level turns "erring" to DEBUG
         if "divide" in line:
             print(1 / len(""))
         if "reject" in line and not fixed():
