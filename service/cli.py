@@ -9,27 +9,23 @@ topology or broker) and exits 2; ``--verbose`` also prints the traceback. Verbs 
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import signal
 import sys
 import time
-import traceback
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 
 from service.apache_kafka import KAFKA_VERSION, ApacheKafka
 from service.broker import EMBEDDED_WARNING, EmbeddedBroker
-from service.config import ServiceSettings
-from service.control_log import ControlTopics
+from service.cli_base import DEFAULT_BOOTSTRAP, Bootstrap, app, client, settings, user_errors
+from service.cli_ops import register_diagnosis_verbs
 from service.progress import Progress
 from service.runner import Job
 from service.verbs import (
-    Client,
     kill_topology,
     list_topologies,
     parse_conf,
@@ -39,60 +35,7 @@ from service.verbs import (
     status,
     submit,
 )
-from streams.exceptions import SquallError
 from streams.monitoring.errors import ErrorReport
-
-app = typer.Typer(help="Squall: Storm's guaranteed message processing on Kafka.", no_args_is_help=True, pretty_exceptions_enable=False)
-DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-class State:
-    """Process-wide CLI state: ``--verbose`` (tracebacks on user errors)."""
-
-    verbose = False
-
-
-def user_errors(fn: F) -> F:
-    """Print a SquallError as one line and exit 2 (a traceback only with --verbose)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except SquallError as exc:
-            if State.verbose:
-                traceback.print_exc()
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
-
-    return wrapper  # type: ignore[return-value]
-
-
-Bootstrap = Annotated[str | None, typer.Option("--bootstrap-servers", envvar="SQUALL_BOOTSTRAP_SERVERS", help="the Kafka to use (HOST:PORT,...)")]
-
-
-@app.callback()
-def main_options(verbose: Annotated[bool, typer.Option("--verbose", "-v", help="print tracebacks")] = False) -> None:
-    """Options for every verb (``--verbose``)."""
-    State.verbose = verbose
-
-
-def settings(bootstrap: str | None) -> ServiceSettings:
-    """The service settings.
-
-    A service file's ``kafka: {security: ...}`` goes to the env, so every Kafka client of
-    this process and of the workers it starts uses it.
-    """
-    s = ServiceSettings(bootstrap_servers=bootstrap) if bootstrap else ServiceSettings()
-    s.export_kafka_security()
-    return s
-
-
-def client(bootstrap: str | None) -> Client:
-    """A control-plane client for the verbs, from the service settings."""
-    s = settings(bootstrap)
-    return Client(s.resolved_bootstrap() or DEFAULT_BOOTSTRAP, s.topology_layer(), s.kafka_overrides(), ControlTopics(s.control_namespace))
 
 
 @app.command()
@@ -308,7 +251,9 @@ def ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1000:.1f}"
 
 
-import service.cli_ops  # noqa: E402, F401 - registers the diagnosis verbs (errors, trace, dlq, logs, monitor, set_log_level) on app
+register_diagnosis_verbs()
+
+__all__ = ["app", "main"]
 
 
 def main() -> None:
@@ -316,7 +261,5 @@ def main() -> None:
     app()
 
 
-if __name__ == "__main__":  # python -m service.cli: run the module as imported, where service.cli_ops registered its verbs
-    from service.cli import main as imported_main
-
-    imported_main()
+if __name__ == "__main__":
+    main()

@@ -1,7 +1,8 @@
 """The diagnosis verbs of the ``squall`` command line: ``errors``, ``trace``, ``dlq``, ``logs``, ``monitor``, ``set_log_level``.
 
-Registered on :data:`service.cli.app` when :mod:`service.cli` is imported (the same one-line
-errors and exit code 2 for a user's mistake).
+Defined on :data:`service.cli_base.app` when this module is imported; :mod:`service.cli`
+imports it (:func:`register_diagnosis_verbs`). The same one-line errors and exit code 2 for a
+user's mistake.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from service.cli import Bootstrap, app, client, user_errors
+from service.cli_base import Bootstrap, app, client, user_errors
 from service.dlq import choose, explain, read_dead_letters, replay, show_lines
 from service.errors_view import error_lines, errors_json, read_errors
 from service.exceptions import UsageError
@@ -195,3 +196,7 @@ def dlq_cmd(
     else:
         per_topic = replay(c.bootstrap, name, letters, spout_ids(c, name))
         typer.echo("replayed " + ", ".join(f"{n} records to {topic}" for topic, n in sorted(per_topic.items())))
+
+
+def register_diagnosis_verbs() -> None:
+    """Nothing to do: importing this module defined the verbs on the shared app (the call makes :mod:`service.cli`'s dependency explicit)."""
