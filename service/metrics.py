@@ -49,6 +49,7 @@ COUNTERS = {
     "executed": "Tuples executed",
     "errors": "Exceptions raised by user code",
     "trace_events": "Events of sampled trees published to squall.T.__trace (topology.debug)",
+    "diagnostics_lost": "Error reports and trace records the broker did not take (they never fail a tree)",
     "ops": "Acker ops applied",
     "complete": "Trees completed by the acker",
     "fail": "Trees failed by an explicit fail (acker)",

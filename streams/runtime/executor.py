@@ -239,10 +239,29 @@ class Executor:
         return task_id, ctx, obj
 
     def _publish_trace(self, key: bytes, value: bytes) -> None:
-        self.produce(trace_topic(self.topology.name), value, key=key)
+        self._produce_diagnostic(trace_topic(self.topology.name), value, key)
 
     def _publish_error(self, key: bytes, value: bytes) -> None:
-        self.produce(errors_topic(self.topology.name), value, key=key)
+        self._produce_diagnostic(errors_topic(self.topology.name), value, key)
+
+    def _produce_diagnostic(self, topic: str, value: bytes, key: bytes) -> None:
+        """Produce an error report or trace record with its own delivery callback.
+
+        A diagnostic record that is not delivered is counted (``diagnostics_lost``) and logged,
+        but never counts as a lost output: the producer's own callback would make the next
+        flush fail the trees it was about to ack (:class:`streams.kafka.clients.DeliveryTracker`).
+        """
+        while True:
+            try:
+                self.producer.produce(topic, value, key, on_delivery=self._diagnostic_delivered)
+                return
+            except BufferError:
+                self.producer.poll(0.05)
+
+    def _diagnostic_delivered(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.stats.inc("diagnostics_lost")
+            log.warning("[%s] a diagnostic record to %s was not delivered: %s", self.component, msg.topic(), err)
 
     def _report_fatal(self, exc: BaseException) -> None:
         """Publish the error that stops this executor (``squall errors``), best effort: the worker is exiting."""
