@@ -9,7 +9,9 @@ from streams.runtime.executor import Executor, ExecutorEnv
 
 def test_a_lost_diagnostic_record_is_counted_and_does_not_count_as_a_lost_output() -> None:
     conf = resolve({"squall.topic.purge.interval.secs": 0})
-    env = ExecutorEnv(topology=topology(), component="split", conf=conf, bootstrap="127.0.0.1:1", kafka={"producer": {"message.timeout.ms": 300, "log_level": 0}})
+    env = ExecutorEnv(
+        topology=topology(), component="split", conf=conf, bootstrap="127.0.0.1:1", kafka={"producer": {"message.timeout.ms": 300, "log_level": 0}}
+    )
     ex = Executor(env)
     try:
         ex._publish_error(b"split/1/0", b"{}")
