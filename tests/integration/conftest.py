@@ -43,6 +43,7 @@ from service.runner import Job
 from service.summary import Summary
 from streams.testing import RunResult
 from streams.wire.naming import dead_letter_topic
+from tests.integration.service_harness import Cluster
 
 CACHE = Path(os.environ.get("SQUALL_DATA_DIR", Path.home() / ".cache" / "squall"))
 TOPOLOGIES = Path(__file__).parent / "topologies"
@@ -166,6 +167,16 @@ def _embedded_layer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
     if "broker_kind" in request.fixturenames and request.getfixturevalue("broker_kind") == "tansu":
         for key, value in EMBEDDED_LAYER.items():
             monkeypatch.setenv("SQUALL_" + key.removeprefix("squall.").replace(".", "_").upper(), str(value))
+
+
+@pytest.fixture
+def cluster(bootstrap: str, tmp_path: Path) -> Iterator[Cluster]:
+    """Supervisors and the CLI as real processes on the session's broker, stopped after the test (``service_harness``)."""
+    c = Cluster(bootstrap, tmp_path)
+    try:
+        yield c
+    finally:
+        c.close()
 
 
 @pytest.fixture

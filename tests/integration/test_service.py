@@ -9,7 +9,6 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +20,6 @@ from tests.integration.service_harness import EXACTLY_ONCE, STATEFUL, WORDCOUNT,
 pytestmark = [pytest.mark.broker, pytest.mark.embedded]
 
 WORKERS = 4  # examples/wordcount.py: topology.workers
-
-
-@pytest.fixture
-def cluster(bootstrap: str, tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(bootstrap, tmp_path)
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def name() -> str:

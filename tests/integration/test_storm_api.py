@@ -10,7 +10,6 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +28,6 @@ pytestmark = pytest.mark.broker
 
 SPEC_PATH = Path(__file__).resolve().parents[2] / "schemas" / "storm-ui-api.openapi.yaml"
 SPEC = yaml.safe_load(SPEC_PATH.read_text())
-
-
-@pytest.fixture
-def cluster(bootstrap: str, tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(bootstrap, tmp_path)
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def get(base: str, path: str) -> tuple[int, Any]:
