@@ -163,7 +163,9 @@ def test_errors_dead_letters_and_the_storm_ui_api_of_a_served_topology(cluster: 
     while "logger erring back to NOTSET" not in (logs := cluster.squall("logs", wc).stdout):  # Storm's timed revert, after 1 s
         assert time.monotonic() < deadline, logs[-2000:]
         time.sleep(0.5)
-    assert "logger erring set to INFO" in logs
+    # No "set to INFO" line is asserted: a worker whose control consumer sees the record after its
+    # second has passed goes straight back (CI on Apache Kafka did); tests/unit/service/test_log_levels.py
+    # covers set-then-revert with a clock.
     assert cluster.squall("logs", wc, "-f", check=False).returncode == 2  # -f follows one worker
 
     # Dead letters that say why, and a replay once the bug is fixed.
