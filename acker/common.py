@@ -18,7 +18,7 @@ from confluent_kafka import OFFSET_BEGINNING, Message, TopicPartition
 
 from acker.durable import DurableLedger, decode_changelog
 from acker.exceptions import RestoreError
-from acker.ledger import Ledger, Outcome
+from acker.ledger import Ledger, Outcome, Reason
 from streams.config import TopologyConfig
 from streams.exceptions import DecodeError
 from streams.kafka.clients import consumer_config, new_consumer
@@ -136,7 +136,9 @@ def publish_ledger_stats(ledgers: dict[int, DurableLedger], stats: ExecutorStats
 def record_outcomes(outs: list[Outcome], stats: ExecutorStats, results: dict[int, list[list[Any]]]) -> None:
     """Count ``outs`` and queue each one's ack result for its spout task in ``results``.
 
-    ``results`` is ``task -> [[code, root, latency_s], ...]`` (latency in seconds, to the microsecond).
+    ``results`` is ``task -> [[code, root, latency_s], ...]`` (latency in seconds, to the microsecond);
+    a failed tree's result says why when its fail op did (``[1, root, latency_s, why]``), and
+    so does one the acker itself timed out (``[__acker] timeout``).
 
     Counters: one per :class:`~acker.ledger.Reason` (``complete``, ``fail``, ``timeout``,
     ``late``); a tree whose init never arrived has nobody to tell: it is counted as
@@ -166,7 +168,12 @@ def record_outcomes(outs: list[Outcome], stats: ExecutorStats, results: dict[int
         queue = results.get(task)
         if queue is None:
             queue = results[task] = []
-        queue.append([RESULT_ACK if out.acked else RESULT_FAIL, out.root, round(latency, 6)])
+        if out.acked:
+            queue.append([RESULT_ACK, out.root, round(latency, 6)])
+        elif out.why or out.reason is not Reason.FAILED:  # the acker's own timeouts and late trees say so
+            queue.append([RESULT_FAIL, out.root, round(latency, 6), out.why or f"[__acker] {out.reason.value}"])
+        else:
+            queue.append([RESULT_FAIL, out.root, round(latency, 6)])
     for reason, n in counts.items():
         stats.inc(reason, n)
 

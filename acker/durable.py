@@ -49,6 +49,9 @@ from streams.wire.codec import encode_json
 TAG_BITS = 20
 MAX_OPS_PER_RECORD = 1 << TAG_BITS
 
+MAX_EARLY_WHYS = 10_000
+"""Fails' reasons kept for trees whose init has not arrived (~100 bytes each at most ~300 characters: a few MB at worst)."""
+
 
 def _changelog_problem(value: list[Any]) -> str | None:
     def nat(x: Any) -> bool:
@@ -146,6 +149,10 @@ class DurableLedger:
         self._young: deque[YoungTrees] = deque()
         self._young_roots: set[int] = set()
         self._window_first: int | None = None  # first input offset applied since the last flush
+        self.whys: dict[int, str] = {}
+        """Why trees failed before their init arrived (the fail op's words), until the init ends them.
+
+        At most :data:`MAX_EARLY_WHYS`; not in the changelog."""
         self.max_tag = -1
         self.skipped = 0
         self.written = 0
@@ -183,6 +190,11 @@ class DurableLedger:
                 out = ledger.init(root, op[2], op[3], tag)
             elif code == OP_FAIL:
                 out = ledger.fail(root, tag)
+                if len(op) == 3 and op[2]:  # it says why
+                    if out is None:
+                        self._early_why(root, op[2])
+                    elif out is not SKIP:
+                        out.why = op[2]
             elif code == OP_RESET:
                 out = ledger.reset_timeout(root, tag)
                 if out is None:
@@ -204,10 +216,18 @@ class DurableLedger:
                 if out.persisted:
                     self._finished(out, tag)
                     dirty.add(root)
+                if self.whys and not out.acked:
+                    out.why = self.whys.pop(root, "") or out.why
                 outs.append(out)
         if ops:
             self.max_tag = max(self.max_tag, base | (len(ops) - 1))
         return outs
+
+    def _early_why(self, root: int, why: str) -> None:
+        whys = self.whys
+        whys[root] = why
+        if len(whys) > MAX_EARLY_WHYS:  # the oldest goes: its tree's dead letter will not say why
+            del whys[next(iter(whys))]
 
     def take_resets(self) -> list[tuple[int, int]]:
         """The resets applied since the last call, ``(root, spout task)`` (Storm's acker forwards them to the spout)."""
@@ -222,7 +242,10 @@ class DurableLedger:
     def expire(self) -> list[Outcome]:
         """Timed-out trees (RotatingMap tick)."""
         outs = self.ledger.tick()
+        whys = self.whys
         for out in outs:
+            if whys:
+                out.why = whys.pop(out.root, "")
             self._dirty.add(out.root)
             self._finished(out, self.max_tag)
         return outs

@@ -68,7 +68,7 @@ class Outcome:
 
     ``acked`` is True only for a complete tree. ``spout_task`` may be ``None`` when the
     init never arrived (nobody to tell). ``latency_s`` is seconds since the entry started.
-    ``reason`` is a :class:`Reason`. ``tag`` is the
+    ``reason`` is a :class:`Reason`; ``why`` what the fail op said, if anything. ``tag`` is the
     tag of the finishing op (-1 for a timeout) and ``persisted`` says whether the entry
     had been marked persisted (see :meth:`Ledger.mark_persisted`).
     """
@@ -80,6 +80,8 @@ class Outcome:
     reason: Reason
     tag: int = -1
     persisted: bool = False
+    why: str = ""
+    """Why a failed tree failed, as its fail op said (``""``: it did not say, or it was not a fail)."""
 
 
 SKIP = Outcome(0, None, False, 0.0, Reason.SKIP)

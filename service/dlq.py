@@ -140,8 +140,10 @@ def show_lines(letter: DeadLetter, report: ErrorReport | None) -> list[str]:
     for name, raw in (("key", letter.key), ("value", letter.value)):
         out.append(f"  {name:<14} {raw!r}" if raw is None or not _printable(raw) else f"  {name:<14} {raw.decode()}")
     if report is not None:
-        out.append("  why            " + report.line())
+        out.append("  reported       " + report.line())
         out += ["    " + line for line in report.traceback.rstrip().splitlines()]
+    elif letter.headers.get("why"):  # the fail op's words are above; no report holds a traceback
+        out.append("  reported       nothing (a fail without a reason, a timeout, or a report the error throttle dropped)")
     elif letter.cause == "timeout":
         out.append("  why            its tree timed out (topology.message.timeout.secs): no component acked it in time")
     else:

@@ -206,8 +206,11 @@ class KafkaSource(Protocol):
 class FailureNotes(Protocol):
     """A source told why a message id failed, before ``fail`` (so a dead letter can say why)."""
 
-    def note_failure(self, msg_id: Any, cause: str, root: int) -> None:
-        """``msg_id``'s tree ``root`` failed by ``cause``: ``fail`` (a bolt failed it) or ``timeout``."""
+    def note_failure(self, msg_id: Any, cause: str, root: int, why: str = "") -> None:
+        """``msg_id``'s tree ``root`` failed by ``cause``: ``fail`` (a bolt failed it) or ``timeout``.
+
+        ``why``: the fail op's words, e.g. ``[check] ZeroDivisionError: division by zero``.
+        """
         ...
 
 

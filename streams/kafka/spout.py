@@ -87,6 +87,8 @@ class PendingRecord:
     """Wall-clock seconds of the first failure (0: none yet), and of the last, with its cause and tree."""
     last_failure: float = 0.0
     last_cause: str = ""
+    last_why: str = ""
+    """What the last failure said (``[check] ZeroDivisionError: division by zero``; ``""``: nothing)."""
     last_root: int = 0
     roots: list[int] = field(default_factory=list)
     """The root ids of every tree of this record that failed, oldest first."""
@@ -409,14 +411,14 @@ class KafkaSpout(Spout):
         else:
             self._fail_one(msg_id)
 
-    def note_failure(self, msg_id: KafkaMessageId | KafkaRecordsId, cause: str, root: int) -> None:
+    def note_failure(self, msg_id: KafkaMessageId | KafkaRecordsId, cause: str, root: int, why: str = "") -> None:
         """Remember why and when each record of ``msg_id`` failed (its dead letter says so; :class:`~streams.kafka.source.FailureNotes`)."""
         now = self.wall()
         for mid in msg_id.members() if isinstance(msg_id, KafkaRecordsId) else (msg_id,):
             entry = self._pending.get(mid)
             if entry is not None:
                 entry.first_failure = entry.first_failure or now
-                entry.last_failure, entry.last_cause, entry.last_root = now, cause, root
+                entry.last_failure, entry.last_cause, entry.last_root, entry.last_why = now, cause, root, why
                 entry.roots.append(root)
 
     def _fail_one(self, msg_id: KafkaMessageId) -> None:
@@ -428,6 +430,8 @@ class KafkaSpout(Spout):
             del self._pending[msg_id]
             cause = entry.last_cause or "fail"
             details = {"cause": cause}
+            if entry.last_why:
+                details["why"] = entry.last_why
             if entry.first_failure:
                 details.update(
                     {
@@ -437,7 +441,8 @@ class KafkaSpout(Spout):
                         "roots": ",".join(str(r) for r in entry.roots),
                     }
                 )
-            reason = f"[{self.component}] gave up after {entry.failures} failures (the last: {cause})"
+            last = f"{cause}: {entry.last_why}" if entry.last_why else cause
+            reason = f"[{self.component}] gave up after {entry.failures} failures (the last: {last})"
             self._dead_letter(entry.msg, reason, entry.failures, msg_id, details)
         else:
             self._retry.schedule(msg_id, entry.failures)

@@ -11,6 +11,7 @@ sending; nothing else in the protocol allows that shortcut).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from streams.wire.acker import OP_ACK, OP_FAIL, OP_INIT, OP_RESET, acker_partition, chunks, encode_ops
 
@@ -31,7 +32,8 @@ class AckBuffer:
         self.topic = topic
         self.ackers = ackers
         self.acks: dict[int, int] = {}
-        self.fails: set[int] = set()
+        self.fails: dict[int, str] = {}
+        """Roots to fail, each with why (``""``: no reason given; :func:`~streams.wire.acker.why_text`)."""
         self.inits: list[tuple[int, int, int]] = []
         self.resets: set[int] = set()
 
@@ -47,31 +49,38 @@ class AckBuffer:
         acks = self.acks
         acks[root] = acks.get(root, 0) ^ val
 
-    def fail(self, root: int) -> None:
-        """Queue a fail of ``root``'s tree (Storm's ``__ack_fail``); its pending acks are dropped."""
-        self.fails.add(root)
+    def fail(self, root: int, why: str = "") -> None:
+        """Queue a fail of ``root``'s tree (Storm's ``__ack_fail``); its pending acks are dropped.
+
+        ``why`` (at most :data:`~streams.wire.acker.MAX_WHY_CHARS` characters) goes with the op
+        to the acker and back to the spout, whose dead letter says it; the first one given in a
+        flush is kept.
+        """
+        fails = self.fails
+        if not fails.get(root):
+            fails[root] = why
         self.acks.pop(root, None)
 
     def reset(self, root: int) -> None:
         """Queue a reset of ``root``'s timeout at the acker (Storm's ``__ack_reset_timeout``)."""
         self.resets.add(root)
 
-    def drain(self) -> dict[int, list[list[int]]]:
-        """Take every buffered op, grouped by acker partition (inits first)."""
-        parts: dict[int, list[list[int]]] = {}
+    def drain(self) -> dict[int, list[list[Any]]]:
+        """Take every buffered op, grouped by acker partition (inits first): ints, and a fail's ``why`` string."""
+        parts: dict[int, list[list[Any]]] = {}
         n = self.ackers
         for root, val, task in self.inits:
             parts.setdefault(acker_partition(root, n), []).append([OP_INIT, root, val, task])
         for root, val in self.acks.items():
             if val:
                 parts.setdefault(acker_partition(root, n), []).append([OP_ACK, root, val])
-        for root in self.fails:
-            parts.setdefault(acker_partition(root, n), []).append([OP_FAIL, root])
+        for root, why in self.fails.items():
+            parts.setdefault(acker_partition(root, n), []).append([OP_FAIL, root, why] if why else [OP_FAIL, root])
         for root in self.resets:
             parts.setdefault(acker_partition(root, n), []).append([OP_RESET, root])
         self.inits = []
         self.acks = {}
-        self.fails = set()
+        self.fails = {}
         self.resets = set()
         return parts
 

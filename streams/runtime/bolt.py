@@ -30,6 +30,7 @@ from streams.monitoring.progress_store import read_progress
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.runtime.routing import Router
+from streams.wire.acker import why_text
 from streams.wire.codec import decode_tuple
 from streams.wire.naming import component_group, component_topic, progress_topic
 
@@ -69,7 +70,7 @@ def execute_guarded(bolt: Bolt, collector: BoltOutputCollectorImpl, t: Tuple) ->
     except FailedException as exc:
         collector.fail(t, str(exc) or None)
     except Exception as exc:
-        collector.fail(t)
+        collector.fail_because(t, f"{type(exc).__name__}: {exc}")
         return exc
     return None
 
@@ -231,8 +232,9 @@ class BoltExecutor(Executor):
         if acks is not None and len(acks):
             if self.delivery.failures != before:
                 log.error("[%s] outputs lost in this flush: failing %d trees instead of acking", self.component, len(acks.acks))
+                why = why_text(self.component, "outputs lost (the broker did not take them)")
                 for root in list(acks.acks):
-                    acks.fail(root)
+                    acks.fail(root, why)
             self.stats.inc("acker_ops", acks.flush(self.produce))
             self.producer.poll(0)
         for task in self.by_partition.values():

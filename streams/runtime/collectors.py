@@ -31,6 +31,7 @@ from streams.monitoring.stats import LogHistogram
 from streams.monitoring.trace import Tracer
 from streams.runtime.acks import AckBuffer, ProduceFn
 from streams.runtime.routing import Route, Router
+from streams.wire.acker import why_text
 from streams.wire.codec import encode_json, encode_rooted, encode_tuple
 from streams.wire.ids import child_path, new_id
 
@@ -226,18 +227,32 @@ class BoltOutputCollectorImpl(_Emitter):
                 tracer.event(event, root, self.task_id, edge=edge, stream=t.stream, where=t.where)
 
     def fail(self, tuple: Tuple, reason: str | None = None) -> None:  # noqa: A002
-        """Fail ``tuple``: every tree it belongs to fails and its spout tuple is replayed; ``reason`` is reported (:meth:`report_error`)."""
+        """Fail ``tuple``: every tree it belongs to fails and its spout tuple is replayed; ``reason`` is reported (:meth:`report_error`).
+
+        The fail op says why (``[component] fail: reason``, or ``[component] fail`` for Storm's
+        silent fail), and so does the record's dead letter if its retries run out.
+        """
+        if self.fail_because(tuple, f"fail: {reason}" if reason else "fail") and reason is not None:
+            self.report_error(reason, tuple)
+
+    def fail_because(self, tuple: Tuple, why: str) -> bool:  # noqa: A002
+        """Fail ``tuple`` with ``why`` on the fail op (:func:`~streams.wire.acker.why_text`), reporting nothing; False if it was settled already.
+
+        The executor's own fails use it: an exception in ``execute`` (reported apart, with its
+        traceback) says ``ZeroDivisionError: division by zero``.
+        """
         if tuple.settled:
-            return
+            return False
         tuple.settled = True
         self.failed += 1
-        if self.acks is not None:
+        acks = self.acks
+        if acks is not None and tuple.anchors:
+            text = why_text(self.component, why)
             for root in tuple.anchors:
-                self.acks.fail(root)
+                acks.fail(root, text)
         if self.tracer is not None:
             self._trace("fail", tuple)
-        if reason is not None:
-            self.report_error(reason, tuple)
+        return True
 
     def report_error(self, error: BaseException | str, tuple: Tuple | None = None) -> None:  # noqa: A002
         """Record ``error`` in the component's errors (Storm's ``reportError``): an exception is cause ``exception``, a string cause ``fail``."""

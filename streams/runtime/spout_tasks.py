@@ -23,7 +23,7 @@ from streams.monitoring.stats import ExecutorStats
 from streams.runtime.collectors import SpoutOutputCollectorImpl
 from streams.runtime.inflight import InFlightTrees
 from streams.runtime.pending_bound import AdaptiveBound, FixedBound, PendingBound
-from streams.wire.acker import RESULT_ACK, RESULT_RESET
+from streams.wire.acker import ACKER_TIMEOUT, RESULT_ACK, RESULT_RESET
 
 log = logging.getLogger("squall.executor.spout")
 
@@ -89,8 +89,11 @@ class SpoutTasks:
 
         return on_untracked_ack
 
-    def settle(self, results: Iterable[tuple[int, int, float]]) -> int:
-        """Apply ack results ``(code, root, latency_s)``: ``spout.ack`` / ``spout.fail`` for each tree still in flight.
+    def settle(self, results: Iterable[tuple[int, int, float, str]]) -> int:
+        """Apply ack results ``(code, root, latency_s, why)``: ``spout.ack`` / ``spout.fail`` for each tree still in flight.
+
+        A failed tree's ``why`` (its fail op's words, ``""`` if none) goes to the source's
+        :class:`~streams.kafka.source.FailureNotes` before ``fail``, so a dead letter says it.
 
         A reset restarts the tree's timeout (``collector.reset_timeout``). Returns how many
         trees were settled; results for trees not in flight are counted in ``inflight.ignored``.
@@ -98,7 +101,7 @@ class SpoutTasks:
         hist = self.stats.hist("complete_latency")
         now = self.inflight.clock()
         n = 0
-        for op, root, _latency in results:
+        for op, root, _latency, why in results:
             if op == RESULT_RESET:
                 self.inflight.reset(root)
                 continue
@@ -118,7 +121,7 @@ class SpoutTasks:
             else:
                 task.ledger.failed_tree(tree.msg_id, "fail")
                 if isinstance(task.source, FailureNotes):
-                    task.source.note_failure(tree.msg_id, "fail", root)
+                    task.source.note_failure(tree.msg_id, "timeout" if why.startswith(ACKER_TIMEOUT) else "fail", root, why)
                 task.spout.fail(tree.msg_id)
             if self.on_outcome is not None:
                 self.on_outcome(tree.task_id, tree.msg_id, "acked" if op == RESULT_ACK else "failed")
@@ -133,7 +136,8 @@ class SpoutTasks:
             if task is not None:
                 task.ledger.failed_tree(tree.msg_id, "timeout")
                 if isinstance(task.source, FailureNotes):
-                    task.source.note_failure(tree.msg_id, "timeout", tree.root)
+                    why = f"[{self.stats.component}] no ack within the message timeout of {timeout_s:g} s"
+                    task.source.note_failure(tree.msg_id, "timeout", tree.root, why)
                 task.spout.fail(tree.msg_id)
                 if self.on_outcome is not None:
                     self.on_outcome(tree.task_id, tree.msg_id, "timed_out")

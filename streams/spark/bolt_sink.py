@@ -157,7 +157,7 @@ class BoltStreamWriter(DataSourceStreamArrowWriter):
         if self.ackers > 0 and (merged.acks or merged.fails):
             buf = AckBuffer(acker_topic(self.topology), self.ackers)
             buf.acks = merged.acks
-            buf.fails = merged.fails
+            buf.fails = dict.fromkeys(merged.fails, "")
             ops = buf.flush(delivery.produce)
         delivery.produce(metrics_topic(self.topology), encode_json(self._stats(merged, batchId, ops, applied)), key=self.component.encode())
         if not delivery.finish():

@@ -10,12 +10,14 @@ one record holds every op a collector flushed for that partition, in order::
     [[0, root, val, spout_task],   # init
      [1, root, val],               # ack   (already XOR-coalesced per root per flush)
      [2, root],                    # fail
+     [2, root, why],               # fail, saying why (at most MAX_WHY_CHARS characters)
      [3, root]]                    # reset_timeout
 
 Ack result (``squall.T.__ack_result``, partition = the spout's global task id)::
 
     [[0, root, latency_s],         # tree complete
      [1, root, latency_s],         # tree failed (fail, timeout or late)
+     [1, root, latency_s, why],    # tree failed, and why (the fail's own, or the acker's)
      [2, root, 0]]                 # a bolt reset the tree's timeout: restart the spout's clock too
 
 Changelog (``squall.T.__acker.changelog``): see :mod:`acker.durable`.
@@ -35,6 +37,12 @@ OP_ACK = 1
 OP_FAIL = 2
 OP_RESET = 3
 
+MAX_WHY_CHARS = 300
+"""The longest ``why`` of a fail op or result, in characters (a longer one is cut, with ``...``)."""
+
+ACKER_TIMEOUT = "[__acker] timeout"
+"""The ``why`` of a tree the acker itself timed out (its result's fourth item)."""
+
 RESULT_ACK = 0
 RESULT_FAIL = 1
 RESULT_RESET = 2
@@ -51,7 +59,7 @@ def chunks(items: list[Any]) -> list[list[Any]]:
     return [items] if len(items) <= n else [items[i : i + n] for i in range(0, len(items), n)]
 
 
-def encode_ops(ops: list[list[int]]) -> bytes:
+def encode_ops(ops: list[list[Any]]) -> bytes:
     """One ``__acker`` record's value: a JSON list of ops (``schemas/acker-ops.schema.json``)."""
     return encode_json(ops)
 
@@ -70,12 +78,25 @@ def decode_list(raw: bytes | None, *, component: str, topic: str, partition: int
 
 
 def encode_results(results: list[list[Any]]) -> bytes:
-    """One ``__ack_result`` record's value: a JSON list of ``[code, root, latency]`` (``schemas/ack-result.schema.json``)."""
+    """One ``__ack_result`` record's value: a JSON list of ``[code, root, latency]`` or ``[1, root, latency, why]`` (``schemas/ack-result.schema.json``)."""
     return encode_json(results)
+
+
+def why_text(component: str, text: str) -> str:
+    """A fail's ``why`` as the wire carries it: ``[component] text``, cut to :data:`MAX_WHY_CHARS` characters.
+
+    >>> why_text("check", "ZeroDivisionError: division by zero")
+    '[check] ZeroDivisionError: division by zero'
+    >>> len(why_text("check", "x" * 1000))
+    300
+    """
+    why = f"[{component}] {text}"
+    return why if len(why) <= MAX_WHY_CHARS else why[: MAX_WHY_CHARS - 3] + "..."
 
 
 U64 = 1 << 64
 _OP_LEN = {OP_INIT: 4, OP_ACK: 3, OP_FAIL: 2, OP_RESET: 2}
+"""Items per op; a fail may carry one more, its ``why``."""
 
 
 def _u64(x: Any) -> bool:
@@ -86,6 +107,10 @@ def _op_problem(op: Any) -> str | None:
     """Why ``op`` is not a well-formed acker op (None if it is)."""
     if not isinstance(op, list) or not op or type(op[0]) is not int or op[0] not in _OP_LEN:
         return "not [code, root, ...] with a code 0..3"
+    if op[0] == OP_FAIL and len(op) == 3:
+        if type(op[2]) is not str or len(op[2]) > MAX_WHY_CHARS:
+            return f"a fail's why must be a string of at most {MAX_WHY_CHARS} characters"
+        return None if _u64(op[1]) else "root and ack val must be unsigned 64-bit integers"
     if len(op) != _OP_LEN[op[0]]:
         return f"op {op[0]} takes {_OP_LEN[op[0]]} items, got {len(op)}"
     if not all(_u64(x) for x in op[1:3]):
@@ -124,7 +149,9 @@ def _ops_ok(ops: list[Any]) -> bool:
     try:
         for op in ops:
             code = op[0]
-            if type(code) is not int or len(op) != lengths[code]:
+            if type(code) is not int:
+                return False
+            if len(op) != lengths[code] and (code != OP_FAIL or len(op) != 3 or type(op[2]) is not str or len(op[2]) > MAX_WHY_CHARS):
                 return False
             root = op[1]
             if type(root) is not int or root < 0 or root >= U64:
@@ -140,34 +167,40 @@ def _ops_ok(ops: list[Any]) -> bool:
     return True
 
 
-def decode_results(raw: bytes | None, *, component: str, topic: str, partition: int, offset: int) -> list[tuple[int, int, float]]:
-    """Decode an ack result record: ``[(code, root, latency_s), ...]``.
+def decode_results(raw: bytes | None, *, component: str, topic: str, partition: int, offset: int) -> list[tuple[int, int, float, str]]:
+    """Decode an ack result record: ``[(code, root, latency_s, why), ...]`` (``why`` is ``""`` unless a failed tree's result said).
 
     Raises:
       DecodeError: naming where the record came from and the first bad result.
 
-    >>> decode_results(b"[[0, 12, 0.25]]", component="lines", topic="r", partition=1, offset=0)
-    [(0, 12, 0.25)]
+    >>> decode_results(b'[[0, 12, 0.25], [1, 13, 3.0, "[check] ValueError: bad"]]', component="lines", topic="r", partition=1, offset=0)
+    [(0, 12, 0.25, ''), (1, 13, 3.0, '[check] ValueError: bad')]
     """
     items = decode_list(raw, component=component, topic=topic, partition=partition, offset=offset)
     if _results_ok(items):  # the fast check; on failure, find and name the first bad result
-        return [(r[0], r[1], float(r[2])) for r in items]
-    out: list[tuple[int, int, float]] = []
+        return [(r[0], r[1], float(r[2]), r[3] if len(r) == 4 else "") for r in items]
     for i, r in enumerate(items):
-        ok = isinstance(r, list) and len(r) == 3 and r[0] in (RESULT_ACK, RESULT_FAIL, RESULT_RESET) and type(r[0]) is int and _u64(r[1])
-        if not ok or type(r[2]) not in (int, float):
-            raise DecodeError(f"result {i}: not [0|1|2, root, latency_s]", component=component, topic=topic, partition=partition, offset=offset)
-        out.append((r[0], r[1], float(r[2])))
-    return out
+        if not _results_ok([r]):
+            raise DecodeError(
+                f"result {i}: not [0|1|2, root, latency_s] or [1, root, latency_s, why]", component=component, topic=topic, partition=partition, offset=offset
+            )
+    raise AssertionError("unreachable: some result failed the check")  # pragma: no cover
 
 
 def _results_ok(items: list[Any]) -> bool:
-    """Every result well-formed (the rules of :func:`decode_results`, inlined)."""
+    """Every result well-formed: ``[code, root, latency_s]``, or a fail's ``[1, root, latency_s, why]``."""
     try:
         for r in items:
-            if type(r) is not list or len(r) != 3:
+            if type(r) is not list:
                 return False
-            code, root, latency = r
+            n = len(r)
+            if n == 4:
+                why = r[3]
+                if r[0] != RESULT_FAIL or type(why) is not str or len(why) > MAX_WHY_CHARS:
+                    return False
+            elif n != 3:
+                return False
+            code, root, latency = r[0], r[1], r[2]
             if type(code) is not int or not 0 <= code <= RESULT_RESET or type(root) is not int or not 0 <= root < U64:
                 return False
             if type(latency) is not float and type(latency) is not int:

@@ -6,9 +6,11 @@ it (a Python executor or a SparkBolt's processor): ``squall.error``, ``squall.co
 ``squall.cause`` (``poison``: it could not be read or written, ``fail`` or ``timeout``: its
 tree's last failure before the retries ran out). A KafkaSpout's dead letter also says which
 task gave up (``squall.task``), when the record first and last failed (``squall.first.failure``,
-``squall.last.failure``, wall-clock seconds) and the root id of its last tree
-(``squall.root``), which ``squall dlq NAME show`` joins with the error reports
-(``schemas/README.md``).
+``squall.last.failure``, wall-clock seconds), what its last failure said (``squall.why``: the
+fail op's words, e.g. ``[check] ZeroDivisionError: division by zero``, ``[check] fail: reason``
+or ``[lines] no ack within the message timeout of 30 s``) and the root ids of its failed trees
+(``squall.root``, ``squall.roots``), which ``squall dlq NAME show`` joins with the error
+reports for the traceback (``schemas/README.md``).
 
 >>> dead_letter_headers("bad JSON", component="split", topic="squall.t.split", partition=2, offset=17, attempts=0)[:2]
 [('squall.error', 'bad JSON'), ('squall.component', 'split')]
@@ -32,7 +34,7 @@ def dead_letter_headers(
 
     ``attempts``: deliveries that failed (0 for a poison record). ``details``: more headers
     by name without the prefix (``cause``, ``task``, ``first.failure``, ``last.failure``,
-    ``root``); ``cause`` defaults to ``poison`` with no attempts, else ``fail``.
+    ``why``, ``root``, ``roots``); ``cause`` defaults to ``poison`` with no attempts, else ``fail``.
     """
     extra = dict(details or {})
     extra.setdefault("cause", "poison" if attempts == 0 else "fail")

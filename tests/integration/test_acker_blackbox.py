@@ -61,6 +61,7 @@ class BlackBox:
         self.results = new_consumer({"bootstrap.servers": bootstrap, "group.id": f"t.{self.name}", "fetch.wait.max.ms": 50, "enable.auto.commit": False})
         self.results.assign([TopicPartition(ack_result_topic(self.name), 0, OFFSET_BEGINNING)])
         self.got: dict[int, list[tuple[int, float]]] = {}
+        self.whys: dict[int, str] = {}  # root -> why its failed result said
 
     def start(self) -> None:
         self.lives += 1
@@ -91,8 +92,10 @@ class BlackBox:
                 if m.error():
                     continue
                 now = time.monotonic()
-                for code, root, _ in decode_results(m.value(), component="test", topic=m.topic() or "", partition=0, offset=m.offset() or 0):
+                for code, root, _, why in decode_results(m.value(), component="test", topic=m.topic() or "", partition=0, offset=m.offset() or 0):
                     self.got.setdefault(root, []).append((code, now))
+                    if why:
+                        self.whys[root] = why
 
     def changelog(self) -> dict[bytes, Any]:
         """The acker changelog folded by key (the last value per root; None: a tombstone)."""
@@ -136,7 +139,8 @@ def test_a_fail_before_the_init_is_answered_when_the_init_arrives(blackbox: Any)
     box.start()
     rnd = random.Random(5)
     trees = [(rnd.getrandbits(64) | 1, rnd.getrandbits(64) | 1, rnd.getrandbits(64) | 1) for _ in range(300)]
-    box.send([op for root, e1, _ in trees for op in ([OP_ACK, root, e1], [OP_FAIL, root])])  # ack, then fail: no init yet
+    # ack, then fail: no init yet; every other fail says why, and its result must say it back
+    box.send([op for i, (root, e1, _) in enumerate(trees) for op in ([OP_ACK, root, e1], [OP_FAIL, root, f"[b] fail: {i}"] if i % 2 else [OP_FAIL, root])])
     time.sleep(1.0)
     sent = box.send([[OP_INIT, root, e1 ^ e2, 0] for root, e1, e2 in trees])
     box.collect(lambda: len(box.got) == len(trees), 30)
@@ -145,6 +149,7 @@ def test_a_fail_before_the_init_is_answered_when_the_init_arrives(blackbox: Any)
     assert len(waits) == len(trees)
     assert all(codes == [RESULT_FAIL] for codes in ([c for c, _ in box.got[root]] for root, _, _ in trees))  # one outcome each: failed
     assert waits[-1] < 5.0  # answered at the init, far from the 20 s timeout
+    assert box.whys == {root: f"[b] fail: {i}" for i, (root, _, _) in enumerate(trees) if i % 2}
 
 
 def test_restored_trees_keep_their_deadline_and_every_fail_is_answered(blackbox: Any) -> None:

@@ -56,6 +56,15 @@ def test_errors_of_every_cause_are_reported_summarised_and_shown_by_squall_error
 
     letters = dead_letters(job)
     assert sorted(v.decode() for v, _ in letters) == sorted(["please divide by nothing", "{not json", "reject this one"])
+    whys = {v.decode(): h.get("squall.why") for v, h in letters}  # the fail op's words, carried by the acker to the spout
+    assert whys == {
+        "please divide by nothing": "[check] ZeroDivisionError: division by zero",
+        "reject this one": "[check] fail: rejected: 'reject this one' names no known user",
+        "{not json": None,  # a poison record never made a tree: its squall.error says why
+    }
+    assert {h["squall.error"] for v, h in letters if v == b"please divide by nothing"} == {
+        "[lines] gave up after 3 failures (the last: fail: [check] ZeroDivisionError: division by zero)"
+    }
 
     shown = squall(job.bootstrap, "errors", job.name, "check", "--traceback")
     assert shown.returncode == 0, shown.stderr

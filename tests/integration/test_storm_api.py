@@ -179,6 +179,7 @@ def test_errors_dead_letters_and_the_storm_ui_api_of_a_served_topology(cluster: 
     assert "exception ZeroDivisionError: division by zero" in shown and "poison JSONDecodeError" in shown
     assert "fail Fail: rejected: 'reject this one' names no known user" in shown
     assert 'print(1 / len(""))' in shown  # the joined report's traceback
+    assert "  why            [check] ZeroDivisionError: division by zero" in shown  # the dead letter's own header
     reject = next(line for line in listed if "reject" in cluster.squall("dlq", wc, "show", line.split()[0][1:]).stdout)
     fixed.touch()
     out = cluster.squall("dlq", wc, "replay", reject.split()[0][1:]).stdout

@@ -172,12 +172,13 @@ def test_a_dead_letter_says_the_last_cause_when_the_record_first_and_last_failed
     spout.note_failure(mid, "fail", 11)  # what SpoutTasks tells it before fail()
     spout.fail(mid)
     spout.next_tuple()
-    spout.note_failure(mid, "timeout", 12)
+    spout.note_failure(mid, "timeout", 12, "[lines] no ack within the message timeout of 30 s")
     spout.fail(mid)
     assert headers == [
         {
-            "reason": "[lines] gave up after 2 failures (the last: timeout)",
+            "reason": "[lines] gave up after 2 failures (the last: timeout: [lines] no ack within the message timeout of 30 s)",
             "cause": "timeout",
+            "why": "[lines] no ack within the message timeout of 30 s",
             "first.failure": "100.000",
             "last.failure": "107.500",
             "root": "12",

@@ -152,7 +152,7 @@ def test_execute_raising_fails_the_windows_tuples_and_names_the_component() -> N
     bolt.execute(a)
     with pytest.raises(WindowError, match=r"\[w\] execute of window .* with 2 tuples failed: RuntimeError\('boom'\)"):
         bolt.execute(b)
-    assert a.settled and b.settled and acks.fails == {1, 2}
+    assert a.settled and b.settled and set(acks.fails) == {1, 2}
 
 
 def test_late_tuples_go_to_the_late_stream_anchored_and_are_acked() -> None:
@@ -208,14 +208,14 @@ def test_cleanup_fails_the_held_tuples_so_they_replay_at_once() -> None:
     for t in held:
         bolt.execute(t)
     bolt.cleanup()
-    assert acks.fails == {1, 2}
+    assert set(acks.fails) == {1, 2}
 
 
 def test_beyond_max_tuples_new_tuples_are_failed_and_counted() -> None:
     bolt, _, acks, _ = running(Sum().with_tumbling_window(Count(10)).with_max_tuples(2))
     for i in (1, 2, 3):
         bolt.execute(spout_tuple(i, 1))
-    assert acks.fails == {3} and bolt.refused == 1
+    assert set(acks.fails) == {3} and bolt.refused == 1
 
 
 def test_spouts_keep_room_for_what_windows_hold() -> None:
@@ -253,4 +253,4 @@ def test_an_idle_timeout_fires_the_partial_count_window_and_acks_the_rest() -> N
     clock.now += 1
     bolt.execute(tick_tuple())
     assert [as_tuple(r).values for _, r in cap.records] == [[3], [6]]  # [1, 2, 3]: what the next window holds so far
-    assert all(t.settled for t in tuples) and acks.fails == set()
+    assert all(t.settled for t in tuples) and not acks.fails

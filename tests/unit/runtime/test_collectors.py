@@ -77,7 +77,7 @@ def test_fail_drops_pending_acks_for_that_root() -> None:
     a, b = spout_tuple(5, 7), spout_tuple(5, 9)
     coll.ack(a)
     coll.fail(b)
-    assert [op for ops in acks.drain().values() for op in ops] == [[2, 5]]
+    assert [op for ops in acks.drain().values() for op in ops] == [[2, 5, "[b] fail"]]  # a silent fail still names its component
 
 
 def test_a_large_flush_is_split_into_bounded_records() -> None:

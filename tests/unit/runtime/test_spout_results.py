@@ -97,7 +97,7 @@ def test_the_acker_forwards_a_reset_to_the_trees_spout_task() -> None:
     record_resets(dl.take_resets(), results)
     assert results == {3: [[RESULT_RESET, 7, 0.0]]} and dl.take_resets() == []
     raw = encode_results(results[3])
-    assert decode_results(raw, component="s", topic="r", partition=3, offset=0) == [(RESULT_RESET, 7, 0.0)]
+    assert decode_results(raw, component="s", topic="r", partition=3, offset=0) == [(RESULT_RESET, 7, 0.0, "")]
 
 
 def test_an_emit_round_that_stops_at_the_pending_bound_is_marked_held_and_one_below_it_is_not() -> None:
@@ -135,5 +135,5 @@ def test_an_emit_round_that_stops_at_the_pending_bound_is_marked_held_and_one_be
     assert core.emit(lambda: None) == 2 and not core.held  # input ran out below the bound of 3
     spout.left = 5
     assert core.emit(lambda: None) == 1 and core.held  # the third tree reached the bound: held back
-    core.settle([(0, 1001, 0.1)])  # one tree acked: room for one more
+    core.settle([(0, 1001, 0.1, "")])  # one tree acked: room for one more
     assert core.emit(lambda: None) == 1 and core.held

@@ -48,8 +48,11 @@ def test_a_dead_letter_is_explained_by_the_report_of_its_last_tree_or_of_its_rec
     assert explain(two_tries, [earlier, reports[0]]) == reports[0]  # the last tree's report first
     shown = show_lines(LETTERS[0], reports[0])
     assert shown[0] == "dead letter @0" and "  cause          fail" in shown and "  root           11" in shown
-    assert "  value          line 1" in shown and any(line.startswith("  why            ") and "division by zero" in line for line in shown)
+    assert "  value          line 1" in shown and any(line.startswith("  reported       ") and "division by zero" in line for line in shown)
     assert any("timed out" in line for line in show_lines(LETTERS[2], None))
+    said = DeadLetter(6, None, b"x", {**LETTERS[0].headers, "why": "[check] fail: stale row"})  # the fail op's words, no report
+    shown = show_lines(said, None)
+    assert "  why            [check] fail: stale row" in shown and shown[-1].startswith("  reported       nothing")
 
 
 def test_only_records_a_spout_read_are_replayed_and_a_bolts_is_refused_by_name() -> None:

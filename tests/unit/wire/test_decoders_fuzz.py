@@ -26,7 +26,7 @@ json_values = st.recursive(
     lambda inner: st.one_of(st.lists(inner, max_size=6), st.dictionaries(st.text(max_size=3), inner, max_size=3)),
     max_leaves=25,
 )
-near_ops = st.lists(st.lists(ints, min_size=0, max_size=5), max_size=6)
+near_ops = st.lists(st.lists(st.one_of(ints, st.text(max_size=4)), min_size=0, max_size=5), max_size=6)  # strings: a fail may say why
 raw_bytes = st.one_of(
     st.binary(max_size=200),
     json_values.map(lambda v: json.dumps(v).encode()),
@@ -62,8 +62,8 @@ def test_acker_ops_decode_or_name_the_record_and_apply_safely(raw: bytes | None)
 @given(raw_bytes)
 def test_ack_results_decode_or_name_the_record(raw: bytes | None) -> None:
     results = decoded_or_named(decode_results, raw)
-    for code, root, latency in results or []:
-        assert code in (0, 1, 2) and 0 <= root < 2**64 and isinstance(latency, float)
+    for code, root, latency, why in results or []:
+        assert code in (0, 1, 2) and 0 <= root < 2**64 and isinstance(latency, float) and isinstance(why, str) and (not why or code == 1)
 
 
 @settings(max_examples=600, deadline=None)
