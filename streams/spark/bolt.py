@@ -58,7 +58,7 @@ BATCH_MODES = ("rows", "pandas", "arrow")
 # Rows of the processor's output (``OUT_SCHEMA``), read by the squall-bolt sink.
 KIND_RECORD = 0  # produce (topic, partition, key, value, headers)
 KIND_ACK = 1  # XOR val into root's ack
-KIND_FAIL = 2  # fail root
+KIND_FAIL = 2  # fail root; value: why (UTF-8), or null
 KIND_STATS = 3  # value = JSON counters of one task run
 KIND_STATE = 4  # committer: key = JSON key, value = JSON delta
 
@@ -333,8 +333,8 @@ class _ProcessorState:
             for root, val in acks.acks.items():
                 if val:
                     tail.add(KIND_ACK, root=to_signed(root), val=to_signed(val))
-            for root in acks.fails:
-                tail.add(KIND_FAIL, root=to_signed(root))
+            for root, why in acks.fails.items():
+                tail.add(KIND_FAIL, value=why.encode() if why else None, root=to_signed(root))
         tail.add(KIND_STATS, value=stats.to_json())
         yield tail.batch()
         self.updates = []
@@ -371,7 +371,7 @@ class _ProcessorState:
         if not isinstance(exc, FailedException):
             stats.errors += 1
             log.warning("[%s] task %d failed on %s: %r", self.component, collector.task_id, t.where, exc)
-        collector.fail(t)
+        collector.fail_because(t, (f"fail: {exc}" if str(exc) else "fail") if isinstance(exc, FailedException) else f"{type(exc).__name__}: {exc}")
 
     def _rows(self, tuples: list[tuple[Tuple, Any]], rows: _Rows, stats: _RunStats, acks: Any) -> None:
         fn = self.bolt.fn

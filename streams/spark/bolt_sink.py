@@ -42,6 +42,7 @@ from streams.spark import options as opt
 from streams.spark.bolt import KIND_ACK, KIND_FAIL, KIND_RECORD, KIND_STATE, KIND_STATS, BoltProcessor, to_unsigned
 from streams.spark.exceptions import SparkSinkError
 from streams.spark.sink import Delivery
+from streams.wire.acker import why_text
 from streams.wire.codec import encode_json
 from streams.wire.naming import acker_topic, component_group, component_topic, metrics_topic
 
@@ -57,7 +58,8 @@ class BoltCommit(WriterCommitMessage):
     """
 
     acks: dict[int, int] = field(default_factory=dict)
-    fails: set[int] = field(default_factory=set)
+    fails: dict[int, str] = field(default_factory=dict)
+    """Roots to fail, each with why (``""``: not said)."""
     state: dict[str, list[Any]] = field(default_factory=dict)
     records: int = 0
     stats: list[dict[str, Any]] = field(default_factory=list)
@@ -82,7 +84,9 @@ def write_bolt_rows(delivery: Delivery, batches: Iterator[pa.RecordBatch]) -> Bo
                 r = to_unsigned(root)
                 acks[r] = acks.get(r, 0) ^ to_unsigned(val)
             elif kind == KIND_FAIL:
-                out.fails.add(to_unsigned(root))
+                r = to_unsigned(root)
+                if value or r not in out.fails:
+                    out.fails[r] = value.decode() if value else ""
             elif kind == KIND_STATS:
                 out.stats.append(json.loads(value))
             elif kind == KIND_STATE:
@@ -100,7 +104,9 @@ def merge_commits(messages: list[WriterCommitMessage | None]) -> BoltCommit:
             continue
         for r, v in m.acks.items():
             merged.acks[r] = merged.acks.get(r, 0) ^ v
-        merged.fails |= m.fails
+        for r, why in m.fails.items():
+            if why or r not in merged.fails:
+                merged.fails[r] = why
         for k, deltas in m.state.items():
             merged.state.setdefault(k, []).extend(deltas)
         merged.records += m.records
@@ -135,7 +141,9 @@ class BoltStreamWriter(DataSourceStreamArrowWriter):
         if not delivery.finish():
             out.lost = delivery.tracker.failures - delivery.failures_before
             log.error("[%s] %d outputs lost in this batch: failing %d trees instead of acking", self.component, out.lost, len(out.acks))
-            out.fails |= set(out.acks)
+            why = why_text(self.component, "outputs lost (the broker did not take them)")
+            for r in out.acks:
+                out.fails.setdefault(r, why)
             out.acks.clear()
         return out
 
@@ -157,7 +165,7 @@ class BoltStreamWriter(DataSourceStreamArrowWriter):
         if self.ackers > 0 and (merged.acks or merged.fails):
             buf = AckBuffer(acker_topic(self.topology), self.ackers)
             buf.acks = merged.acks
-            buf.fails = dict.fromkeys(merged.fails, "")
+            buf.fails = merged.fails
             ops = buf.flush(delivery.produce)
         delivery.produce(metrics_topic(self.topology), encode_json(self._stats(merged, batchId, ops, applied)), key=self.component.encode())
         if not delivery.finish():

@@ -123,6 +123,8 @@ def test_rows_that_raise_fail_their_tree_and_the_rest_complete(tmp_path: Path, m
         flaky[flaky.index(True)] = False
     failed = {to_unsigned(r) for k, r in zip(out["kind"], out["root"], strict=True) if k == KIND_FAIL}
     assert failed == {r for r, f in zip(roots, flaky, strict=True) if f}
+    whys = [v.decode() for k, v in zip(out["kind"], out["value"], strict=True) if k == KIND_FAIL]
+    assert len(whys) == len(failed) and all(w.startswith("[split] ValueError: first delivery") for w in whys)  # as a Python bolt's fail
     decided = {d.root: d.acked for d in complete_trees(out, roots, edges)}
     assert decided == {r: not f for r, f in zip(roots, flaky, strict=True)}
     # the failed lines emitted nothing: only the good lines' words went out
@@ -161,9 +163,10 @@ def test_signed_round_trip() -> None:
 
 def test_merge_commits_xors_across_tasks_and_fail_wins() -> None:
     a = BoltCommit(acks={1: 0b01, 2: 0b11}, records=3, state={'"x"': [1]})
-    b = BoltCommit(acks={1: 0b10, 3: 0b1}, fails={2}, records=2, state={'"x"': [2]})
-    m = merge_commits([a, None, b])
-    assert m.acks == {1: 0b11, 3: 0b1} and m.fails == {2} and m.records == 5 and m.state == {'"x"': [1, 2]}
+    b = BoltCommit(acks={1: 0b10, 3: 0b1}, fails={2: "[spark] ValueError: bad"}, records=2, state={'"x"': [2]})
+    c = BoltCommit(fails={2: "", 4: ""})
+    m = merge_commits([a, None, b, c])
+    assert m.acks == {1: 0b11, 3: 0b1} and m.fails == {2: "[spark] ValueError: bad", 4: ""} and m.records == 5 and m.state == {'"x"': [1, 2]}
 
 
 def test_spark_committer_skips_a_replayed_batch(tmp_path: Path) -> None:
