@@ -101,7 +101,8 @@ def test_dead_letter_after_max_retries_with_headers(
         assert h["squall.topic"] == f"squall.{job.name}.lines" and h["squall.partition"] == "0"
         assert int(h["squall.offset"]) >= 0
         assert h["squall.attempts"] == "3"  # the first try and 2 retries
-        assert "[lines] gave up after 3 failures (the last: fail)" in h["squall.error"]
+        assert h["squall.why"].startswith(f"[split] fail: flaky line at squall.{job.name}.split[")  # the fail's own words
+        assert h["squall.error"] == f"[lines] gave up after 3 failures (the last: fail: {h['squall.why']})"
         assert h["squall.cause"] == "fail" and h["squall.task"] == str(job.topology.components["lines"].task_base)
         assert 0 < float(h["squall.first.failure"]) <= float(h["squall.last.failure"]) and 0 < int(h["squall.root"]) < 2**64
     assert summary.dead_lettered == len(poisoned)
