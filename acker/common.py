@@ -23,7 +23,7 @@ from streams.config import TopologyConfig
 from streams.exceptions import DecodeError
 from streams.kafka.clients import consumer_config, new_consumer
 from streams.monitoring.stats import ExecutorStats
-from streams.wire.acker import RESULT_ACK, RESULT_FAIL, RESULT_RESET
+from streams.wire.acker import RESULT_ACK, RESULT_FAIL, RESULT_RESET, why_text
 from streams.wire.naming import ACKER_COMPONENT, acker_changelog_topic, component_group
 
 log = logging.getLogger("squall.acker")
@@ -171,7 +171,7 @@ def record_outcomes(outs: list[Outcome], stats: ExecutorStats, results: dict[int
         if out.acked:
             queue.append([RESULT_ACK, out.root, round(latency, 6)])
         elif out.why or out.reason is not Reason.FAILED:  # the acker's own timeouts and late trees say so
-            queue.append([RESULT_FAIL, out.root, round(latency, 6), out.why or f"[__acker] {out.reason.value}"])
+            queue.append([RESULT_FAIL, out.root, round(latency, 6), out.why or why_text(ACKER_COMPONENT, out.reason.value)])
         else:
             queue.append([RESULT_FAIL, out.root, round(latency, 6)])
     for reason, n in counts.items():

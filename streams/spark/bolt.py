@@ -371,7 +371,10 @@ class _ProcessorState:
         if not isinstance(exc, FailedException):
             stats.errors += 1
             log.warning("[%s] task %d failed on %s: %r", self.component, collector.task_id, t.where, exc)
-        collector.fail_because(t, (f"fail: {exc}" if str(exc) else "fail") if isinstance(exc, FailedException) else f"{type(exc).__name__}: {exc}")
+        if isinstance(exc, FailedException):
+            collector.fail(t, str(exc) or None)  # the collector words it as a Python bolt's fail
+        else:
+            collector.fail_because(t, f"{type(exc).__name__}: {exc}")
 
     def _rows(self, tuples: list[tuple[Tuple, Any]], rows: _Rows, stats: _RunStats, acks: Any) -> None:
         fn = self.bolt.fn
