@@ -129,13 +129,15 @@ class AckerExecutor(Executor):
         """The acker's events of sampled trees: an init or ack op arrived (with the XOR it carries), a tree ended."""
         tracer = self.tracer
         assert tracer is not None
+        limit = tracer.limit  # the sample test first, inline: it is false for 99% of ops (hot path)
         for op in ops:
-            if op[0] in TRACED_OPS and tracer.sampled(op[1]):
+            if (op[1] >> 32) < limit and op[0] in TRACED_OPS:
                 tracer.event(TRACED_OPS[op[0]], op[1], task, edge=op[2])
         for out in outs:
-            event = ACKER_OUTCOMES.get(out.reason.value)
-            if event is not None and tracer.sampled(out.root):
-                tracer.event(event, out.root, task)
+            if (out.root >> 32) < limit:
+                event = ACKER_OUTCOMES.get(out.reason.value)
+                if event is not None:
+                    tracer.event(event, out.root, task)
 
     def _confirm(self, what: str) -> None:
         before = self.delivery.failures

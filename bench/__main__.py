@@ -42,7 +42,16 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--smoke", action="store_true", help="tiny input, correctness only")
     s.add_argument("--latency-seconds", type=float, default=10.0)
     u.add_argument("--json", default=None, help="write results as JSON here")
-    for p in (a, c, s):
+    t = sub.add_parser("trace", help="what sampled tracing (1% of trees) costs squall-acked, in ABBA pairs")
+    t.add_argument("--runs", type=int, default=4, help="pairs of runs (acked + traced), alternating which runs first")
+    t.add_argument("--broker", choices=["kafka", "tansu"], default="tansu")
+    t.add_argument("--smoke", action="store_true", help="tiny input, correctness only")
+    tc = sub.add_parser("trace-cpu", help="the CPU sampled tracing adds on the real executor paths, no broker")
+    tc.add_argument("--lines", type=int, default=146_569, help="Shakespeare lines through spout, split, count and acker")
+    tc.add_argument("--chunk", type=int, default=1_000, help="lines per chunk: the variants alternate chunk by chunk")
+    tc.add_argument("--repeats", type=int, default=1, help="passes over the lines")
+    tc.add_argument("--json", default=None, help="write results as JSON here")
+    for p in (a, c, s, t):
         p.add_argument("--json", default=None, help="write results as JSON here")
         p.add_argument("--bootstrap", default=None, help="use this Kafka instead of starting brokers")
         p.add_argument("--workdir", default=tempfile.mkdtemp(prefix="squall-bench-"))
@@ -66,6 +75,14 @@ def main(argv: list[str] | None = None) -> None:
 
         args.contenders = args.contenders or compare.CONTENDERS
         compare.run(args)
+    elif args.command == "trace":
+        from bench import trace_cost
+
+        trace_cost.run(args)
+    elif args.command == "trace-cpu":
+        from bench import trace_cpu
+
+        trace_cpu.run(args)
     elif args.command == "spark":
         from bench import compare
 

@@ -33,6 +33,9 @@ class Tuple:
       * ``tid`` -- in a topology with a stateful bolt, ``(source, offset, path)``: the same on
         every replay (:mod:`streams.state.keyvalue`), else None; ``emits`` -- emits anchored to
         it so far (its children's paths).
+      * ``traced`` -- with ``topology.debug``, True when a tree it belongs to is sampled
+        (decided once, when the executor reads it: its execute, ack and fail then check this
+        flag instead of its roots; :mod:`streams.monitoring.trace`).
     """
 
     __slots__ = (
@@ -51,6 +54,7 @@ class Tuple:
         "stream",
         "tid",
         "topic",
+        "traced",
         "values",
     )
 
@@ -83,6 +87,7 @@ class Tuple:
         self.received_at = 0.0  # time.perf_counter() when the executor read it (0: unknown)
         self.tid: tuple[int, int, int] | None = None
         self.emits = 0
+        self.traced = False  # set on receipt when a tree it belongs to is sampled (streams.monitoring.trace)
 
     @property
     def fields(self) -> Sequence[str]:

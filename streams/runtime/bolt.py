@@ -128,18 +128,22 @@ class BoltExecutor(Executor):
     def _open_tasks(self, partitions: list[TopicPartition]) -> None:
         """A bolt copy per task, prepared (Storm: ``prepare`` once per task)."""
         for tp in partitions:
-            task_id, ctx, bolt = self._task_copy(tp.partition, Bolt)
-            collector = BoltOutputCollectorImpl(Router(self.topology, self.component, ctx), task_id, self.produce, self.acks)
-            collector.process_latency = self._process_hist
-            collector.errors = self.errors
-            collector.tracer = self.tracer
-            bolt.prepare(self.conf_dict, ctx, collector)
-            self.by_partition[tp.partition] = BoltTask(task_id, bolt, collector)
+            self.by_partition[tp.partition] = self._new_task(tp.partition)
         self._reexecution_windows()
         ids = [self.cdef.task_base + tp.partition for tp in partitions]
         self.local.add(self.component, ids)
         self._assigned()
         log.info("[%s] %s runs tasks %s", self.component, self.worker, sorted(ids))
+
+    def _new_task(self, partition: int) -> BoltTask:
+        """Task ``partition``'s bolt copy with its collector (producing through :attr:`produce`), prepared."""
+        task_id, ctx, bolt = self._task_copy(partition, Bolt)
+        collector = BoltOutputCollectorImpl(Router(self.topology, self.component, ctx), task_id, self.produce, self.acks)
+        collector.process_latency = self._process_hist
+        collector.errors = self.errors
+        collector.tracer = self.tracer
+        bolt.prepare(self.conf_dict, ctx, collector)
+        return BoltTask(task_id, bolt, collector)
 
     def _reexecution_windows(self) -> None:
         """From the tasks' last progress records: which input records this life executes again, and why."""
@@ -201,9 +205,11 @@ class BoltExecutor(Executor):
         tracer = self.tracer
         if tracer is not None:
             limit = tracer.limit
-            for root, edge in t.anchors.items():
+            for root in t.anchors:  # decided once per tuple; execute, ack and fail read t.traced
                 if (root >> 32) < limit:
-                    tracer.event("receive", root, task.task_id, edge=edge, stream=t.stream, where=t.where)
+                    t.traced = True
+                    tracer.events_of(t, "receive", task.task_id)
+                    break
         self._execute(task, t)
         task.next_offset = off + 1
 
@@ -216,12 +222,9 @@ class BoltExecutor(Executor):
             log.error("[%s] task %d failed on %s: %s", self.component, task.task_id, t.where, exc, exc_info=exc)
         took = time.perf_counter() - start
         self._busy_s += took
-        tracer = self.tracer
-        if tracer is not None:
-            limit = tracer.limit
-            for root, edge in t.anchors.items():
-                if (root >> 32) < limit:  # execute returned: its time is this event's minus the receive's
-                    tracer.event("execute", root, task.task_id, edge=edge, stream=t.stream, where=t.where)
+        if t.traced:  # execute returned: its time is this event's minus the receive's
+            assert self.tracer is not None
+            self.tracer.events_of(t, "execute", task.task_id)
         if t.stream[:2] != "__":  # system tuples (ticks, batch markers, commits) are not counted, as in Storm's UI
             self._exec_hist.record(took)
 

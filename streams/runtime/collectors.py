@@ -147,9 +147,9 @@ class BoltOutputCollectorImpl(_Emitter):
                 a.ack_val ^= e
                 (root,) = a.anchors
                 self.produce(route.topic, encode_rooted(stream, self.component, self.task_id, values, root, e, tid), partition=local)
-                tracer = self.tracer
-                if tracer is not None and (root >> 32) < tracer.limit:
-                    tracer.event("emit", root, self.task_id, edge=e, target=route.target, stream=stream)
+                if a.traced:  # its one tree is sampled (set when it was read)
+                    assert self.tracer is not None
+                    self.tracer.event("emit", root, self.task_id, edge=e, target=route.target, stream=stream)
                 return
         ids: dict[int, int] = {}
         batch = None
@@ -214,17 +214,9 @@ class BoltOutputCollectorImpl(_Emitter):
             pending = acks.acks  # AckBuffer.ack, inlined (hot path)
             for root, edge in tuple.anchors.items():
                 pending[root] = pending.get(root, 0) ^ edge ^ ack_val
-        if self.tracer is not None:
-            self._trace("ack", tuple)
-
-    def _trace(self, event: str, t: Tuple) -> None:
-        """``event`` for each sampled tree ``t`` belongs to, with its input edge there."""
-        tracer = self.tracer
-        assert tracer is not None
-        limit = tracer.limit
-        for root, edge in t.anchors.items():
-            if (root >> 32) < limit:
-                tracer.event(event, root, self.task_id, edge=edge, stream=t.stream, where=t.where)
+        if tuple.traced:
+            assert self.tracer is not None
+            self.tracer.events_of(tuple, "ack", self.task_id)
 
     def fail(self, tuple: Tuple, reason: str | None = None) -> None:  # noqa: A002
         """Fail ``tuple``: every tree it belongs to fails and its spout tuple is replayed; ``reason`` is reported (:meth:`report_error`).
@@ -250,8 +242,9 @@ class BoltOutputCollectorImpl(_Emitter):
             text = why_text(self.component, why)
             for root in tuple.anchors:
                 acks.fail(root, text)
-        if self.tracer is not None:
-            self._trace("fail", tuple)
+        if tuple.traced:
+            assert self.tracer is not None
+            self.tracer.events_of(tuple, "fail", self.task_id)
         return True
 
     def report_error(self, error: BaseException | str, tuple: Tuple | None = None) -> None:  # noqa: A002

@@ -1,0 +1,122 @@
+"""Sampled tracing where tuples pass.
+
+A bolt executor decides once per tuple (``Tuple.traced``), and its execute, emits, ack and fail
+follow that decision; the acker traces only sampled roots.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acker.durable import DurableLedger
+from acker.ledger import Ledger
+from acker.runtime_native import AckerExecutor
+from streams.config import resolve
+from streams.model.loader import load_topology
+from streams.monitoring.trace import Tracer
+from streams.runtime.bolt import BoltExecutor
+from streams.runtime.executor import ExecutorEnv
+from streams.wire.acker import OP_ACK, OP_INIT
+from streams.wire.codec import encode_rooted, encode_tuple
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+SAMPLED = 0x00000000_0000BEEF  # top 32 bits 0: below any rate's threshold
+UNSAMPLED = 0xFFFFFFFF_0000BEEF  # top 32 bits at the maximum: above 1%'s
+
+
+class Record:
+    """The parts of a consumed message a bolt executor reads."""
+
+    def __init__(self, value: bytes, partition: int, offset: int) -> None:
+        self._value, self._partition, self._offset = value, partition, offset
+
+    def value(self) -> bytes:
+        return self._value
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def error(self) -> None:
+        return None
+
+    def timestamp(self) -> tuple[int, int]:
+        return (0, 0)
+
+
+def split_executor(debug: bool = True) -> tuple[BoltExecutor, list[tuple[str, bytes]]]:
+    topology = load_topology(EXAMPLES / "wordcount.py", "trace-hooks")
+    conf = resolve(topology.conf, {"topology.debug": debug, "squall.trace.sample.rate": 0.01})
+    ex = BoltExecutor(ExecutorEnv(topology=topology, component="split", conf=conf, bootstrap="127.0.0.1:1", workdir=Path("/tmp")))
+    sent: list[tuple[str, bytes]] = []
+    ex.produce = lambda topic, value, key=None, partition=-1, **kw: sent.append((topic, value))
+    ex.by_partition[0] = ex._new_task(0)
+    return ex, sent
+
+
+def line(text: str, root: int, edge: int = 77) -> bytes:
+    return encode_rooted("default", "lines", 0, [text], root, edge)
+
+
+def events(ex: BoltExecutor) -> list[tuple[int, str, int]]:
+    assert ex.tracer is not None
+    return [(e[0], e[1], e[4]) for e in ex.tracer.pending]
+
+
+def test_a_sampled_tuple_is_traced_through_receive_emits_ack_and_execute_and_an_unsampled_one_not_at_all() -> None:
+    ex, sent = split_executor()
+    ex._process(Record(line("to be or", UNSAMPLED), 0, 0))
+    ex._process(Record(line("not to be", SAMPLED), 0, 1))
+    got = events(ex)
+    assert {root for root, _, _ in got} == {SAMPLED}
+    kinds = [kind for _, kind, _ in got]
+    assert kinds == ["receive", "emit", "emit", "emit", "ack", "execute"]  # a BasicBolt acks inside execute
+    assert got[0][2] == got[-1][2] == got[-2][2] == 77  # receive, ack, execute: the input's edge in the tree
+    assert len({edge for _, kind, edge in got if kind == "emit"}) == 3  # each word a new edge
+    assert len(sent) == 6  # both lines' words were sent
+
+
+def test_a_failed_sampled_tuple_is_traced_as_a_fail() -> None:
+    ex, _ = split_executor()
+    ex._process(Record(encode_rooted("default", "lines", 0, [None], SAMPLED, 5), 0, 0))  # None.lower() raises
+    kinds = [kind for _, kind, _ in events(ex)]
+    assert kinds == ["receive", "fail", "execute"]
+    assert ex.acks is not None and ex.acks.fails == {SAMPLED: "[split] AttributeError: 'NoneType' object has no attribute 'lower'"}
+
+
+def test_without_topology_debug_there_is_no_tracer_and_tuples_still_flow() -> None:
+    ex, sent = split_executor(debug=False)
+    assert ex.tracer is None
+    ex._process(Record(line("to be", SAMPLED), 0, 0))
+    assert len(sent) == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.integers(0, 2**64 - 1), st.integers(1, 2**64 - 1), min_size=1, max_size=4))
+def test_a_tuple_is_traced_when_any_of_its_trees_is_sampled_and_events_name_only_those(anchors: dict[int, int]) -> None:
+    ex, _ = split_executor()
+    assert ex.tracer is not None
+    ex._process(Record(encode_tuple("default", "lines", 0, ["a"], anchors), 0, 0))
+    wanted = {root for root in anchors if ex.tracer.sampled(root)}
+    got = events(ex)
+    assert {root for root, _, _ in got} == wanted
+    for root in wanted:
+        assert [kind for r, kind, _ in got if r == root] == ["receive", "emit", "ack", "execute"]
+        assert [edge for r, kind, edge in got if r == root and kind != "emit"] == [anchors[root]] * 3
+
+
+def test_the_acker_traces_the_ops_and_outcomes_of_sampled_trees_only() -> None:
+    acker = AckerExecutor.__new__(AckerExecutor)
+    acker.tracer = Tracer("__acker", "w0", 0.01, lambda k, v: None, wall=lambda: 1.0)
+    ledger = DurableLedger(Ledger(30.0, clock=lambda: 0.0))
+    ops: list[list[Any]] = [[OP_INIT, SAMPLED, 9, 0], [OP_INIT, UNSAMPLED, 9, 0], [OP_ACK, SAMPLED, 9], [OP_ACK, UNSAMPLED, 9]]
+    outs = ledger.apply(0, ops)
+    assert {o.root for o in outs} == {SAMPLED, UNSAMPLED}  # both complete
+    acker._trace(3, ops, outs)
+    assert [(e[0], e[1], e[2], e[4]) for e in acker.tracer.pending] == [(SAMPLED, "init", 3, 9), (SAMPLED, "acker_ack", 3, 9), (SAMPLED, "complete", 3, 0)]
