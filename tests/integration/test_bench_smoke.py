@@ -1,4 +1,4 @@
-"""The benchmark's smoke run: tiny input, every contender, the correctness check.
+"""The benchmark's smoke run: tiny input, every contender but squall-spark, the correctness check.
 
 It keeps bench/ from rotting; it asserts correctness, never speed.
 """
@@ -14,6 +14,13 @@ from bench import compare
 pytestmark = pytest.mark.broker
 
 
+SKIPPED = ("squall-spark",)
+"""Left out of the smoke run (CI time: 53 s of its 180 s, most of it the Spark driver's start):
+``examples/wordcount_spark.py`` runs in ``test_spark_bolt.py``, and ``python -m bench spark --smoke``
+runs this contender alone."""
+CONTENDERS = [c for c in compare.CONTENDERS if c not in SKIPPED]
+
+
 def test_bench_smoke_every_contender_runs_and_is_correct(bootstrap: str, broker_kind: str) -> None:
     kind = "kafka" if broker_kind in ("kafka", "external") else broker_kind
     args = Namespace(
@@ -21,7 +28,7 @@ def test_bench_smoke_every_contender_runs_and_is_correct(bootstrap: str, broker_
         bootstrap=bootstrap,
         broker=kind,
         workloads=["wordcount", "flights", "latency", "windows"],
-        contenders=compare.CONTENDERS,
+        contenders=CONTENDERS,
         json=None,
         latency_seconds=1.0,
     )
@@ -38,14 +45,13 @@ def test_bench_smoke_every_contender_runs_and_is_correct(bootstrap: str, broker_
     assert list(latency) == ["squall-acked"] and latency["squall-acked"]["correct"] is True, latency
     assert latency["squall-acked"]["p99_s"] > 0 and latency["squall-acked"]["bytes_per_record"] > 0
     for workload, rows in workloads.items():
-        assert list(rows) == [c for c in compare.CONTENDERS if c not in compare.WINDOW_CONTENDERS]
+        assert list(rows) == [c for c in CONTENDERS if c not in compare.WINDOW_CONTENDERS]
         if kind == "tansu":
             assert "not run" in rows["quixstreams-eos"]["note"]
         else:  # on Apache Kafka Quix's exactly-once runs, and must be exact
             assert rows["quixstreams-eos"]["correct"] is True and rows["quixstreams-eos"]["duplicates"] == 0, rows["quixstreams-eos"]
             assert rows["limit"]["tool"] == "ProducerPerformance + ConsumerPerformance" and len(rows["limit"]["limit_hops"]) == 2
         if workload == "flights":
-            assert "no SparkBolt version" in rows["squall-spark"]["note"]
             assert "no stateful version" in rows["squall-stateful"]["note"]
         else:  # exact, read from its checkpointed state
             assert rows["squall-stateful"]["correct"] is True and rows["squall-stateful"]["duplicates"] == 0
@@ -61,8 +67,6 @@ def test_bench_smoke_every_contender_runs_and_is_correct(bootstrap: str, broker_
             if name.startswith("squall"):
                 assert row["bytes_per_record"] > 0, (workload, name, row)
         assert rows["squall-acked"]["p99_s"] is not None  # complete latency was measured
-        if workload == "wordcount":
-            assert rows["squall-spark"]["p99_s"] is not None and rows["squall-spark"]["acker_ops"] > 0
         assert rows["squall-unacked"]["p99_s"] is None  # nothing is tracked with 0 ackers
         assert rows["squall-unacked"]["acker_ops"] == 0 and rows["squall-acked"]["acker_ops"] > 0
         assert rows["squall-exactly-once"]["duplicates"] == 0  # exact, read from its committed state

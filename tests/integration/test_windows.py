@@ -20,6 +20,7 @@ import flights_windows  # noqa: E402
 import rolling_top_words  # noqa: E402
 
 
+@pytest.mark.kafka_only  # count windows: they do not depend on the broker
 def test_rolling_top_words_equals_a_direct_computation_of_its_windows(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "slice.txt", 6000)
     out = tmp_path / "top.json"
@@ -58,6 +59,7 @@ def test_flights_windows_plus_late_flights_equal_a_group_by(settings: ServiceSet
     assert summary.trees_acked == summary.records and summary.replayed == 0
 
 
+@pytest.mark.kafka_only  # the window logic does not depend on the broker (CI time)
 def test_processing_time_tumbling_windows_count_each_word_once(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "slice.txt", 5000)
     out = tmp_path / "counts.json"
