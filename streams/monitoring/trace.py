@@ -17,9 +17,11 @@ A :class:`TraceEvent` names the component, task, worker and wall-clock time. An 
 buffers its events and publishes them as one record per half second
 (``schemas/trace.schema.json``, encoded with orjson), so a sampled tree costs a few list
 appends where it passes. Cost at 1% (``python -m bench trace-cpu``): about 2% of the executor
-paths' CPU, of which 0.8% is the unsampled tuples' check. :func:`diagnose` reads one tree's events: an edge that was
-emitted but never acked belongs to the component it was sent to; if a task received it, that
-task held it (``squall trace NAME --timed-out`` says so), otherwise it never arrived.
+paths' CPU, of which 0.8% is the unsampled tuples' check.
+
+:func:`diagnose` reads one tree's events: an edge that was emitted but never acked belongs to
+the component it was sent to; if a task received it, that task held it (``squall trace NAME
+--timed-out`` says so), otherwise it never arrived.
 """
 
 from __future__ import annotations
