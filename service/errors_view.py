@@ -27,13 +27,23 @@ def read_errors(bootstrap: str, topology: str, component: str | None = None, tim
     return latest_reports(((k, v) for k, v in read_records(bootstrap, topic, timeout_s)), topic, component)
 
 
+BRIEF_NOTE = "(a brief report, without its traceback: past topology.max.error.report.per.interval in its throttle window)"
+"""What ``squall errors --traceback`` prints under an exception's report that has no traceback."""
+
+
 def error_lines(reports: list[ErrorReport], limit: int, traceback: bool = False) -> list[str]:
-    """The last ``limit`` reports as the lines ``squall errors`` prints (with their tracebacks, indented, when ``traceback``)."""
+    """The last ``limit`` reports as the lines ``squall errors`` prints (with their tracebacks, indented, when ``traceback``).
+
+    An exception's brief report (published past ``topology.max.error.report.per.interval``,
+    :mod:`streams.monitoring.errors`) has no traceback; with ``traceback`` it says so.
+    """
     out: list[str] = []
     for r in reports[-limit:] if limit > 0 else []:
         out.append(r.line())
         if traceback and r.traceback:
             out.extend("    " + line for line in r.traceback.rstrip().splitlines())
+        elif traceback and r.cause == "exception":
+            out.append(f"    {BRIEF_NOTE}")
     return out
 
 

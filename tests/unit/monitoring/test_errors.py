@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
+from service.errors_view import BRIEF_NOTE, error_lines
 from service.metrics import StatsCollector, merge_snapshots
 from streams import BasicBolt, BasicOutputCollector, Tuple
 from streams.exceptions import FailedException
@@ -112,6 +113,9 @@ def test_past_the_throttle_brief_reports_without_traceback_go_to_their_own_ring_
     assert [bool(r["traceback"]) for r in reports] == [True, True, False, False, False, False]  # 2 full, then 4 brief
     assert [r["roots"] for r in reports] == [[100 + i] for i in range(6)]
     assert log.counts == {"exception": {"ZeroDivisionError": 10}}  # counted, all of them
+    shown = error_lines([ErrorReport(**r) for r in reports], 6, traceback=True)
+    assert sum(line == "    Traceback (most recent call last):" for line in shown) == 2
+    assert shown.count(f"    {BRIEF_NOTE}") == 4  # squall errors --traceback says why the brief ones have none
 
 
 def test_latest_reports_keep_the_last_per_key_filter_by_component_and_skip_garbage() -> None:
