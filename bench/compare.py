@@ -520,7 +520,6 @@ def run_squall(
             "hops": hop_breakdown(job),
             "produced_bytes": produced_bytes(job),
             "trees": int(job.board.total("acker", "complete")),
-            "trace_events": int(sum(job.board.total(kind, "trace_events") for kind in ("spout", "bolt", "acker"))),
             **(inspect(job) if inspect is not None else {}),
         }
     finally:

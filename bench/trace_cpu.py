@@ -49,37 +49,12 @@ from streams.runtime.bolt import BoltExecutor
 from streams.runtime.collectors import SpoutOutputCollectorImpl
 from streams.runtime.executor import Executor, ExecutorEnv
 from streams.runtime.routing import Router
+from streams.testing.memlog import Record
 
 TREE = 50
 """Lines per tree, as a KafkaSpout sends them (``squall.spout.tree.records``' default)."""
 TICK_EVERY = 1000
 """Tuples per count task between ticks."""
-
-
-class Record:
-    """A consumed record as a bolt executor reads it (the parts of confluent-kafka's ``Message`` it calls)."""
-
-    __slots__ = ("_offset", "_partition", "_value")
-
-    def __init__(self, value: bytes, partition: int, offset: int) -> None:
-        self._value = value
-        self._partition = partition
-        self._offset = offset
-
-    def value(self) -> bytes:
-        return self._value
-
-    def partition(self) -> int:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
-
-    def error(self) -> None:
-        return None
-
-    def timestamp(self) -> tuple[int, int]:
-        return (1, int(time.time() * 1000))  # TIMESTAMP_CREATE_TIME
 
 
 Sent = list[tuple[str, bytes, int]]
@@ -168,11 +143,12 @@ class Pipeline:
     def _deliver(self, ex: BoltExecutor, sent: Sent) -> None:
         """``sent`` read by ``ex`` as its loop reads records (``_process``), with a tick every :data:`TICK_EVERY` per task."""
         offsets = self.offsets
-        component = ex.component
+        component, topic = ex.component, ex.topic
+        now_ms = int(time.time() * 1000)
         for _topic, value, p in sent:
             off = offsets.get((component, p), 0)
             offsets[(component, p)] = off + 1
-            ex._process(Record(value, p, off))
+            ex._process(Record(topic, p, off, value, timestamp_ms=now_ms))
             if component == "count" and off % TICK_EVERY == TICK_EVERY - 1:
                 ex._execute(ex.by_partition[p], tick_tuple())
 
@@ -213,7 +189,6 @@ def run(args: Any) -> dict[str, Any]:
     done = base.trees
     cost = traced.cpu_s / base.cpu_s - 1
     sample = traced.sampled()
-    ratios.sort()
     quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
     result = {
         "lines": len(lines) * args.repeats,
@@ -226,7 +201,7 @@ def run(args: Any) -> dict[str, Any]:
         **sample,
         "sample_share": sample["sampled_trees"] / done,
     }
-    lines_run = len(lines) * args.repeats
+    lines_run = result["lines"]
     print_table(
         f"tracing 1% of trees: word count, {lines_run:,} lines in chunks of {args.chunk:,}, both variants alternating; CPU of the executor paths",
         ["variant", "CPU s", "us/line", "trees", "sampled trees", "events"],

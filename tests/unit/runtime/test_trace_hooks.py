@@ -20,34 +20,13 @@ from streams.model.loader import load_topology
 from streams.monitoring.trace import Tracer
 from streams.runtime.bolt import BoltExecutor
 from streams.runtime.executor import ExecutorEnv
+from streams.testing.memlog import Record
 from streams.wire.acker import OP_ACK, OP_INIT
 from streams.wire.codec import encode_rooted, encode_tuple
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 SAMPLED = 0x00000000_0000BEEF  # top 32 bits 0: below any rate's threshold
 UNSAMPLED = 0xFFFFFFFF_0000BEEF  # top 32 bits at the maximum: above 1%'s
-
-
-class Record:
-    """The parts of a consumed message a bolt executor reads."""
-
-    def __init__(self, value: bytes, partition: int, offset: int) -> None:
-        self._value, self._partition, self._offset = value, partition, offset
-
-    def value(self) -> bytes:
-        return self._value
-
-    def partition(self) -> int:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
-
-    def error(self) -> None:
-        return None
-
-    def timestamp(self) -> tuple[int, int]:
-        return (0, 0)
 
 
 def split_executor(debug: bool = True) -> tuple[BoltExecutor, list[tuple[str, bytes]]]:
@@ -71,8 +50,8 @@ def events(ex: BoltExecutor) -> list[tuple[int, str, int]]:
 
 def test_a_sampled_tuple_is_traced_through_receive_emits_ack_and_execute_and_an_unsampled_one_not_at_all() -> None:
     ex, sent = split_executor()
-    ex._process(Record(line("to be or", UNSAMPLED), 0, 0))
-    ex._process(Record(line("not to be", SAMPLED), 0, 1))
+    ex._process(Record(ex.topic, 0, 0, line("to be or", UNSAMPLED)))
+    ex._process(Record(ex.topic, 0, 1, line("not to be", SAMPLED)))
     got = events(ex)
     assert {root for root, _, _ in got} == {SAMPLED}
     kinds = [kind for _, kind, _ in got]
@@ -84,7 +63,7 @@ def test_a_sampled_tuple_is_traced_through_receive_emits_ack_and_execute_and_an_
 
 def test_a_failed_sampled_tuple_is_traced_as_a_fail() -> None:
     ex, _ = split_executor()
-    ex._process(Record(encode_rooted("default", "lines", 0, [None], SAMPLED, 5), 0, 0))  # None.lower() raises
+    ex._process(Record(ex.topic, 0, 0, encode_rooted("default", "lines", 0, [None], SAMPLED, 5)))  # None.lower() raises
     kinds = [kind for _, kind, _ in events(ex)]
     assert kinds == ["receive", "fail", "execute"]
     assert ex.acks is not None and ex.acks.fails == {SAMPLED: "[split] AttributeError: 'NoneType' object has no attribute 'lower'"}
@@ -93,7 +72,7 @@ def test_a_failed_sampled_tuple_is_traced_as_a_fail() -> None:
 def test_without_topology_debug_there_is_no_tracer_and_tuples_still_flow() -> None:
     ex, sent = split_executor(debug=False)
     assert ex.tracer is None
-    ex._process(Record(line("to be", SAMPLED), 0, 0))
+    ex._process(Record(ex.topic, 0, 0, line("to be", SAMPLED)))
     assert len(sent) == 2
 
 
@@ -102,7 +81,7 @@ def test_without_topology_debug_there_is_no_tracer_and_tuples_still_flow() -> No
 def test_a_tuple_is_traced_when_any_of_its_trees_is_sampled_and_events_name_only_those(anchors: dict[int, int]) -> None:
     ex, _ = split_executor()
     assert ex.tracer is not None
-    ex._process(Record(encode_tuple("default", "lines", 0, ["a"], anchors), 0, 0))
+    ex._process(Record(ex.topic, 0, 0, encode_tuple("default", "lines", 0, ["a"], anchors)))
     wanted = {root for root in anchors if ex.tracer.sampled(root)}
     got = events(ex)
     assert {root for root, _, _ in got} == wanted
