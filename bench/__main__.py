@@ -46,12 +46,20 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--runs", type=int, default=4, help="pairs of runs (acked + traced), alternating which runs first")
     t.add_argument("--broker", choices=["kafka", "tansu"], default="tansu")
     t.add_argument("--smoke", action="store_true", help="tiny input, correctness only")
+    pr = sub.add_parser("pairs", help="contender B over contender A on one workload, in ABBA pairs (median of the pairs' ratios)")
+    pr.add_argument("a", help="the contender compared with, e.g. squall-acked")
+    pr.add_argument("b", help="the contender measured, e.g. squall-stateful")
+    pr.add_argument("--workload", choices=["wordcount", "flights"], default="wordcount")
+    pr.add_argument("--runs", type=int, default=4, help="pairs of runs, alternating which runs first")
+    pr.add_argument("--broker", choices=["kafka", "tansu"], default="tansu")
+    pr.add_argument("--target", type=float, default=None, help="the least median ratio B/A that is good enough")
+    pr.add_argument("--smoke", action="store_true", help="tiny input, correctness only")
     tc = sub.add_parser("trace-cpu", help="the CPU sampled tracing adds on the real executor paths, no broker")
     tc.add_argument("--lines", type=int, default=146_569, help="Shakespeare lines through spout, split, count and acker")
     tc.add_argument("--chunk", type=int, default=1_000, help="lines per chunk: the variants alternate chunk by chunk")
     tc.add_argument("--repeats", type=int, default=1, help="passes over the lines")
     tc.add_argument("--json", default=None, help="write results as JSON here")
-    for p in (a, c, s, t):
+    for p in (a, c, s, t, pr):
         p.add_argument("--json", default=None, help="write results as JSON here")
         p.add_argument("--bootstrap", default=None, help="use this Kafka instead of starting brokers")
         p.add_argument("--workdir", default=tempfile.mkdtemp(prefix="squall-bench-"))
@@ -79,6 +87,10 @@ def main(argv: list[str] | None = None) -> None:
         from bench import trace_cost
 
         trace_cost.run(args)
+    elif args.command == "pairs":
+        from bench import pairs
+
+        pairs.run(args)
     elif args.command == "trace-cpu":
         from bench import trace_cpu
 

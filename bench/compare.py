@@ -673,6 +673,49 @@ def run(args: Any) -> dict[str, Any]:
     return result
 
 
+def run_contender(
+    name: str,
+    bootstrap: str,
+    workload: str,
+    lines: list[bytes],
+    exp: dict[str, list[int]],
+    rate: float | None,
+    quiet_s: float,
+    limit_s: float,
+    workdir: Path,
+    settings: dict[str, Any] | None = None,
+    on_kafka: bool = False,
+) -> dict[str, Any]:
+    """One run of contender ``name`` on ``workload``'s ``lines`` (``rate``: records/s offered, None: as fast as it goes); its row.
+
+    ``settings``: topology keys for squall-acked, -unacked and -traced (``--set``). A contender
+    with no version of the workload gets a row with a ``note``. Raises what the run raises.
+    """
+    settings = settings or {}
+    if name == "limit":
+        return run_limit(bootstrap, workload, lines, kind="kafka" if on_kafka else "tansu")
+    if name == "squall-spark":
+        if workload not in SPARK_EXAMPLES:
+            return {"note": f"no SparkBolt version of {workload}"}
+        return run_squall(bootstrap, workload, lines, exp, True, rate, quiet_s, limit_s, workdir, SPARK_EXAMPLES[workload])
+    if name == "squall-exactly-once":
+        example, state = EXACTLY_ONCE[workload]
+        return run_squall(bootstrap, workload, lines, exp, True, rate, quiet_s, limit_s, workdir, example, state)
+    if name == "squall-stateful":
+        if workload not in STATEFUL_EXAMPLES:
+            return {"note": f"no stateful version of {workload}"}
+        return run_squall(bootstrap, workload, lines, exp, True, rate, quiet_s, limit_s, workdir, STATEFUL_EXAMPLES[workload], keyvalue="count")
+    if name == "squall-windows":
+        return run_squall(bootstrap, workload, lines, exp, True, rate, quiet_s, limit_s, workdir)
+    if name == "squall-traced":
+        return run_squall(bootstrap, workload, lines, exp, True, rate, quiet_s, limit_s, workdir, overrides={**settings, **TRACED})
+    if name.startswith("squall"):
+        return run_squall(bootstrap, workload, lines, exp, name == "squall-acked", rate, quiet_s, limit_s, workdir, overrides=settings)
+    if name == "quixstreams-eos" and not on_kafka:
+        return {"note": EOS_REASON}
+    return run_peer(bootstrap, workload, lines, exp, name, rate, quiet_s, limit_s, workdir)
+
+
 def run_workload(
     args: Any, kind: str, bootstrap: str, workload: str, settings: dict[str, Any], quiet_s: float, limit_s: float, workdir: Path
 ) -> dict[str, Any]:
@@ -688,31 +731,7 @@ def run_workload(
     for name in contenders:
         print(f"[bench] {kind} {workload}: {name} ...", file=sys.stderr, flush=True)
         try:
-            if name == "limit":
-                row = run_limit(bootstrap, workload, lines, kind="kafka" if on_kafka else "tansu")
-            elif name == "squall-spark":
-                if workload not in SPARK_EXAMPLES:
-                    row = {"note": f"no SparkBolt version of {workload}"}
-                else:
-                    row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir, SPARK_EXAMPLES[workload])
-            elif name == "squall-exactly-once":
-                example, state = EXACTLY_ONCE[workload]
-                row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir, example, state)
-            elif name == "squall-stateful":
-                if workload not in STATEFUL_EXAMPLES:
-                    row = {"note": f"no stateful version of {workload}"}
-                else:
-                    row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir, STATEFUL_EXAMPLES[workload], keyvalue="count")
-            elif name == "squall-windows":
-                row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir)
-            elif name == "squall-traced":
-                row = run_squall(bootstrap, workload, lines, exp, True, None, quiet_s, limit_s, workdir, overrides={**settings, **TRACED})
-            elif name.startswith("squall"):
-                row = run_squall(bootstrap, workload, lines, exp, name == "squall-acked", None, quiet_s, limit_s, workdir, overrides=settings)
-            elif name == "quixstreams-eos" and not on_kafka:
-                row = {"note": EOS_REASON}
-            else:
-                row = run_peer(bootstrap, workload, lines, exp, name, None, quiet_s, limit_s, workdir)
+            row = run_contender(name, bootstrap, workload, lines, exp, None, quiet_s, limit_s, workdir, settings, on_kafka)
         except Exception as exc:  # a contender that breaks is reported, not hidden
             row = {"error": f"{type(exc).__name__}: {exc}", "correct": False}
         if "seconds" in row:
@@ -730,7 +749,9 @@ def run_workload(
             if name == "limit" or "error" in rows[name] or "note" in rows[name]:
                 continue
             own = rows[name].get("records_per_s") or rate
-            if own < 2 * rate:  # a slower contender is measured at half of *its* max, not saturated
+            if name in ("squall-acked", "squall-unacked", "squall-traced"):  # at squall-acked's half rate, whatever their own
+                crate, csample, cexp = rate, sample, sexp
+            elif own < 2 * rate:  # a slower contender is measured at half of *its* max, not saturated
                 crate = own / 2
                 csample = lines[: max(200, int(crate * args.latency_seconds))]
                 cexp = normalise(workload, expected(workload, csample))
@@ -738,19 +759,7 @@ def run_workload(
                 crate, csample, cexp = rate, sample, sexp
             print(f"[bench] {kind} {workload}: {name} latency at {crate:,.0f} records/s ...", file=sys.stderr, flush=True)
             try:
-                if name == "squall-spark":
-                    lat = run_squall(bootstrap, workload, csample, cexp, True, crate, quiet_s, limit_s, workdir, SPARK_EXAMPLES[workload])
-                elif name == "squall-exactly-once":
-                    example, state = EXACTLY_ONCE[workload]
-                    lat = run_squall(bootstrap, workload, csample, cexp, True, crate, quiet_s, limit_s, workdir, example, state)
-                elif name == "squall-stateful":
-                    lat = run_squall(bootstrap, workload, csample, cexp, True, crate, quiet_s, limit_s, workdir, STATEFUL_EXAMPLES[workload], keyvalue="count")
-                elif name == "squall-traced":
-                    lat = run_squall(bootstrap, workload, sample, sexp, True, rate, quiet_s, limit_s, workdir, overrides={**settings, **TRACED})
-                elif name.startswith("squall"):
-                    lat = run_squall(bootstrap, workload, sample, sexp, name == "squall-acked", rate, quiet_s, limit_s, workdir, overrides=settings)
-                else:
-                    lat = run_peer(bootstrap, workload, csample, cexp, name, crate, quiet_s, limit_s, workdir)
+                lat = run_contender(name, bootstrap, workload, csample, cexp, crate, quiet_s, limit_s, workdir, settings, on_kafka)
                 rows[name]["p50_s"], rows[name]["p99_s"] = lat.get("p50_s"), lat.get("p99_s")
                 rows[name]["latency_rate"] = crate
                 if lat.get("hops"):

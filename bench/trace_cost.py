@@ -22,11 +22,11 @@ below the expected one). Prints a table per run and the summary; ``--json`` writ
 from __future__ import annotations
 
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from bench import pairs
 from bench.common import broker, print_table, write_json
 from bench.compare import TRACED, expected, load_input, normalise, run_squall
 from service.runner import Job
@@ -49,8 +49,7 @@ def order(pair: int) -> list[str]:
     >>> order(0), order(1)
     (['squall-acked', 'squall-traced'], ['squall-traced', 'squall-acked'])
     """
-    both = ["squall-acked", "squall-traced"]
-    return both if pair % 2 == 0 else both[::-1]
+    return pairs.order(pair, "squall-acked", "squall-traced")
 
 
 def summarise(pairs: list[dict[str, dict[str, Any]]]) -> dict[str, Any]:
@@ -92,24 +91,21 @@ def run(args: Any) -> dict[str, Any]:
     lines = load_input("wordcount", args.smoke)
     exp = normalise("wordcount", expected("wordcount", lines))
     records = len(lines)
-    pairs: list[dict[str, dict[str, Any]]] = []
     with broker(args.bootstrap, args.broker) as bootstrap:
-        for i in range(args.runs):
-            pair: dict[str, dict[str, Any]] = {}
-            for name in order(i):
-                print(f"[bench] {args.broker} trace pair {i}: {name} ...", file=sys.stderr, flush=True)
-                traced = name == "squall-traced"
-                overrides, inspect = (TRACED, sampled_trees) if traced else ({}, None)
-                row = run_squall(bootstrap, "wordcount", lines, exp, True, None, quiet_s, limit_s, workdir, overrides=overrides, inspect=inspect)
-                row.pop("hops", None)
-                if not row["correct"]:
-                    raise SystemExit(f"[bench] trace pair {i}: {name} gave a wrong word count")
-                row["records_per_s"] = records / row["seconds"]
-                row["cpu_us_per_record"] = row["cpu_s"] / records * 1e6
-                row["first"] = name == order(i)[0]
-                pair[name] = row
-            pairs.append(pair)
-    summary = summarise(pairs)
+
+        def run_one(pair: int, name: str) -> dict[str, Any]:
+            traced = name == "squall-traced"
+            overrides, inspect = (TRACED, sampled_trees) if traced else ({}, None)
+            row = run_squall(bootstrap, "wordcount", lines, exp, True, None, quiet_s, limit_s, workdir, overrides=overrides, inspect=inspect)
+            row.pop("hops", None)
+            if not row["correct"]:
+                raise SystemExit(f"[bench] trace pair {pair}: {name} gave a wrong word count")
+            row["records_per_s"] = records / row["seconds"]
+            row["cpu_us_per_record"] = row["cpu_s"] / records * 1e6
+            return row
+
+        runs = pairs.run_pairs(args.runs, "squall-acked", "squall-traced", run_one)
+    summary = summarise(runs)
     print_table(
         f"{args.broker}: word count, squall-acked vs squall-traced (1% of trees), {records:,} lines, ABBA pairs",
         ["pair", "contender", "ran", "records/s", "CPU us/rec", "trees", "sampled", "events", "dups", "pair cost", "pair CPU cost"],
@@ -127,18 +123,18 @@ def run(args: Any) -> dict[str, Any]:
                 summary["pair_costs"][i] if name == "squall-traced" else None,
                 summary["pair_cpu_costs"][i] if name == "squall-traced" else None,
             ]
-            for i, p in enumerate(pairs)
+            for i, p in enumerate(runs)
             for name, r in p.items()
         ],
     )
     share = summary["median_sample_share"]
     print(
         f"{args.broker}: tracing 1% of trees (sampled {share:.2%} of trees) costs {summary['median_pair_cost']:.1%} of acked throughput "
-        f"(median of {len(pairs)} pairs; CPU per record {summary['median_pair_cpu_cost']:+.1%}; "
+        f"(median of {len(runs)} pairs; CPU per record {summary['median_pair_cpu_cost']:+.1%}; "
         f"cost of the medians {summary['cost_of_medians']:.1%}); target: at most {TARGET:.0%}: {'met' if summary['within_target'] else 'NOT met'}"
         if share is not None
         else f"{args.broker}: no trees were counted"
     )
-    result = {"broker": args.broker, "records": records, "pairs": pairs, "summary": summary, "smoke": bool(args.smoke)}
+    result = {"broker": args.broker, "records": records, "pairs": runs, "summary": summary, "smoke": bool(args.smoke)}
     write_json(args.json, result)
     return result

@@ -1,0 +1,57 @@
+"""``python -m bench pairs``: its runs alternate and its summary pairs them (never a speed check)."""
+
+from __future__ import annotations
+
+import doctest
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bench import pairs
+from bench.pairs import order, run_pairs, summarise
+
+
+def row(rps: float, cpu: float = 10.0) -> dict[str, Any]:
+    return {"records_per_s": rps, "cpu_us_per_record": cpu}
+
+
+def test_docstring_examples_run() -> None:
+    result = doctest.testmod(pairs)
+    assert result.attempted >= 2 and result.failed == 0
+
+
+def test_each_contender_runs_first_in_half_of_the_pairs_and_every_row_says_so() -> None:
+    ran: list[tuple[int, str]] = []
+
+    def run_one(pair: int, name: str) -> dict[str, Any]:
+        ran.append((pair, name))
+        return row(100.0)
+
+    runs = run_pairs(4, "A", "B", run_one)
+    assert ran == [(0, "A"), (0, "B"), (1, "B"), (1, "A"), (2, "A"), (2, "B"), (3, "B"), (3, "A")]
+    assert [p["A"]["first"] for p in runs] == [True, False, True, False]
+    assert [p["B"]["first"] for p in runs] == [False, True, False, True]
+    assert all(sorted(order(i, "A", "B")) == ["A", "B"] for i in range(5))
+
+
+def test_a_pair_ratio_compares_the_runs_of_that_pair_only() -> None:
+    # the machine slowed down between the pairs: each pair is 0.9 apart, the medians of all runs are not
+    s = summarise([{"A": row(100.0, 50.0), "B": row(90.0, 55.0)}, {"A": row(50.0, 100.0), "B": row(45.0, 110.0)}], "A", "B", 0.8)
+    assert [round(r, 6) for r in s["pair_ratios"]] == [0.9, 0.9]
+    assert [round(r, 6) for r in s["pair_cpu_ratios"]] == [1.1, 1.1]
+    assert round(s["median_pair_ratio"], 6) == 0.9 and s["within_target"] is True
+    assert round(s["ratio_of_medians"], 6) == 0.9
+
+
+def test_below_the_target_is_not_met_and_no_target_gives_no_verdict() -> None:
+    pair = [{"A": row(100.0), "B": row(70.0)}]
+    assert summarise(pair, "A", "B", 0.8)["within_target"] is False
+    assert summarise(pair, "A", "B")["within_target"] is None
+
+
+@given(st.lists(st.tuples(st.floats(1, 1e6), st.floats(1, 1e6)), min_size=1, max_size=9), st.floats(0.1, 2.0))
+def test_the_median_ratio_lies_between_the_pairs_ratios(runs: list[tuple[float, float]], target: float) -> None:
+    s = summarise([{"A": row(a), "B": row(b)} for a, b in runs], "A", "B", target)
+    assert min(s["pair_ratios"]) <= s["median_pair_ratio"] <= max(s["pair_ratios"])
+    assert s["within_target"] == (s["median_pair_ratio"] >= target)
