@@ -54,12 +54,16 @@ def main(argv: list[str] | None = None) -> None:
     pr.add_argument("--broker", choices=["kafka", "tansu"], default="tansu")
     pr.add_argument("--target", type=float, default=None, help="the least median ratio B/A that is good enough")
     pr.add_argument("--smoke", action="store_true", help="tiny input, correctness only")
+    i = sub.add_parser("idle", help="the CPU of topologies with no input, per worker (issue 28)")
+    i.add_argument("--seconds", type=float, default=20.0, help="how long each idle topology is measured")
+    i.add_argument("--examples", nargs="+", default=None, help="examples/ files (default: word count acked, stateful and exactly once; flights exactly once)")
+    i.add_argument("--broker", choices=["kafka", "tansu"], default="tansu")
     tc = sub.add_parser("trace-cpu", help="the CPU sampled tracing adds on the real executor paths, no broker")
     tc.add_argument("--lines", type=int, default=146_569, help="Shakespeare lines through spout, split, count and acker")
     tc.add_argument("--chunk", type=int, default=1_000, help="lines per chunk: the variants alternate chunk by chunk")
     tc.add_argument("--repeats", type=int, default=1, help="passes over the lines")
     tc.add_argument("--json", default=None, help="write results as JSON here")
-    for p in (a, c, s, t, pr):
+    for p in (a, c, s, t, pr, i):
         p.add_argument("--json", default=None, help="write results as JSON here")
         p.add_argument("--bootstrap", default=None, help="use this Kafka instead of starting brokers")
         p.add_argument("--workdir", default=tempfile.mkdtemp(prefix="squall-bench-"))
@@ -91,6 +95,11 @@ def main(argv: list[str] | None = None) -> None:
         from bench import pairs
 
         pairs.run(args)
+    elif args.command == "idle":
+        from bench import idle
+
+        args.examples = args.examples or idle.EXAMPLES
+        idle.run(args)
     elif args.command == "trace-cpu":
         from bench import trace_cpu
 

@@ -12,6 +12,7 @@ import itertools
 import json
 import random
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,23 @@ def run(job: Job, during: Any = None) -> Any:
         return job.wait(600)
     finally:
         job.close()
+
+
+def idle_cpu_shares(job: Job, seconds: float) -> dict[int, float]:
+    """Once ``job`` is done (its workers still running): each worker's CPU over ``seconds`` (user + system, its children too), as a fraction of one core."""
+    from bench.idle import process_cpu_s
+
+    deadline = time.monotonic() + 600
+    while not job.done():
+        assert time.monotonic() < deadline, "not done in 600 s"
+        time.sleep(0.5)
+    assert job.cluster is not None
+    procs = job.cluster.procs
+    before = {i: process_cpu_s(p.pid) for i, p in procs.items()}
+    start = time.monotonic()
+    time.sleep(seconds)
+    spent = time.monotonic() - start
+    return {i: (process_cpu_s(p.pid) - before[i]) / spent for i, p in procs.items()}
 
 
 def assert_commits_in_txid_order(job: Job, kind: str) -> dict[str, list[int]]:
@@ -71,8 +89,12 @@ def test_transactional_word_count_is_exact_under_failures_and_delayed_acks(setti
 def test_example_counts_the_whole_input_exactly(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "slice.txt", 5_000)
     out = tmp_path / "counts.json"
-    summary = run(Job(EXAMPLES / "wordcount_exactly_once.py", src, out, settings))
+    idle: dict[int, float] = {}
+    summary = run(Job(EXAMPLES / "wordcount_exactly_once.py", src, out, settings), during=lambda job: idle.update(idle_cpu_shares(job, 3.0)))
     assert json.loads(out.read_text()) == dict(direct_count(src))
+    # Done and idle, no worker spins (issue 28: the transactional spout's loop polled its ack
+    # results without waiting, ~100% of a core; now each takes a few percent)
+    assert idle and max(idle.values()) < 0.25, idle
     assert kit_run(EXAMPLES / "wordcount_exactly_once.py", src).output() == json.loads(out.read_text())  # the test kit agrees with the broker
     assert summary.batches_replayed == 0 and summary.trees_failed == 0
     assert any("batches committed" in line for line in summary.lines())
