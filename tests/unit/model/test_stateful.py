@@ -129,7 +129,7 @@ class Spout:
             self.attempt(r)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=75, deadline=None)
 @given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=4), min_size=1, max_size=12), st.randoms(use_true_random=False))
 def test_the_checkpointed_count_is_exact_after_crashes_replays_and_failed_tuples(records: list[list[str]], rng: random.Random) -> None:
     url = "memory://"
