@@ -49,8 +49,9 @@ from typing import Any, TypedDict
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from typing_extensions import override
 
-from bench.common import BROKERS, ROOT, broker, fmt, print_table, proc_status_bytes, write_json
+from bench.common import BROKERS, ROOT, broker, fmt, print_table, write_json
 from bench.peers.workloads import expected_flights, expected_windows, expected_wordcount, words
+from bench.procs import children, cpu_seconds, descendants, rss_hwm
 from service.admin import ensure_topics
 from service.apache_kafka import kafka_jars
 from service.config import ServiceSettings
@@ -296,41 +297,6 @@ def run_until(
 def measured(seconds: float, peak_rss_bytes: int, cpu_s: float, correct: bool, duplicates: int) -> dict[str, Any]:
     """The fields every contender's throughput run reports (see bench/README.md, JSON)."""
     return {"seconds": seconds, "peak_rss_bytes": peak_rss_bytes, "cpu_s": cpu_s, "correct": correct, "duplicates": duplicates}
-
-
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds ``pid`` has used (``/proc/<pid>/stat``), None if it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / _TICKS
-
-
-def rss_hwm(pid: int) -> int:
-    """Peak resident set (VmHWM, bytes) of ``pid``."""
-    return proc_status_bytes(pid, "VmHWM")
-
-
-def children(pid: int) -> list[int]:
-    try:
-        out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
-        return [int(p) for p in out]
-    except OSError:
-        return []
-
-
-def descendants(pid: int) -> list[int]:
-    """``pid``'s whole process tree below it (a Spark driver's JVM and Python workers)."""
-    out, todo = [], [pid]
-    while todo:
-        kids = children(todo.pop())
-        out += kids
-        todo += kids
-    return out
 
 
 def produce(bootstrap: str, topic: str, lines: Iterable[bytes], wrap: bool, rate: float | None = None, partitions: int = 1) -> int:

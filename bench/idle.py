@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ROOT, broker, print_table, write_json
-from bench.compare import cpu_seconds, descendants
+from bench.procs import tree_cpu_seconds
 from service.config import ServiceSettings
 from service.runner import Job
 
@@ -46,11 +46,6 @@ SAMPLE = {
 """A record per spout name of the examples (word count lines, flights rows)."""
 
 
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of ``pid`` and its descendants (0 for those gone)."""
-    return sum(cpu_seconds(q) or 0.0 for q in (pid, *descendants(pid)))
-
-
 def idle_cpu(bootstrap: str, example: str, seconds: float, workdir: Path) -> list[dict[str, Any]]:
     """One row per worker of ``example`` idle: ``worker``, ``components``, ``cpu_share`` (of one core) over ``seconds``."""
     settings = ServiceSettings(bootstrap_servers=bootstrap, data_dir=workdir, log_level="WARNING")
@@ -63,10 +58,10 @@ def idle_cpu(bootstrap: str, example: str, seconds: float, workdir: Path) -> lis
         time.sleep(SETTLE_S)
         assert job.cluster is not None
         procs = job.cluster.procs
-        before = {i: process_cpu_s(p.pid) for i, p in procs.items()}
+        before = {i: tree_cpu_seconds(p.pid) for i, p in procs.items()}
         start = time.monotonic()
         time.sleep(seconds)
-        after = {i: process_cpu_s(p.pid) for i, p in procs.items()}
+        after = {i: tree_cpu_seconds(p.pid) for i, p in procs.items()}
         spent = time.monotonic() - start
         return [{"worker": i, "components": job.cluster.components(i), "cpu_share": (after[i] - before[i]) / spent} for i in sorted(procs)]
     finally:

@@ -42,7 +42,7 @@ def run(job: Job, during: Any = None) -> Any:
 
 def idle_cpu_shares(job: Job, seconds: float) -> dict[int, float]:
     """Once ``job`` is done (its workers still running): each worker's CPU over ``seconds`` (user + system, its children too), as a fraction of one core."""
-    from bench.idle import process_cpu_s
+    from bench.procs import tree_cpu_seconds
 
     deadline = time.monotonic() + 600
     while not job.done():
@@ -50,11 +50,11 @@ def idle_cpu_shares(job: Job, seconds: float) -> dict[int, float]:
         time.sleep(0.5)
     assert job.cluster is not None
     procs = job.cluster.procs
-    before = {i: process_cpu_s(p.pid) for i, p in procs.items()}
+    before = {i: tree_cpu_seconds(p.pid) for i, p in procs.items()}
     start = time.monotonic()
     time.sleep(seconds)
     spent = time.monotonic() - start
-    return {i: (process_cpu_s(p.pid) - before[i]) / spent for i, p in procs.items()}
+    return {i: (tree_cpu_seconds(p.pid) - before[i]) / spent for i, p in procs.items()}
 
 
 def assert_commits_in_txid_order(job: Job, kind: str) -> dict[str, list[int]]:
