@@ -57,6 +57,19 @@ def run_pairs(runs: int, a: str, b: str, run_one: Callable[[int, str], Row]) -> 
     return pairs
 
 
+def checked(row: Row, pair: int, name: str, workload: str, records: int) -> Row:
+    """A run's row, its output checked and its rates added (``records_per_s``, ``cpu_us_per_record``); the hop breakdown dropped.
+
+    Raises SystemExit if the run's output was wrong.
+    """
+    row.pop("hops", None)
+    if not row["correct"]:
+        raise SystemExit(f"[bench] pair {pair}: {name} gave a wrong result on {workload}")
+    row["records_per_s"] = records / row["seconds"]
+    row["cpu_us_per_record"] = row["cpu_s"] / records * 1e6
+    return row
+
+
 def summarise(pairs: list[Pair], a: str, b: str, target: float | None = None) -> dict[str, Any]:
     """``b`` over ``a``: each pair's throughput and CPU-per-record ratios, their medians, and the ratio of the median throughputs.
 
@@ -102,12 +115,7 @@ def run(args: Any) -> dict[str, Any]:
             row = run_contender(name, bootstrap, args.workload, lines, exp, None, quiet_s, limit_s, workdir, on_kafka=args.broker != "tansu")
             if "note" in row:
                 raise SystemExit(f"[bench] {name}: {row['note']}")
-            row.pop("hops", None)
-            if not row["correct"]:
-                raise SystemExit(f"[bench] pair {pair}: {name} gave a wrong result on {args.workload}")
-            row["records_per_s"] = records / row["seconds"]
-            row["cpu_us_per_record"] = row["cpu_s"] / records * 1e6
-            return row
+            return checked(row, pair, name, args.workload, records)
 
         pairs = run_pairs(args.runs, a, b, run_one)
     summary = summarise(pairs, a, b, args.target)

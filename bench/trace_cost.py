@@ -97,12 +97,7 @@ def run(args: Any) -> dict[str, Any]:
             traced = name == "squall-traced"
             overrides, inspect = (TRACED, sampled_trees) if traced else ({}, None)
             row = run_squall(bootstrap, "wordcount", lines, exp, True, None, quiet_s, limit_s, workdir, overrides=overrides, inspect=inspect)
-            row.pop("hops", None)
-            if not row["correct"]:
-                raise SystemExit(f"[bench] trace pair {pair}: {name} gave a wrong word count")
-            row["records_per_s"] = records / row["seconds"]
-            row["cpu_us_per_record"] = row["cpu_s"] / records * 1e6
-            return row
+            return pairs.checked(row, pair, name, "wordcount", records)
 
         runs = pairs.run_pairs(args.runs, "squall-acked", "squall-traced", run_one)
     summary = summarise(runs)

@@ -271,20 +271,19 @@ class SpoutExecutor(Executor):
         last = now
         try:
             while not self.stop_event.is_set():
-                # An idle round (the last one did nothing) blocks on one source, so that an idle
-                # spout takes no CPU (Storm's spout wait strategy): the feed while no tree is in
-                # flight, else the ack results; a spout without a feed (a transactional or a
-                # custom spout) waits on its results, or sleeps.
+                # After a round that did nothing, the next one blocks on one source, so that an
+                # idle spout takes no CPU (Storm's spout wait strategy): the feed while no tree
+                # is in flight, else the ack results (a spout without a feed, transactional or
+                # a user's own, always waits on its results); with neither, it sleeps.
                 fed = self.feed.poll(0.02 if idle and not len(self.inflight) else 0) if self.feed is not None else 0
                 done = 0
-                if self.acks is not None and self.by_task:
+                acked = self.acks is not None and bool(self.by_task)
+                if acked:
                     wait = 0.01 if idle and (len(self.inflight) or self.feed is None) else 0
                     done = self._results(self.result_gaps.consume(self.results, batch, wait))
-                elif idle and self.feed is None:
-                    time.sleep(0.01)
                 emitted = self._emit()
                 idle = not (fed or done or emitted)
-                if idle and not self.by_task:
+                if idle and not acked and (self.feed is None or not self.by_task):
                     time.sleep(0.02)
                 now = time.monotonic()
                 if self.core.held:  # the round ended at the pending bound: the topology downstream sets the pace

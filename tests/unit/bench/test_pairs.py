@@ -55,3 +55,14 @@ def test_the_median_ratio_lies_between_the_pairs_ratios(runs: list[tuple[float, 
     s = summarise([{"A": row(a), "B": row(b)} for a, b in runs], "A", "B", target)
     assert min(s["pair_ratios"]) <= s["median_pair_ratio"] <= max(s["pair_ratios"])
     assert s["within_target"] == (s["median_pair_ratio"] >= target)
+
+
+def test_a_checked_row_gets_its_rates_and_a_wrong_output_stops_the_bench() -> None:
+    import pytest
+
+    from bench.pairs import checked
+
+    row = checked({"correct": True, "seconds": 2.0, "cpu_s": 0.5, "hops": [1]}, 0, "A", "wordcount", 1000)
+    assert row["records_per_s"] == 500.0 and row["cpu_us_per_record"] == 500.0 and "hops" not in row
+    with pytest.raises(SystemExit, match="pair 3: B gave a wrong result on flights"):
+        checked({"correct": False, "seconds": 1.0, "cpu_s": 1.0}, 3, "B", "flights", 10)
