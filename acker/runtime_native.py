@@ -166,7 +166,7 @@ class AckerExecutor(Executor):
             safe = owner.commit_offset(off) if owner is not None else off
             if self.committed.get(p, -1) < safe:
                 offsets.append(TopicPartition(self.topic, p, safe))
-        if offsets:
+        if offsets and self.leased():  # a worker without its lease commits nothing (streams.runtime.lease)
             try:
                 consumer.commit(offsets=offsets, asynchronous=False)
                 self.commit_watch.ok()

@@ -66,10 +66,10 @@ class ClaimBook:
         self._closed: set[tuple[str, str, int]] = set()
 
     def apply(self, event: Mapping[str, Any]) -> None:
-        """Apply one event (others than started/stopped/crashed are ignored)."""
+        """Apply one event (others than started/stopped/crashed/fenced are ignored)."""
         kind = event.get("event")
         pid = event.get("pid")
-        if kind not in ("started", "stopped", "crashed") or pid is None:
+        if kind not in ("started", "stopped", "crashed", "fenced") or pid is None:
             return
         key = (str(event["topology"]), str(event["supervisor"]), int(pid))
         if kind == "started":
@@ -93,3 +93,25 @@ class ClaimBook:
             if now - claim.started_at < self.startup_grace_s or live(claim):
                 out.append(claim)
         return out
+
+    def contested(self, live: Callable[[Claim], bool]) -> dict[tuple[str, TaskRef], list[Claim]]:
+        """Tasks that two or more open claims with live stats hold at once: ``(topology, task) -> claims``.
+
+        It should never happen (a worker's lease lapses before its claim does, and a worker whose
+        task is claimed by another process fences itself: :mod:`service.claim_watch`); the
+        supervisor exports it as ``squall_tasks_contested`` and alerts on it.
+
+        >>> book = ClaimBook()
+        >>> for pid, sup in ((7, "s1"), (9, "s2")):
+        ...     book.apply({"event": "started", "topology": "wc", "worker": 0, "supervisor": sup, "pid": pid, "tasks": [["count", 0]], "at": 1.0})
+        >>> sorted((k, [c.pid for c in v]) for k, v in book.contested(lambda c: True).items())
+        [(('wc', ('count', 0)), [7, 9])]
+        >>> book.contested(lambda c: c.pid == 7)
+        {}
+        """
+        holders: dict[tuple[str, TaskRef], list[Claim]] = {}
+        for claim in self.open.values():
+            if live(claim):
+                for task in claim.tasks:
+                    holders.setdefault((claim.topology, task), []).append(claim)
+        return {k: v for k, v in holders.items() if len(v) > 1}

@@ -239,9 +239,16 @@ def status_cmd(
         typer.echo(f"last errors (squall errors {st['name']} shows more):")
         for r in st["component_errors"]:
             typer.echo("  " + ErrorReport(**r).line())
+    if st.get("lease_pauses"):
+        typer.echo(f"executors paused {st['lease_pauses']} times: their worker's lease lapsed (cut off from the broker; see the worker logs)")
+    if st.get("contested_tasks"):
+        typer.echo(f"ALERT: tasks claimed by two live workers: {', '.join(st['contested_tasks'])}")
     for e in st["errors"]:
         if e.get("event") == "refused":
             typer.echo(f"supervisor {e['supervisor']}: {e['reason']}")
+            continue
+        if e.get("event") == "fenced":
+            typer.echo(f"worker w{e['worker']} ({e['components']}) on {e['supervisor']} was fenced: another process claimed its tasks")
             continue
         typer.echo(f"worker w{e['worker']} ({e['components']}) on {e['supervisor']} exited with {e['exit_code']}{' (gave up)' if e['gave_up'] else ''}")
 

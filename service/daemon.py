@@ -29,6 +29,7 @@ import socket
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from service.admin import ensure_topology_topics
 from service.broker import EMBEDDED_EVENT_KEY, EMBEDDED_LAYER, EMBEDDED_WARNING, EmbeddedBroker
+from service.claim_watch import FENCED_EXIT_CODE
 from service.claims import Claim, ClaimBook, task_refs
 from service.config import ServiceSettings
 from service.control_log import SLOTS, ControlLog, ControlTopics, ControlWriter, EventLog, ensure_control_topics
@@ -56,6 +58,7 @@ from service.worker_logs import log_file
 from streams.config import resolve
 from streams.exceptions import SquallError
 from streams.monitoring.board import StatsBoard
+from streams.runtime.lease import CLAIM_LIVE_S
 
 log = logging.getLogger("squall.serve")
 
@@ -65,8 +68,8 @@ CLAIM_GRACE_S = 15.0
 """A worker just started holds its tasks this long before its executors' stats must show
 it alive (seconds; covers interpreter start-up, an acker's restore, a Spark session)."""
 
-LIVE_S = 5.0
-"""A worker whose latest stats snapshot is older than this is not alive (seconds)."""
+LIVE_S = CLAIM_LIVE_S
+"""A worker whose latest stats snapshot is older than this is not alive (seconds; one timeout design with the worker's lease: :mod:`streams.runtime.lease`)."""
 
 
 @dataclass
@@ -155,6 +158,20 @@ class SupervisorService:
         self.m_restarts = Counter(
             "squall_worker_restarts", "Workers restarted after an unexpected exit", ["supervisor", "topology", "worker"], registry=self.registry
         )
+        self.m_contested = Gauge(
+            "squall_tasks_contested",
+            "Tasks that two live worker processes claim at once (should never happen: service.claim_watch fences the older)",
+            ["supervisor", "topology"],
+            registry=self.registry,
+        )
+        self.m_fenced = Counter(
+            "squall_worker_fenced",
+            "Workers of this supervisor that stopped because another process claimed their tasks",
+            ["supervisor", "topology"],
+            registry=self.registry,
+        )
+        self.contested: dict[tuple[str, tuple[str, int]], list[Claim]] = {}
+        """Tasks with two live claimants at the last round (logged when they appear)."""
         self.m_plans = Counter("squall_supervisor_plans", "Topology plans made (submit, rebalance)", labels, registry=self.registry)
         self.boards: dict[str, StatsBoard] = {}
         self.registry.register(StatsCollector(self.executor_stats))
@@ -269,6 +286,7 @@ class SupervisorService:
                 self.waiting[spec.key] = why
                 log.info("[%s] worker w%d waits: %s", spec.key.topology, spec.key.worker, why)
         self._kill_hung()
+        self._watch_contested()
         for w in self.procs.values():
             if w.stopping and now >= w.kill_at and w.proc.poll() is None:
                 log.warning("[%s] worker w%d ignored SIGTERM for %.0f s: SIGKILL", w.spec.key.topology, w.spec.key.worker, self.settings.shutdown_timeout_secs)
@@ -319,11 +337,12 @@ class SupervisorService:
         ready.unlink(missing_ok=True)
         heartbeat = heartbeat_path(plan.path.parent, spec.key.worker)
         heartbeat.unlink(missing_ok=True)
-        proc = spawn_worker(plan.path, spec.key.worker, log_path)
+        claim = uuid.uuid4().hex[:16]
+        proc = spawn_worker(plan.path, spec.key.worker, log_path, claim=claim)
         self.procs[spec.key] = WorkerProc(spec, proc, log_path, ready, now, started_wall=time.time(), heartbeat=heartbeat)
         self.m_restarts.labels(self.id, spec.key.topology, str(spec.key.worker))  # 0 from the start: rates and alerts see it
         tasks = sorted([c, t] for c, t in task_refs(spec.executors))
-        self._event(
+        recorded = self._event(
             spec.key.topology,
             {
                 "event": "started",
@@ -332,10 +351,16 @@ class SupervisorService:
                 "pid": proc.pid,
                 "version": spec.version,
                 "tasks": tasks,
+                "claim": claim,
                 "at": now,
                 "http": f"{self.http.host}:{self.http.port}",
             },
         )
+        if not recorded:  # a worker whose claim is not in the events could run beside another: it must not run
+            log.error("[%s] worker w%d (pid %d): its claim could not be recorded; stopping it", spec.key.topology, spec.key.worker, proc.pid)
+            self.procs[spec.key].stopping = True
+            proc.kill()
+            return
         log.info("[%s] started worker w%d (pid %d): %s", spec.key.topology, spec.key.worker, proc.pid, spec.components)
 
     def _held_back(self, spec: WorkerSpec, now: float) -> str | None:
@@ -385,6 +410,17 @@ class SupervisorService:
         now = time.time()
         return any(s.get("pid") == claim.pid and s["worker"] == worker for s in board.live(now, fresh_s=LIVE_S))
 
+    def _watch_contested(self) -> None:
+        """Export (and log once) the tasks that two live processes claim (:meth:`service.claims.ClaimBook.contested`)."""
+        contested = self.claims.contested(self._alive)
+        for (topology, (component, task)), claims in contested.items():
+            if (topology, (component, task)) not in self.contested:
+                who = " and ".join(f"w{c.worker} (pid {c.pid}) on {c.supervisor}" for c in claims)
+                log.error("[%s] task %s:%d is claimed by two live processes: %s", topology, component, task, who)
+        self.contested = contested
+        for topology in self.plans:
+            self.m_contested.labels(self.id, topology).set(sum(1 for t, _ in contested if t == topology))
+
     def _terminate(self, w: WorkerProc) -> None:
         if w.stopping or w.proc.poll() is not None:
             return
@@ -421,11 +457,26 @@ class SupervisorService:
             if w.stopping:
                 self._stopped(key, w)
                 continue
+            if code == FENCED_EXIT_CODE:
+                self._fenced(key, w, now)
+                continue
             self._crashed(key, w, code, now)
 
     def _stopped(self, key: WorkerKey, w: WorkerProc) -> None:
         event = {"event": "stopped", "supervisor": self.id, "worker": key.worker, "pid": w.proc.pid, "exit_code": w.proc.returncode, "at": self.clock()}
         self._event(key.topology, event)
+
+    def _fenced(self, key: WorkerKey, w: WorkerProc, now: float) -> None:
+        """The worker exited because another process claimed its tasks (:mod:`service.claim_watch`): recorded as ``fenced``, not a crash.
+
+        It is started again only when it is still desired here and its tasks are free.
+        """
+        tail = log_tail(w.log_path, 2000)
+        self.m_fenced.labels(self.id, key.topology).inc()
+        log.error("[%s] worker w%d (pid %d) was fenced: another process claimed its tasks. Last lines:\n%s", key.topology, key.worker, w.proc.pid, tail)
+        comps = ",".join(dict.fromkeys(w.spec.components))
+        event = {"event": "fenced", "supervisor": self.id, "worker": key.worker, "pid": w.proc.pid, "components": comps, "exit_code": FENCED_EXIT_CODE}
+        self._event(key.topology, {**event, "at": now, "log_tail": tail})
 
     def _crashed(self, key: WorkerKey, w: WorkerProc, code: int, now: float) -> None:
         history = self.crashes.setdefault(key, CrashHistory(self.policy))
@@ -452,14 +503,20 @@ class SupervisorService:
             log.warning("[%s] worker w%d (%s) exited with %s: restarting in %.1f s", key.topology, key.worker, comps, code, delay)
         self._event(key.topology, event)
 
-    def _event(self, topology: str, event: dict[str, Any]) -> None:
-        """Record a worker start or exit in the events topic (claims, ``status``, ``kill``); it applies to this supervisor's own claims at once."""
+    def _event(self, topology: str, event: dict[str, Any]) -> bool:
+        """Record a worker start or exit in the events topic (claims, ``status``, ``kill``); it applies to this supervisor's own claims at once.
+
+        Returns whether the broker confirmed it.
+        """
         self.claims.apply({"topology": topology, **event})
-        if self.writer is not None:
-            try:
-                self.writer.event(topology, event)
-            except Exception as exc:
-                log.warning("[supervisor %s] could not record a worker exit of %s: %s", self.id, topology, exc)
+        if self.writer is None:
+            return False
+        try:
+            self.writer.event(topology, event)
+        except Exception as exc:
+            log.warning("[supervisor %s] could not record worker event %s of %s: %s", self.id, event.get("event"), topology, exc)
+            return False
+        return True
 
     # -- metrics ---------------------------------------------------------------------
     def executor_stats(self) -> list[Any]:

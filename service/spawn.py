@@ -13,6 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+CLAIM_ENV = "SQUALL_CLAIM_ID"
+"""The environment variable that gives a worker the id of its own ``started`` record (:mod:`service.claim_watch`)."""
+
 _PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
 _PR_SET_PDEATHSIG = 1
 
@@ -27,12 +30,16 @@ def die_with_parent() -> None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def spawn_worker(plan_path: Path, index: int, log_path: Path) -> subprocess.Popen[bytes]:
+def spawn_worker(plan_path: Path, index: int, log_path: Path, claim: str = "") -> subprocess.Popen[bytes]:
     """Start worker ``index`` of the plan at ``plan_path``; its output goes to ``log_path``.
 
-    The worker is killed if the process that started it dies.
+    The worker is killed if the process that started it dies. ``claim``: the id its
+    supervisor puts in the worker's ``started`` record, so the worker knows its own claim
+    among the events (:mod:`service.claim_watch`; a pid can recur, a claim id does not).
     """
     env = dict(os.environ)
+    if claim:
+        env[CLAIM_ENV] = claim
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     with open(log_path, "ab") as out:

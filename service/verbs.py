@@ -21,6 +21,7 @@ import yaml
 
 from service.admin import ensure_topology_topics, read_topic
 from service.broker import EMBEDDED_EVENT_KEY
+from service.claims import ClaimBook
 from service.control import TopologyRecord, activate, deactivate, kill, rebalance, rebalanced, set_log_levels
 from service.control_log import ControlLog, ControlTopics, ControlWriter, ensure_control_topics, probe
 from service.errors_view import read_errors
@@ -361,12 +362,24 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
         "errors": [
             {k: e.get(k) for k in ("event", "at", "supervisor", "worker", "components", "exit_code", "gave_up", "log_tail", "reason")}
             for e in every_event
-            if e.get("topology") == name and e.get("event") in ("crashed", "refused")
+            if e.get("topology") == name and e.get("event") in ("crashed", "refused", "fenced")
         ][-5:],
+        "lease_pauses": int(sum(s["counters"].get("lease_pauses", 0) for s in snaps)),
+        "contested_tasks": contested_tasks(name, every_event, live),
         "component_errors": [asdict(r) for r in reports[-5:]],
         "embedded_broker": embedded_broker(every_event, now),
         "outputs": shape["outputs"],
     }
+
+
+def contested_tasks(name: str, every_event: list[dict[str, Any]], live: list[dict[str, Any]]) -> list[str]:
+    """Tasks of ``name`` that two worker processes with live stats claim at once (``component:task``; should be empty: :mod:`service.claim_watch`)."""
+    book = ClaimBook()
+    for e in every_event:
+        book.apply(e)
+    alive = {(s["worker"], s.get("pid")) for s in live}
+    contested = book.contested(lambda c: (f"w{c.worker}", c.pid) in alive)
+    return sorted(f"{comp}:{task}" for (topology, (comp, task)) in contested if topology == name)
 
 
 def embedded_broker(every_event: list[dict[str, Any]], now: float, fresh_s: float = 120.0) -> dict[str, Any] | None:

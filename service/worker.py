@@ -20,6 +20,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from service.claim_watch import FENCED_EXIT_CODE, LEASE_EXIT_CODE, ClaimWatch, me_from_env
+from service.claims import task_refs
 from service.control_log import ControlTopics
 from service.drain import draining_elsewhere
 from service.hang import HUNG_EXIT_CODE, heartbeat_path, stalled
@@ -34,6 +36,7 @@ from streams.model.loader import load_topology
 from streams.model.spec import Topology
 from streams.monitoring.board import StatsBoard
 from streams.runtime.executor import Executor, ExecutorEnv
+from streams.runtime.lease import WorkerLease, check_timeouts
 from streams.runtime.spout import SpoutExecutor
 from streams.wire.naming import ACKER_COMPONENT
 
@@ -67,8 +70,8 @@ def executor_class(kind: str) -> Callable[[ExecutorEnv], Executor]:
     return cls
 
 
-def build_executors(plan: WorkerPlan, index: int) -> list[Executor]:
-    """The executors of worker ``index``, one :class:`ExecutorEnv` each.
+def build_executors(plan: WorkerPlan, index: int, lease: WorkerLease | None = None) -> list[Executor]:
+    """The executors of worker ``index``, one :class:`ExecutorEnv` each, sharing ``lease`` (under ``squall serve``).
 
     Raises TopologyError or ConfigError naming the file or component.
     """
@@ -92,7 +95,10 @@ def build_executors(plan: WorkerPlan, index: int) -> list[Executor]:
             topology_overrides=plan.topology_overrides,
             service_conf=plan.service_conf,
             workdir=Path(plan.workdir),
+            lease=lease,
         )
+        if lease is not None:
+            check_timeouts(conf.stats_interval_secs, component)
         out.append(executor_class(executor_kind(topology, component, conf))(env))
     return out
 
@@ -176,6 +182,25 @@ def tune_gc(threshold: int) -> None:
         gc.set_threshold(threshold, older, oldest)
 
 
+def keep_lease(topology: str, index: int, lease: WorkerLease, now: float) -> None:
+    """The main thread's part of the lease (:mod:`streams.runtime.lease`), every round: lapse it when due; exit the process once it is fenced.
+
+    A fenced worker exits at once with :data:`~service.claim_watch.FENCED_EXIT_CODE`: its
+    executors are held at the top of a round, so nothing more is emitted or committed.
+    """
+    if lease.check(now) is not None:
+        log.error(
+            "[%s] worker w%d: lease lapsed: no stats snapshot confirmed for %.1f s; executors hold until it is renewed and no one else claims the tasks",
+            topology,
+            index,
+            now - lease.renewed_at,
+        )
+    if lease.state == "fenced":
+        log.error("[%s] worker w%d fenced: %s; exiting without committing", topology, index, lease.fenced_by)
+        logging.shutdown()
+        os._exit(FENCED_EXIT_CODE)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The worker process: ``python -m service.worker PLAN INDEX``; returns its exit code."""
     argv = sys.argv[1:] if argv is None else argv
@@ -185,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         level=plan.log_level,
         format=f"%(asctime)s w{index} %(levelname)s %(name)s %(message)s",
     )
-    executors = build_executors(plan, index)
+    lease = WorkerLease(time.time()) if plan.control else None
+    executors = build_executors(plan, index, lease)
     if executors:
         e = executors[0]  # a topology-level setting: every executor has it
         tune_gc(gc_threshold(e.conf, e.topology.hold().checkpointed))
@@ -219,6 +245,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     if watcher is not None:
         watcher.start()
+    claim_watch = None
+    if lease is not None:
+        me = me_from_env(plan.name, set(task_refs(plan.executors_of(index))))
+        claim_watch = ClaimWatch(plan.bootstrap, ControlTopics(plan.control_namespace), me, lease, plan.kafka.get("consumer"))
+        claim_watch.start()
     threads = [threading.Thread(target=e.run, name=f"{e.component}-{i}", daemon=True) for i, e in enumerate(executors)]
     for t in threads:
         t.start()
@@ -228,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     hang_timeout = executors[0].conf.worker_hang_timeout_secs if executors else 0.0
     failed = False
     while not stop.wait(0.2):
+        if lease is not None:
+            keep_lease(plan.name, index, lease, time.time())
         if any(not t.is_alive() for t in threads):
             failed = any(e.error is not None for e in executors)
             break
@@ -247,10 +280,16 @@ def main(argv: list[str] | None = None) -> int:
             )
             logging.shutdown()
             os._exit(HUNG_EXIT_CODE)  # the hung thread cannot be joined
+    if lease is not None and not lease.held:
+        log.error("[%s] worker w%d stopped while its lease is %s: exiting without draining or committing", plan.name, index, lease.state)
+        logging.shutdown()
+        os._exit(LEASE_EXIT_CODE)
     if not failed:
         drain(plan, spouts, threads)
     if watcher is not None:
         watcher.stop()
+    if claim_watch is not None:
+        claim_watch.stop()
     for e in executors:
         e.stop()
     for t in threads:

@@ -193,6 +193,8 @@ class DeliveryTracker:
         if err is not None:
             with self._lock:
                 self.failures += 1
+            if err.code() in (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT):
+                return  # purged on purpose (flush_patiently's give_up), which says so once
             log.error("[%s] delivery to %s[%s] failed: %s", self.component, msg.topic(), msg.partition(), err)
 
 
@@ -273,18 +275,30 @@ def committed_offsets(consumer: Consumer, tps: list[TopicPartition], component: 
         time.sleep(0.2)
 
 
-def flush_patiently(producer: Producer, component: str, what: str, warn_every_s: float = 10.0) -> None:
+def flush_patiently(producer: Producer, component: str, what: str, warn_every_s: float = 10.0, give_up: Callable[[], bool] | None = None) -> None:
     """Flush until every queued record is delivered or failed, however long the broker takes.
 
     A paused, restarting or failing-over broker is waited for, and said so every
     ``warn_every_s`` seconds (naming ``component`` and ``what``); librdkafka itself fails a
     record after ``message.timeout.ms`` (5 minutes by default), which the caller's delivery
-    callback sees.
+    callback sees. With ``give_up``, checked every 0.5 s: once it returns True, what is still
+    queued or in flight is purged (each record's delivery callback sees it fail) and the flush
+    returns (a worker whose lease lapsed: :mod:`streams.runtime.lease`).
     """
     waited = 0.0
-    while producer.flush(warn_every_s) > 0:
-        waited += warn_every_s
-        log.warning("[%s] %s not yet confirmed by the broker after %.0f s; waiting for it", component, what, waited)
+    step = warn_every_s if give_up is None else min(0.5, warn_every_s)
+    next_warning = warn_every_s
+    while producer.flush(step) > 0:
+        waited += step
+        if give_up is not None and give_up():
+            left = len(producer)
+            producer.purge(in_queue=True, in_flight=True)
+            producer.flush(0)  # serve the purged records' callbacks
+            log.warning("[%s] %s: %d records purged unconfirmed after %.1f s: the worker's lease lapsed", component, what, left, waited)
+            return
+        if waited >= next_warning:
+            next_warning += warn_every_s
+            log.warning("[%s] %s not yet confirmed by the broker after %.0f s; waiting for it", component, what, waited)
 
 
 def produce_fn(producer: Producer, counter: ProducedBytes | None = None) -> Callable[..., None]:

@@ -176,10 +176,18 @@ class SourceFeed:
         return true_end_offsets(self.bootstrap, tps, component=self.component)
 
     def refresh(self, now: float) -> None:
-        """Every :data:`REFRESH_SECS`, pick up new source partitions."""
+        """Every :data:`REFRESH_SECS`, pick up new source partitions.
+
+        A broker that does not answer (paused, restarting, cut off) is said once a try and
+        tried again at the next refresh: it never stops the spout (the first assignment, at
+        start-up, still raises).
+        """
         if now >= self._next_refresh:
             self._next_refresh = now + self.REFRESH_SECS
-            self.assign_new()
+            try:
+                self.assign_new()
+            except KafkaException as exc:
+                log.warning("[%s] cannot look for new source partitions now (tried again in %.0f s): %s", self.component, self.REFRESH_SECS, exc)
 
     # -- data ------------------------------------------------------------------------
     def poll(self, timeout_s: float) -> int:

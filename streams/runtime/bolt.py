@@ -230,7 +230,7 @@ class BoltExecutor(Executor):
 
     def _flush(self) -> None:
         before = self.delivery.failures
-        flush_patiently(self.producer, self.component, "outputs")
+        flush_patiently(self.producer, self.component, "outputs", give_up=self.lapsed)
         acks = self.acks
         if acks is not None and len(acks):
             if self.delivery.failures != before:
@@ -256,7 +256,7 @@ class BoltExecutor(Executor):
             for p, t in self.by_partition.items()
             if t.flushed_offset >= 0 and t.flushed_offset != t.committed_offset
         ]
-        if not offsets:
+        if not offsets or not self.leased():  # a worker without its lease commits nothing (streams.runtime.lease)
             return
         try:
             consumer.commit(offsets=offsets, asynchronous=not sync)

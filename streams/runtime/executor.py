@@ -42,6 +42,7 @@ from streams.monitoring.errors import ErrorLog, ErrorThrottle
 from streams.monitoring.stats import ExecutorStats, process_usage
 from streams.monitoring.trace import Tracer
 from streams.runtime.acks import AckBuffer
+from streams.runtime.lease import PAUSED_SNAPSHOT_S, WorkerLease
 from streams.wire.codec import encode_json
 from streams.wire.dead_letter import dead_letter_headers
 from streams.wire.naming import acker_topic, dead_letter_topic, errors_topic, metrics_topic, trace_topic
@@ -98,6 +99,8 @@ class ExecutorEnv:
       topology_overrides: topology config added at submit or rebalance (Storm keys).
       service_conf: the service config layer (Storm keys).
       workdir: the worker's working directory (ready files, Spark checkpoints).
+      lease: the worker's lease on its tasks under ``squall serve``
+        (:mod:`streams.runtime.lease`); None: no lease (``squall run``, tests).
     """
 
     topology: Topology
@@ -112,6 +115,7 @@ class ExecutorEnv:
     topology_overrides: Mapping[str, Any] = field(default_factory=dict)
     service_conf: Mapping[str, Any] = field(default_factory=dict)
     workdir: Path = Path()
+    lease: WorkerLease | None = None
 
 
 class Executor:
@@ -175,6 +179,8 @@ class Executor:
         """When the executor's loop last came round (monotonic seconds): its heartbeat."""
         self.start_offsets: dict[int, int] = {}
         """Where :meth:`_assign` started each input partition (negative: librdkafka's logical offsets)."""
+        self.lease = env.lease
+        """The worker's lease (:mod:`streams.runtime.lease`): while it is not held, :meth:`_maybe_stats` holds the loop."""
 
     def stop(self) -> None:
         """Ask the loop to finish: it flushes, commits and publishes final stats."""
@@ -316,9 +322,12 @@ class Executor:
         """Publish a stats snapshot to ``squall.T.__metrics`` every ``squall.stats.interval.secs``.
 
         Called once per round of the executor's loop: it is also the executor's heartbeat
-        (:attr:`beat`, read by the worker's hang check, :mod:`service.hang`).
+        (:attr:`beat`, read by the worker's hang check, :mod:`service.hang`), and where the
+        loop stops while the worker's lease is not held (:meth:`_await_lease`).
         """
         self.beat = now
+        if self.lease is not None and not self.lease.held and not final:
+            self._await_lease()
         if self.tracer is not None:
             if final:
                 self.tracer.flush()
@@ -333,7 +342,63 @@ class Executor:
                 self.stats.counters["trace_events"] = self.tracer.events
             self._read_metrics()
             self._process_gauges()
-            self.produce(metrics_topic(self.topology.name), encode_json(self.stats.snapshot(final)), key=self.stats.instance.encode())
+            self._publish_snapshot(final)
+
+    def leased(self) -> bool:
+        """Whether the worker holds its lease (always, without one): commits and blocking flushes ask first."""
+        return self.lease is None or self.lease.held
+
+    def lapsed(self) -> bool:
+        """Whether the worker's lease is not held (never, without one)."""
+        return self.lease is not None and not self.lease.held
+
+    def _publish_snapshot(self, final: bool = False) -> None:
+        """Produce one stats snapshot; its confirmation renews the worker's lease (with the snapshot's own ``time``).
+
+        A snapshot that is not delivered counts as a lost diagnostic, not a lost output.
+        """
+        snap = self.stats.snapshot(final)
+        lease, taken = self.lease, float(snap["time"])
+
+        def confirmed(err: Any, msg: Any) -> None:
+            if err is None:
+                if lease is not None:
+                    lease.renew(taken)
+            else:
+                self._diagnostic_delivered(err, msg)
+
+        value, key, topic = encode_json(snap), self.stats.instance.encode(), metrics_topic(self.topology.name)
+        self.produced.total += len(value) + len(key)
+        while True:
+            try:
+                self.producer.produce(topic, value, key, on_delivery=confirmed)
+                return
+            except BufferError:
+                self.producer.poll(0.05)
+
+    def _await_lease(self) -> None:
+        """Hold this executor's loop while the worker's lease is not held (:mod:`streams.runtime.lease`).
+
+        Nothing is consumed, emitted, acked or committed meanwhile; the executor only beats and
+        publishes a snapshot every :data:`~streams.runtime.lease.PAUSED_SNAPSHOT_S`, whose
+        confirmation tells the worker the broker is back. The worker's main thread ends the wait
+        (lease regained) or the process (fenced, or stopped while paused).
+        """
+        lease = self.lease
+        assert lease is not None
+        self.stats.inc("lease_pauses")
+        log.warning("[%s] %s: paused: the worker's lease on its tasks is not held (%s)", self.component, self.worker, lease.state)
+        began = time.monotonic()
+        next_snapshot = 0.0
+        while not lease.held:
+            now = time.monotonic()
+            self.beat = now
+            if now >= next_snapshot:
+                next_snapshot = now + PAUSED_SNAPSHOT_S
+                self._publish_snapshot()
+            self.producer.poll(0.05)
+        self.stats.inc("lease_paused_seconds", time.monotonic() - began)
+        log.warning("[%s] %s: resumed after %.1f s without a lease", self.component, self.worker, time.monotonic() - began)
 
     def _read_metrics(self) -> None:
         """Counters the tasks registered (``TopologyContext.register_metric``), summed per name."""

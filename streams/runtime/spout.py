@@ -232,7 +232,7 @@ class SpoutExecutor(Executor):
             task.ledger.forget(mid)
 
     def _commit(self) -> None:
-        if self.feed is not None:
+        if self.feed is not None and self.leased():  # a worker without its lease commits nothing (streams.runtime.lease)
             self._write_ledgers()  # every offset committed was emitted by a ledger written before it
             self.feed.commit()
 

@@ -83,3 +83,26 @@ def test_a_held_back_spout_gets_every_record_once_in_order_with_its_buffer_bound
         polls += 1
     assert source.emitted == list(range(n))  # nothing lost, nothing twice
     assert consumer.paused == 0  # the prefetch queue was never dropped
+
+
+class SilentBroker(PrefetchingConsumer):
+    """A consumer whose metadata requests time out (a broker paused, restarting or cut off)."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+        self.asked = 0
+
+    def list_topics(self, timeout: float) -> Any:
+        from confluent_kafka import KafkaError, KafkaException
+
+        self.asked += 1
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "Failed to get metadata: Local: Timed out"))
+
+
+def test_a_broker_that_does_not_answer_a_refresh_never_stops_the_spout() -> None:
+    consumer = SilentBroker()
+    feed = feed_over(consumer, SlowSource(), 10)
+    feed.refresh(100.0)  # the failure was fatal to the spout executor (seen on a host cut off for 15 s)
+    feed.refresh(101.0)  # not due yet
+    feed.refresh(100.0 + SourceFeed.REFRESH_SECS)  # tried again at the next refresh
+    assert consumer.asked == 2
