@@ -410,9 +410,18 @@ class SupervisorService:
         now = time.time()
         return any(s.get("pid") == claim.pid and s["worker"] == worker for s in board.live(now, fresh_s=LIVE_S))
 
+    def _processing(self, claim: Claim) -> bool:
+        """Whether the claim's worker publishes live stats and holds its lease (a worker held without one processes nothing)."""
+        board = self.boards.get(claim.topology)
+        if board is None:
+            return False
+        worker = f"w{claim.worker}"
+        snaps = [s for s in board.live(time.time(), fresh_s=LIVE_S) if s.get("pid") == claim.pid and s["worker"] == worker]
+        return bool(snaps) and all(s["gauges"].get("lease_held", 1.0) for s in snaps)
+
     def _watch_contested(self) -> None:
         """Export (and log once) the tasks that two live processes claim (:meth:`service.claims.ClaimBook.contested`)."""
-        contested = self.claims.contested(self._alive)
+        contested = self.claims.contested(self._processing)
         for (topology, (component, task)), claims in contested.items():
             if (topology, (component, task)) not in self.contested:
                 who = " and ".join(f"w{c.worker} (pid {c.pid}) on {c.supervisor}" for c in claims)

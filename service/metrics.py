@@ -63,6 +63,8 @@ COUNTERS = {
     "refetched": "Fetches of an internal topic sent again because a fetch skipped offsets (the records are read, not lost; streams.kafka.fetch_gaps)",
     "consumer_reopens": "Consumers an executor replaced because their offset commits failed for squall.consumer.reopen.after.secs "
     "(a group coordinator lost for good; streams.kafka.commit_watch)",
+    "lease_pauses": "Times an executor held its loop because its worker's lease lapsed (no stats snapshot confirmed for 3 s; streams.runtime.lease)",
+    "lease_paused_seconds": "Seconds an executor held its loop without its worker's lease",
     "batches_emitted": "Batches a transactional spout emitted (first attempts and replays)",
     "batches_replayed": "Batches a transactional spout emitted again (a failure, a timeout, a restart)",
     "batches_committed": "Batches committed, in txid order",

@@ -377,7 +377,8 @@ def contested_tasks(name: str, every_event: list[dict[str, Any]], live: list[dic
     book = ClaimBook()
     for e in every_event:
         book.apply(e)
-    alive = {(s["worker"], s.get("pid")) for s in live}
+    held = {(s["worker"], s.get("pid")) for s in live if not s["gauges"].get("lease_held", 1.0)}
+    alive = {(s["worker"], s.get("pid")) for s in live} - held  # a worker held without its lease processes nothing
     contested = book.contested(lambda c: (f"w{c.worker}", c.pid) in alive)
     return sorted(f"{comp}:{task}" for (topology, (comp, task)) in contested if topology == name)
 

@@ -357,6 +357,8 @@ class Executor:
 
         A snapshot that is not delivered counts as a lost diagnostic, not a lost output.
         """
+        if self.lease is not None:
+            self.stats.gauges["lease_held"] = 1.0 if self.lease.held else 0.0  # a held executor processes nothing (service.claims.ClaimBook.contested)
         snap = self.stats.snapshot(final)
         lease, taken = self.lease, float(snap["time"])
 

@@ -74,11 +74,23 @@ class _PostgresTx(StateTx):
         )
 
 
+IDLE_IN_TRANSACTION_S = 10
+"""PostgreSQL ends a session that sits this long inside a transaction (seconds): a batch's
+transaction runs its statements back to back, so only a client that is gone waits that long."""
+
+KEEPALIVES: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 3, "keepalives_count": 3}
+"""TCP keepalives on the client's connection (libpq settings; they win over the URL's): a server that went away is noticed within about 20 s."""
+
+
 class PostgresBackend(StateBackend):
     """State in PostgreSQL (psycopg 3).
 
     Rows a batch reads are locked ``FOR UPDATE`` until it commits, so committer tasks on
-    several machines never lose an update.
+    several machines never lose an update. A committer cut off from the database mid-batch
+    would hold those locks until TCP noticed (hours), and its replacement would wait on them
+    (seen with a host cut off for good: the exactly-once word count stalled). So each session
+    sets ``idle_in_transaction_session_timeout`` (:data:`IDLE_IN_TRANSACTION_S`): the server
+    ends the lost session and frees its rows, and the replacement's batch goes on.
     """
 
     def __init__(self, url: str) -> None:
@@ -99,7 +111,8 @@ class PostgresBackend(StateBackend):
             except ImportError as exc:
                 raise StateError(f"[state] {self.url} needs psycopg: pip install 'squall[postgres]'") from exc
             try:
-                conn = psycopg.connect(self.url, autocommit=True)
+                conn = psycopg.connect(self.url, autocommit=True, **KEEPALIVES)
+                conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION_S}s'")
                 with conn.transaction(), conn.cursor() as cur:
                     cur.execute("SELECT pg_advisory_xact_lock(7310)")  # one schema creator at a time
                     for stmt in POSTGRES_SCHEMA:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import assert_at_least, assert_exact, corpus_slice, direct_count
-from tests.integration.service_harness import EXACTLY_ONCE, STATEFUL, WORDCOUNT, Cluster, worker_pids
+from tests.integration.service_harness import STATEFUL, WORDCOUNT, Cluster, worker_pids
 
 pytestmark = pytest.mark.broker
 
@@ -210,32 +210,6 @@ def test_a_crashed_worker_is_restarted_and_reported(cluster: Cluster, corpus: Pa
     assert cluster.metric("s1", "squall_worker_restarts_total") == 1
     errors = cluster.status(wc)["errors"]
     assert len(errors) == 1 and errors[0]["exit_code"] == -9 and errors[0]["supervisor"] == "s1" and not errors[0]["gave_up"]
-
-
-def test_an_exactly_once_topology_under_the_service_survives_a_supervisor_kill9_exactly(
-    cluster: Cluster, corpus: Path, tmp_path: Path, postgres_url: str
-) -> None:
-    """Issue 12 under the service: two supervisors, the transactional word count with its state
-    in PostgreSQL, a separate producer, one supervisor killed -9 mid-stream: exact counts."""
-    from streams.state import TransactionalState, open_backend
-
-    src = corpus_slice(corpus, tmp_path / "in.txt", 20_000)
-    for sid in ("s1", "s2"):
-        cluster.serve(sid)
-    wc = name()
-    out = cluster.squall("submit", str(EXACTLY_ONCE), "--name", wc, "-c", f"squall.state.url={postgres_url}")
-    assert out.stdout.startswith(f"submitted {wc}: 3 workers")
-    cluster.wait_ready(["s1", "s2"], 3)
-    victim = "s1" if cluster.metric("s1", "squall_supervisor_workers") > 0 else "s2"
-    feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=15)
-    time.sleep(6)
-    cluster.kill9(victim)
-    assert feeder.wait(120) == 0
-    cluster.wait_committed(wc, 20_000, timeout_s=180)
-    state = TransactionalState(open_backend(postgres_url), f"{wc}.counts")
-    assert_exact(dict(state.items()), direct_count(src), lambda: cluster.spout_totals(wc))
-    emitted = cluster.status(wc)["components"]["lines"]["emitted"]
-    print(f"exactly once under the service: {sum(state.items().values())} words exact after kill -9 of {victim}; lines emitted {emitted}")
 
 
 def test_two_supervisors_refuse_sqlite_state_that_could_not_follow_a_moved_task(cluster: Cluster) -> None:

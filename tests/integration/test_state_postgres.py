@@ -3,6 +3,7 @@ which run on SQLite): replays never change the result; a batch is one transactio
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import pytest
@@ -50,3 +51,36 @@ def test_a_committed_batch_redelivered_after_a_later_one_changes_nothing(postgre
         assert s.apply(1, [("a", 1)]) == (1, 0, 1)
         assert s.items() == {"a": 1, "b": 1} and s.last_txid() == 2
         assert s.commits() == [("count:1", 1, 1, 0), ("count:1", 2, 1, 0)]
+
+
+def test_a_committer_that_vanished_mid_batch_frees_its_rows_for_its_replacement(postgres_url: str) -> None:
+    """A committer cut off from the database inside a batch's transaction held its rows locked
+    (FOR UPDATE) until TCP noticed, hours later, and its replacement waited on them (a host cut
+    off for good: tests/integration/test_multihost.py). The server now ends a session idle in a
+    transaction after IDLE_IN_TRANSACTION_S, and the replacement's batch commits."""
+    import threading
+    import time
+
+    from streams.state.postgres import IDLE_IN_TRANSACTION_S
+
+    name = f"t{uuid.uuid4().hex[:8]}.counts"
+    TransactionalState(open_backend(postgres_url), name, writer="count:1").apply(1, [("a", 1)])
+    zombie = open_backend(postgres_url)
+    lost = zombie.transaction(name, "count:1")  # the old committer: inside its transaction, then gone
+    tx = lost.__enter__()
+    assert len(tx.keys_at(1)) == 1  # its row is now locked FOR UPDATE
+    done: list[float] = []
+
+    def replacement() -> None:
+        start = time.monotonic()
+        TransactionalState(open_backend(postgres_url), name, writer="count:1").apply(2, [("a", 1)])
+        done.append(time.monotonic() - start)
+
+    t = threading.Thread(target=replacement, daemon=True)
+    t.start()
+    t.join(IDLE_IN_TRANSACTION_S + 20)
+    assert done, "the replacement still waits on the vanished committer's locks"
+    assert IDLE_IN_TRANSACTION_S - 1 <= done[0] <= IDLE_IN_TRANSACTION_S + 20  # it waited for the server to end the lost session
+    assert TransactionalState(open_backend(postgres_url), name, writer="count:1").items() == {"a": 2}
+    with contextlib.suppress(Exception):  # the server ended the lost session: its rollback fails
+        lost.__exit__(None, None, None)

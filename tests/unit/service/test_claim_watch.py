@@ -74,3 +74,17 @@ def test_a_fenced_worker_closes_its_claim_and_two_live_claims_are_contested() ->
     book.apply({"topology": "wc", "event": "fenced", "supervisor": "h1", "worker": 1, "pid": 42, "at": 2.0})
     assert book.contested(lambda c: True) == {}
     assert [c.pid for c in book.blocking("wc", {("split", 0)}, now=3.0, live=lambda c: True)] == [7]
+
+
+def test_status_counts_a_task_contested_only_while_both_claimants_process() -> None:
+    from service.verbs import contested_tasks
+
+    events = [started("h1", 42, [["split", 0]], worker=2), started("h2", 7, [["split", 0]], worker=2)]
+
+    def snap(pid: int, held: float) -> dict[str, Any]:
+        return {"worker": "w2", "pid": pid, "gauges": {"lease_held": held}}
+
+    assert contested_tasks("wc", events, [snap(42, 1.0), snap(7, 1.0)]) == ["split:0"]
+    assert contested_tasks("wc", events, [snap(42, 0.0), snap(7, 1.0)]) == []  # the old one is held without a lease
+    assert contested_tasks("wc", events, [snap(7, 1.0)]) == []
+    assert contested_tasks("other", events, [snap(42, 1.0), snap(7, 1.0)]) == []
