@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry
 
 from service.admin import ensure_topology_topics
 from service.broker import EMBEDDED_EVENT_KEY, EMBEDDED_LAYER, EMBEDDED_WARNING, EmbeddedBroker
@@ -53,12 +53,12 @@ from service.slots import SlotMembership, slot_of
 from service.spawn import log_tail, spawn_worker
 from service.state_placement import local_state_components, refusal
 from service.storm_api_data import storm_api
+from service.supervisor_metrics import SupervisorMetrics
+from service.topology_boards import TopologyBoards, holds_lease
 from service.verbs import Client
 from service.worker_logs import log_file
 from streams.config import resolve
 from streams.exceptions import SquallError
-from streams.monitoring.board import StatsBoard
-from streams.runtime.lease import CLAIM_LIVE_S
 
 log = logging.getLogger("squall.serve")
 
@@ -67,9 +67,6 @@ TICK_S = 0.2
 CLAIM_GRACE_S = 15.0
 """A worker just started holds its tasks this long before its executors' stats must show
 it alive (seconds; covers interpreter start-up, an acker's restore, a Spark session)."""
-
-LIVE_S = CLAIM_LIVE_S
-"""A worker whose latest stats snapshot is older than this is not alive (seconds; one timeout design with the worker's lease: :mod:`streams.runtime.lease`)."""
 
 
 @dataclass
@@ -145,43 +142,12 @@ class SupervisorService:
         self.backoff_until: dict[WorkerKey, float] = {}
         self.gave_up: set[WorkerKey] = set()
         self.desired: dict[WorkerKey, WorkerSpec] = {}
-        labels = ["supervisor"]
-        self.m_workers = Gauge("squall_supervisor_workers", "Workers this supervisor runs", labels, registry=self.registry)
-        self.m_slots = Gauge("squall_supervisor_slots", "Worker slots this supervisor owns", labels, registry=self.registry)
-        self.m_topologies = Gauge("squall_supervisor_topologies", "Topologies in the control topic", labels, registry=self.registry)
-        self.m_hung = Counter(
-            "squall_worker_hung",
-            "Workers killed because their process stopped (no heartbeat for squall.worker.hang.timeout.secs)",
-            ["supervisor", "topology"],
-            registry=self.registry,
-        )
-        self.m_restarts = Counter(
-            "squall_worker_restarts", "Workers restarted after an unexpected exit", ["supervisor", "topology", "worker"], registry=self.registry
-        )
-        self.m_contested = Gauge(
-            "squall_tasks_contested",
-            "Tasks that two live worker processes claim at once (should never happen: service.claim_watch fences the older)",
-            ["supervisor", "topology"],
-            registry=self.registry,
-        )
-        self.m_fenced = Counter(
-            "squall_worker_fenced",
-            "Workers of this supervisor that stopped because another process claimed their tasks",
-            ["supervisor", "topology"],
-            registry=self.registry,
-        )
+        self.metrics = SupervisorMetrics(self.registry)
         self.contested: dict[tuple[str, tuple[str, int]], list[Claim]] = {}
         """Tasks with two live claimants at the last round (logged when they appear)."""
-        self.m_plans = Counter("squall_supervisor_plans", "Topology plans made (submit, rebalance)", labels, registry=self.registry)
-        self.boards: dict[str, StatsBoard] = {}
+        self.boards = TopologyBoards(bootstrap)
         self.registry.register(StatsCollector(self.executor_stats))
         self.registry.register(ProcessStats(self.id))
-        self.m_broker = Gauge(
-            "squall_embedded_broker_resident_memory_bytes",
-            "Resident memory of the embedded broker a supervisor runs (it keeps every record in memory)",
-            labels,
-            registry=self.registry,
-        )
         api_client = Client(bootstrap, self.service_conf, self.kafka, self.names)
         self.http = HealthServer(settings.http_host, settings.http_port, self.registry, self.ready, storm_api(api_client).handle, self.home / "logs")
 
@@ -228,8 +194,7 @@ class SupervisorService:
             self.control.close()
         if self.events is not None:
             self.events.close()
-        for board in self.boards.values():
-            board.close()
+        self.boards.close()
         self.http.close()
         log.info("[supervisor %s] stopped", self.id)
 
@@ -239,7 +204,7 @@ class SupervisorService:
             return
         self._next_broker_report = now + 30.0
         rss = self.embedded.resident_bytes()
-        self.m_broker.labels(self.id).set(rss)
+        self.metrics.broker.labels(self.id).set(rss)
         if self.writer is not None:
             try:
                 self.writer.event(EMBEDDED_EVENT_KEY, {"event": "embedded_broker", "supervisor": self.id, "rss_bytes": rss, "at": now})
@@ -276,7 +241,7 @@ class SupervisorService:
         decision = decide(self.desired, running, self.backoff_until, self.gave_up, now)
         for key in decision.stop:
             self._terminate(self.procs[key])
-        self._poll_boards()
+        self.boards.poll(self.plans)
         for spec in decision.start:
             why = self._held_back(spec, now)
             if why is None:
@@ -291,10 +256,10 @@ class SupervisorService:
             if w.stopping and now >= w.kill_at and w.proc.poll() is None:
                 log.warning("[%s] worker w%d ignored SIGTERM for %.0f s: SIGKILL", w.spec.key.topology, w.spec.key.worker, self.settings.shutdown_timeout_secs)
                 w.proc.kill()
-        self.m_workers.labels(self.id).set(len(self.procs))
+        self.metrics.workers.labels(self.id).set(len(self.procs))
         self._report_broker(now)
-        self.m_slots.labels(self.id).set(len(self.owned()))
-        self.m_topologies.labels(self.id).set(len(self.control.records))
+        self.metrics.slots.labels(self.id).set(len(self.owned()))
+        self.metrics.topologies.labels(self.id).set(len(self.control.records))
 
     def _plan(self, name: str) -> None:
         assert self.control is not None
@@ -325,7 +290,7 @@ class SupervisorService:
         self.plans[name] = plan
         self.plan_errors.pop(name, None)
         self.gave_up = {k for k in self.gave_up if k.topology != name}  # a new version gets new tries
-        self.m_plans.labels(self.id).inc()
+        self.metrics.plans.labels(self.id).inc()
         log.info("[%s] planned version %d: %d workers %s", name, rec.version, len(plan.workers), plan.workers)
 
     def _start(self, spec: WorkerSpec, now: float) -> None:
@@ -340,7 +305,7 @@ class SupervisorService:
         claim = uuid.uuid4().hex[:16]
         proc = spawn_worker(plan.path, spec.key.worker, log_path, claim=claim)
         self.procs[spec.key] = WorkerProc(spec, proc, log_path, ready, now, started_wall=time.time(), heartbeat=heartbeat)
-        self.m_restarts.labels(self.id, spec.key.topology, str(spec.key.worker))  # 0 from the start: rates and alerts see it
+        self.metrics.restarts.labels(self.id, spec.key.topology, str(spec.key.worker))  # 0 from the start: rates and alerts see it
         tasks = sorted([c, t] for c, t in task_refs(spec.executors))
         recorded = self._event(
             spec.key.topology,
@@ -403,21 +368,11 @@ class SupervisorService:
 
     def _alive(self, claim: Claim) -> bool:
         """Whether the claim's worker publishes live stats (fresh, not final)."""
-        board = self.boards.get(claim.topology)
-        if board is None:
-            return False
-        worker = f"w{claim.worker}"
-        now = time.time()
-        return any(s.get("pid") == claim.pid and s["worker"] == worker for s in board.live(now, fresh_s=LIVE_S))
+        return bool(self.boards.live_of(claim))
 
     def _processing(self, claim: Claim) -> bool:
-        """Whether the claim's worker publishes live stats and holds its lease (a worker held without one processes nothing)."""
-        board = self.boards.get(claim.topology)
-        if board is None:
-            return False
-        worker = f"w{claim.worker}"
-        snaps = [s for s in board.live(time.time(), fresh_s=LIVE_S) if s.get("pid") == claim.pid and s["worker"] == worker]
-        return bool(snaps) and all(s["gauges"].get("lease_held", 1.0) for s in snaps)
+        """Whether the claim's worker publishes live stats and holds its lease."""
+        return holds_lease(self.boards.live_of(claim))
 
     def _watch_contested(self) -> None:
         """Export (and log once) the tasks that two live processes claim (:meth:`service.claims.ClaimBook.contested`)."""
@@ -428,7 +383,7 @@ class SupervisorService:
                 log.error("[%s] task %s:%d is claimed by two live processes: %s", topology, component, task, who)
         self.contested = contested
         for topology in self.plans:
-            self.m_contested.labels(self.id, topology).set(sum(1 for t, _ in contested if t == topology))
+            self.metrics.contested.labels(self.id, topology).set(sum(1 for t, _ in contested if t == topology))
 
     def _terminate(self, w: WorkerProc) -> None:
         if w.stopping or w.proc.poll() is not None:
@@ -454,7 +409,7 @@ class SupervisorService:
                     w.proc.pid,
                     timeout,
                 )
-                self.m_hung.labels(self.id, w.spec.key.topology).inc()
+                self.metrics.hung.labels(self.id, w.spec.key.topology).inc()
                 w.proc.kill()
 
     def _reap(self, now: float) -> None:
@@ -476,16 +431,12 @@ class SupervisorService:
         self._event(key.topology, event)
 
     def _fenced(self, key: WorkerKey, w: WorkerProc, now: float) -> None:
-        """The worker exited because another process claimed its tasks (:mod:`service.claim_watch`): recorded as ``fenced``, not a crash.
-
-        It is started again only when it is still desired here and its tasks are free.
-        """
+        """It exited because another process claimed its tasks (:mod:`service.claim_watch`): ``fenced``, not a crash."""
         tail = log_tail(w.log_path, 2000)
-        self.m_fenced.labels(self.id, key.topology).inc()
+        self.metrics.fenced.labels(self.id, key.topology).inc()
         log.error("[%s] worker w%d (pid %d) was fenced: another process claimed its tasks. Last lines:\n%s", key.topology, key.worker, w.proc.pid, tail)
-        comps = ",".join(dict.fromkeys(w.spec.components))
-        event = {"event": "fenced", "supervisor": self.id, "worker": key.worker, "pid": w.proc.pid, "components": comps, "exit_code": FENCED_EXIT_CODE}
-        self._event(key.topology, {**event, "at": now, "log_tail": tail})
+        event = {"event": "fenced", "supervisor": self.id, "worker": key.worker, "pid": w.proc.pid, "exit_code": FENCED_EXIT_CODE, "at": now}
+        self._event(key.topology, {**event, "components": ",".join(dict.fromkeys(w.spec.components)), "log_tail": tail})
 
     def _crashed(self, key: WorkerKey, w: WorkerProc, code: int, now: float) -> None:
         history = self.crashes.setdefault(key, CrashHistory(self.policy))
@@ -508,7 +459,7 @@ class SupervisorService:
             log.error("[%s] worker w%d (%s) crashed %d times: giving up. Last lines:\n%s", key.topology, key.worker, comps, history.total, tail)
         else:
             self.backoff_until[key] = now + delay
-            self.m_restarts.labels(self.id, key.topology, str(key.worker)).inc()
+            self.metrics.restarts.labels(self.id, key.topology, str(key.worker)).inc()
             log.warning("[%s] worker w%d (%s) exited with %s: restarting in %.1f s", key.topology, key.worker, comps, code, delay)
         self._event(key.topology, event)
 
@@ -530,18 +481,7 @@ class SupervisorService:
     # -- metrics ---------------------------------------------------------------------
     def executor_stats(self) -> list[Any]:
         """The live executors of the workers this supervisor runs, from their topologies' stats topics (so one scrape of a supervisor covers its workers)."""
-        now = time.time()
-        mine = {(k.topology, f"w{k.worker}") for k in self.procs}
-        snaps = [s for board in list(self.boards.values()) for s in board.live(now) if (s["topology"], s["worker"]) in mine]
-        return merge_snapshots(snaps)
-
-    def _poll_boards(self) -> None:
-        for name in set(self.boards) - set(self.plans):
-            self.boards.pop(name).close()
-        for name in self.plans:
-            if name not in self.boards:
-                self.boards[name] = StatsBoard(self.bootstrap, name)
-            self.boards[name].poll(0)
+        return merge_snapshots(self.boards.live_of_workers({(k.topology, f"w{k.worker}") for k in self.procs}))
 
     # -- readiness -------------------------------------------------------------------
     def ready(self) -> tuple[bool, str]:

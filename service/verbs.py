@@ -28,6 +28,7 @@ from service.errors_view import read_errors
 from service.exceptions import ControlError, UsageError
 from service.log_levels import parse_level
 from service.plan import load_record
+from service.topology_boards import claim_snapshots, holds_lease
 from streams.config import KEYS, resolve
 from streams.model.loader import load_topology
 from streams.model.spec import Topology
@@ -377,9 +378,7 @@ def contested_tasks(name: str, every_event: list[dict[str, Any]], live: list[dic
     book = ClaimBook()
     for e in every_event:
         book.apply(e)
-    held = {(s["worker"], s.get("pid")) for s in live if not s["gauges"].get("lease_held", 1.0)}
-    alive = {(s["worker"], s.get("pid")) for s in live} - held  # a worker held without its lease processes nothing
-    contested = book.contested(lambda c: (f"w{c.worker}", c.pid) in alive)
+    contested = book.contested(lambda c: holds_lease(claim_snapshots(live, c)))
     return sorted(f"{comp}:{task}" for (topology, (comp, task)) in contested if topology == name)
 
 
