@@ -42,19 +42,19 @@ def running_wordcount(cluster: Cluster, supervisors: list[str], *conf: str) -> s
 
 
 def test_two_supervisors_count_a_live_stream_exactly(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
-    src = corpus_slice(corpus, tmp_path / "in.txt", 50_000)
+    src = corpus_slice(corpus, tmp_path / "in.txt", 15_000)
     wc = running_wordcount(cluster, ["s1", "s2"])
     assert cluster.metric("s1", "squall_supervisor_workers") >= 1 and cluster.metric("s2", "squall_supervisor_workers") >= 1  # split
-    feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=30)
+    feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=10)
     assert feeder.wait(120) == 0
-    cluster.wait_committed(wc, 50_000)
+    cluster.wait_committed(wc, 15_000)
     assert_exact(cluster.counts(wc), direct_count(src), lambda: cluster.spout_totals(wc))
     time.sleep(2)  # one more stats interval
     acked = 0.0
     for sid in ("s1", "s2"):  # each supervisor's /metrics covers the workers it runs
         _, text = cluster.http(sid, "/metrics")
         acked += sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith("squall_acked_total{") and 'kind="spout"' in line)
-    assert acked == 50_000
+    assert acked == 15_000
     listed = cluster.squall("list").stdout
     assert wc in listed and "ACTIVE" in listed
     assert cluster.status(wc)["outputs"] == [{"topic": f"squall.{wc}.counts", "component": "count", "kind": "set_output"}]
@@ -62,18 +62,18 @@ def test_two_supervisors_count_a_live_stream_exactly(cluster: Cluster, corpus: P
 
 
 def test_a_supervisor_killed_mid_stream_hands_its_workers_over(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
-    src = corpus_slice(corpus, tmp_path / "in.txt", 50_000)
+    src = corpus_slice(corpus, tmp_path / "in.txt", 25_000)
     wc = running_wordcount(cluster, ["s1", "s2"])
     victim = "s1" if cluster.metric("s1", "squall_supervisor_workers") > 0 else "s2"
     survivor = "s2" if victim == "s1" else "s1"
-    feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=30)
-    time.sleep(10)
+    feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=15)
+    time.sleep(6)
     cluster.kill9(victim)
     failover_s = cluster.wait_ready([survivor], WORKERS)
     print(f"failover: the survivor ran all {WORKERS} workers and was ready {failover_s:.1f} s after the kill -9")
     assert failover_s < 60
     assert feeder.wait(120) == 0
-    cluster.wait_committed(wc, 50_000)
+    cluster.wait_committed(wc, 25_000)
     assert_at_least(dict(cluster.counts(wc)), direct_count(src))
 
 
