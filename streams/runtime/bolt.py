@@ -230,7 +230,7 @@ class BoltExecutor(Executor):
 
     def _flush(self) -> None:
         before = self.delivery.failures
-        flush_patiently(self.producer, self.component, "outputs", give_up=self.lapsed)
+        flush_patiently(self.producer, self.component, "outputs", give_up=lambda: not self.leased())
         acks = self.acks
         if acks is not None and len(acks):
             if self.delivery.failures != before:

@@ -23,7 +23,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -250,8 +250,8 @@ class Executor:
     def _publish_error(self, key: bytes, value: bytes) -> None:
         self._produce_diagnostic(errors_topic(self.topology.name), value, key)
 
-    def _produce_diagnostic(self, topic: str, value: bytes, key: bytes) -> None:
-        """Produce an error report or trace record with its own delivery callback.
+    def _produce_diagnostic(self, topic: str, value: bytes, key: bytes, on_delivery: Callable[[Any, Any], None] | None = None) -> None:
+        """Produce an error report, trace record or stats snapshot with its own delivery callback (default :meth:`_diagnostic_delivered`).
 
         A diagnostic record that is not delivered is counted (``diagnostics_lost``) and logged,
         but never counts as a lost output: the producer's own callback would make the next
@@ -259,7 +259,7 @@ class Executor:
         """
         while True:
             try:
-                self.producer.produce(topic, value, key, on_delivery=self._diagnostic_delivered)
+                self.producer.produce(topic, value, key, on_delivery=on_delivery or self._diagnostic_delivered)
                 return
             except BufferError:
                 self.producer.poll(0.05)
@@ -348,10 +348,6 @@ class Executor:
         """Whether the worker holds its lease (always, without one): commits and blocking flushes ask first."""
         return self.lease is None or self.lease.held
 
-    def lapsed(self) -> bool:
-        """Whether the worker's lease is not held (never, without one)."""
-        return self.lease is not None and not self.lease.held
-
     def _publish_snapshot(self, final: bool = False) -> None:
         """Produce one stats snapshot; its confirmation renews the worker's lease (with the snapshot's own ``time``).
 
@@ -369,14 +365,9 @@ class Executor:
             else:
                 self._diagnostic_delivered(err, msg)
 
-        value, key, topic = encode_json(snap), self.stats.instance.encode(), metrics_topic(self.topology.name)
+        value, key = encode_json(snap), self.stats.instance.encode()
         self.produced.total += len(value) + len(key)
-        while True:
-            try:
-                self.producer.produce(topic, value, key, on_delivery=confirmed)
-                return
-            except BufferError:
-                self.producer.poll(0.05)
+        self._produce_diagnostic(metrics_topic(self.topology.name), value, key, confirmed)
 
     def _await_lease(self) -> None:
         """Hold this executor's loop while the worker's lease is not held (:mod:`streams.runtime.lease`).
