@@ -25,7 +25,8 @@ from acker.common import publish_ledger_stats, record_outcomes, record_resets, r
 from acker.durable import DurableLedger
 from streams.exceptions import DecodeError
 from streams.runtime.executor import Executor, ExecutorEnv
-from streams.wire.acker import chunks, decode_ops, encode_results, root_key
+from streams.runtime.fencing import EpochFence
+from streams.wire.acker import chunks, decode_ops, encode_results, read_from, root_key
 from streams.wire.codec import encode_json
 from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_changelog_topic, acker_topic, component_group, metrics_topic
 
@@ -74,6 +75,7 @@ class FaustAckerExecutor(Executor):
         table = app.Table("acker", partitions=ackers, changelog_topic=changelog, key_type=bytes, value_type=bytes)
         input_name = acker_topic(name)
         stats = self.stats
+        fence = EpochFence()
 
         async def ledger_for(p: int) -> DurableLedger:
             dl = self.ledgers.get(p)
@@ -90,6 +92,10 @@ class FaustAckerExecutor(Executor):
                 for ev in events:
                     p, off = ev.message.partition, ev.message.offset
                     dl = await ledger_for(p)
+                    origin = read_from(ev.message.headers)
+                    if origin is not None and not fence.admit(p, origin[0], origin[1]):
+                        stats.inc("fenced_acker_records")  # an older owner's late flush (streams.runtime.fencing)
+                        continue
                     try:
                         ops = decode_ops(ev.value, component=ACKER_COMPONENT, topic=input_name, partition=p, offset=off)
                     except DecodeError as exc:

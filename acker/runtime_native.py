@@ -30,7 +30,8 @@ from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.monitoring.trace import ACKER_OUTCOMES
 from streams.runtime.executor import Every, Executor, ExecutorEnv
-from streams.wire.acker import OP_ACK, OP_INIT, chunks, decode_ops, encode_results, root_key
+from streams.runtime.fencing import EpochFence
+from streams.wire.acker import OP_ACK, OP_INIT, chunks, decode_ops, encode_results, read_from, root_key
 from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_changelog_topic, acker_topic, component_group
 
 TRACED_OPS = {OP_INIT: "init", OP_ACK: "acker_ack"}
@@ -61,6 +62,9 @@ class AckerExecutor(Executor):
         self.commit_watch = CommitWatch(ACKER_COMPONENT, self.conf.consumer_reopen_after_secs)
         """Commits failing this long mean a consumer that lost its coordinator: replaced (streams.kafka.commit_watch)."""
         self.reopen_due = False
+        self.fence = EpochFence()
+        """Drops acker records an older owner of their sender flushed late (:mod:`streams.runtime.fencing`)."""
+        self._fence_logged: set[tuple[int, int, int]] = set()
 
     # -- tasks -----------------------------------------------------------------------
     def _changelog_poison(self, msg: Message, exc: Exception) -> None:
@@ -100,6 +104,11 @@ class AckerExecutor(Executor):
         hop = transit_s(msg, time.time())
         if hop is not None:
             self._transit.record(hop)
+        origin = read_from(msg.headers())
+        if origin is not None and not self.fence.admit(p, origin[0], origin[1]):
+            self._fenced(msg, p, off, origin)
+            self.next_offset[p] = off + 1
+            return
         try:
             ops = decode_ops(msg.value(), component=ACKER_COMPONENT, topic=self.topic, partition=p, offset=off)
             outs = dl.apply(off, ops)
@@ -117,6 +126,29 @@ class AckerExecutor(Executor):
         if dl.resets:
             record_resets(dl.take_resets(), self.results)
         self.next_offset[p] = off + 1
+
+    def _fenced(self, msg: Message, p: int, off: int, origin: tuple[int, int]) -> None:
+        """Drop an acker record that an older owner of its sender flushed after a newer one did (:mod:`streams.runtime.fencing`); count its ops."""
+        try:
+            n = len(decode_ops(msg.value(), component=ACKER_COMPONENT, topic=self.topic, partition=p, offset=off))
+        except DecodeError:
+            n = 0
+        self.stats.inc("fenced_acker_ops", n)
+        self.stats.inc("fenced_acker_records")
+        sender, epoch = origin
+        if (p, sender, epoch) not in self._fence_logged:
+            self._fence_logged.add((p, sender, epoch))
+            log.warning(
+                "[%s] fenced %s[%d]@%d: %d ops from task %d in epoch %d, after its epoch %s (a replaced worker's late flush; dropped)",
+                ACKER_COMPONENT,
+                self.topic,
+                p,
+                off,
+                n,
+                sender,
+                epoch,
+                self.fence.highest_of(p, sender),
+            )
 
     def _tick(self) -> None:
         for p, dl in self.ledgers.items():

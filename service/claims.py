@@ -64,6 +64,8 @@ class ClaimBook:
         self.startup_grace_s = startup_grace_s
         self.open: dict[tuple[str, str, int], Claim] = {}
         self._closed: set[tuple[str, str, int]] = set()
+        self.epochs: dict[tuple[str, TaskRef], int] = {}
+        """The highest claim epoch seen per ``(topology, task)`` (:meth:`next_epoch`)."""
 
     def apply(self, event: Mapping[str, Any]) -> None:
         """Apply one event (others than started/stopped/crashed/fenced are ignored)."""
@@ -72,6 +74,10 @@ class ClaimBook:
         if kind not in ("started", "stopped", "crashed", "fenced") or pid is None:
             return
         key = (str(event["topology"]), str(event["supervisor"]), int(pid))
+        if kind == "started" and isinstance(event.get("epoch"), int):
+            for c, t in event.get("tasks", []):
+                ref = (key[0], (str(c), int(t)))
+                self.epochs[ref] = max(self.epochs.get(ref, 0), event["epoch"])
         if kind == "started":
             if key not in self._closed:  # a late-read start of a process already seen to exit
                 tasks = frozenset((str(c), int(t)) for c, t in event.get("tasks", []))
@@ -93,6 +99,19 @@ class ClaimBook:
             if now - claim.started_at < self.startup_grace_s or live(claim):
                 out.append(claim)
         return out
+
+    def next_epoch(self, topology: str, tasks: Iterable[TaskRef], now_ms: int) -> int:
+        """The claim epoch for a new worker on ``tasks``: ``now_ms``, or one more than any earlier claim on them if that is larger.
+
+        Every later owner of a task gets a larger epoch, whatever the clocks of the hosts do;
+        readers drop what an older epoch writes after a newer one (:mod:`streams.runtime.fencing`).
+
+        >>> book = ClaimBook()
+        >>> book.apply({"event": "started", "topology": "wc", "worker": 0, "supervisor": "s1", "pid": 7, "tasks": [["count", 0]], "at": 1.0, "epoch": 5000})
+        >>> book.next_epoch("wc", [("count", 0)], now_ms=4000), book.next_epoch("wc", [("count", 1)], now_ms=4000)
+        (5001, 4000)
+        """
+        return max([now_ms, *(self.epochs.get((topology, t), -1) + 1 for t in tasks)])
 
     def contested(self, live: Callable[[Claim], bool]) -> dict[tuple[str, TaskRef], list[Claim]]:
         """Tasks that two or more open claims with live stats hold at once: ``(topology, task) -> claims``.

@@ -303,7 +303,8 @@ class SupervisorService:
         heartbeat = heartbeat_path(plan.path.parent, spec.key.worker)
         heartbeat.unlink(missing_ok=True)
         claim = uuid.uuid4().hex[:16]
-        proc = spawn_worker(plan.path, spec.key.worker, log_path, claim=claim)
+        epoch = self.claims.next_epoch(spec.key.topology, task_refs(spec.executors), int(time.time() * 1000))
+        proc = spawn_worker(plan.path, spec.key.worker, log_path, claim=claim, epoch=epoch)
         self.procs[spec.key] = WorkerProc(spec, proc, log_path, ready, now, started_wall=time.time(), heartbeat=heartbeat)
         self.metrics.restarts.labels(self.id, spec.key.topology, str(spec.key.worker))  # 0 from the start: rates and alerts see it
         tasks = sorted([c, t] for c, t in task_refs(spec.executors))
@@ -317,6 +318,7 @@ class SupervisorService:
                 "version": spec.version,
                 "tasks": tasks,
                 "claim": claim,
+                "epoch": epoch,
                 "at": now,
                 "http": f"{self.http.host}:{self.http.port}",
             },

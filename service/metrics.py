@@ -65,6 +65,10 @@ COUNTERS = {
     "(a group coordinator lost for good; streams.kafka.commit_watch)",
     "lease_pauses": "Times an executor held its loop because its worker's lease lapsed (no stats snapshot confirmed for 3 s; streams.runtime.lease)",
     "lease_paused_seconds": "Seconds an executor held its loop without its worker's lease",
+    "fenced_tuples": "Tuples dropped because an older owner of their sending task wrote them after a newer one did "
+    "(a replaced worker's late write; their trees failed; streams.runtime.fencing)",
+    "fenced_acker_records": "Acker records dropped because an older owner of their sender flushed them after a newer one did (streams.runtime.fencing)",
+    "fenced_acker_ops": "Acker ops in fenced acker records",
     "batches_emitted": "Batches a transactional spout emitted (first attempts and replays)",
     "batches_replayed": "Batches a transactional spout emitted again (a failure, a timeout, a restart)",
     "batches_committed": "Batches committed, in txid order",

@@ -11,10 +11,24 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+
+from streams.runtime.fencing import new_epoch
 
 CLAIM_ENV = "SQUALL_CLAIM_ID"
 """The environment variable that gives a worker the id of its own ``started`` record (:mod:`service.claim_watch`)."""
+
+EPOCH_ENV = "SQUALL_CLAIM_EPOCH"
+"""The environment variable that gives a worker its claim epoch (:meth:`service.claims.ClaimBook.next_epoch`, :mod:`streams.runtime.fencing`)."""
+
+
+def worker_epoch(clock: Callable[[], float] = time.time) -> int:
+    """This worker's claim epoch: :data:`EPOCH_ENV` if its supervisor set it, else its start time in ms (``squall run``)."""
+    given = os.environ.get(EPOCH_ENV, "")
+    return int(given) if given.isdigit() else new_epoch(clock)
+
 
 _PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
 _PR_SET_PDEATHSIG = 1
@@ -30,16 +44,19 @@ def die_with_parent() -> None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def spawn_worker(plan_path: Path, index: int, log_path: Path, claim: str = "") -> subprocess.Popen[bytes]:
+def spawn_worker(plan_path: Path, index: int, log_path: Path, claim: str = "", epoch: int = 0) -> subprocess.Popen[bytes]:
     """Start worker ``index`` of the plan at ``plan_path``; its output goes to ``log_path``.
 
     The worker is killed if the process that started it dies. ``claim``: the id its
     supervisor puts in the worker's ``started`` record, so the worker knows its own claim
-    among the events (:mod:`service.claim_watch`; a pid can recur, a claim id does not).
+    among the events (:mod:`service.claim_watch`; a pid can recur, a claim id does not);
+    ``epoch``: its claim epoch (:data:`EPOCH_ENV`; 0: the worker takes its start time).
     """
     env = dict(os.environ)
     if claim:
         env[CLAIM_ENV] = claim
+    if epoch > 0:
+        env[EPOCH_ENV] = str(epoch)
     root = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     with open(log_path, "ab") as out:

@@ -27,6 +27,7 @@ from service.drain import draining_elsewhere
 from service.hang import HUNG_EXIT_CODE, heartbeat_path, stalled
 from service.metrics import StatsCollector, serve
 from service.scheduling import WorkerPlan, is_spark_bolt
+from service.spawn import worker_epoch
 from service.status_watch import StatusWatcher
 from streams.config import TopologyConfig, resolve
 from streams.kafka.clients import at_high_watermarks
@@ -36,6 +37,7 @@ from streams.model.loader import load_topology
 from streams.model.spec import Topology
 from streams.monitoring.board import StatsBoard
 from streams.runtime.executor import Executor, ExecutorEnv
+from streams.runtime.fencing import new_epoch
 from streams.runtime.lease import WorkerLease, check_timeouts
 from streams.runtime.spout import SpoutExecutor
 from streams.wire.naming import ACKER_COMPONENT
@@ -70,14 +72,17 @@ def executor_class(kind: str) -> Callable[[ExecutorEnv], Executor]:
     return cls
 
 
-def build_executors(plan: WorkerPlan, index: int, lease: WorkerLease | None = None) -> list[Executor]:
-    """The executors of worker ``index``, one :class:`ExecutorEnv` each, sharing ``lease`` (under ``squall serve``).
+def build_executors(plan: WorkerPlan, index: int, lease: WorkerLease | None = None, epoch: int | None = None) -> list[Executor]:
+    """The executors of worker ``index``, one :class:`ExecutorEnv` each, sharing ``lease`` (under ``squall serve``) and ``epoch``.
+
+    ``epoch``: the worker's claim epoch (:mod:`streams.runtime.fencing`; default: now, in ms).
 
     Raises TopologyError or ConfigError naming the file or component.
     """
     topology = load_topology(plan.topology_file, plan.name)
     topology.conf.update(plan.topology_overrides)  # e.g. a benchmark's ackers=0
     local = LocalTasks()
+    life = new_epoch() if epoch is None else epoch
     out: list[Executor] = []
     confs = check_confs(topology, plan.service_conf)
     for component, tasks in plan.executors_of(index):
@@ -96,6 +101,7 @@ def build_executors(plan: WorkerPlan, index: int, lease: WorkerLease | None = No
             service_conf=plan.service_conf,
             workdir=Path(plan.workdir),
             lease=lease,
+            epoch=life,
         )
         if lease is not None:
             check_timeouts(conf.stats_interval_secs, component)
@@ -211,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         format=f"%(asctime)s w{index} %(levelname)s %(name)s %(message)s",
     )
     lease = WorkerLease(time.time()) if plan.control else None
-    executors = build_executors(plan, index, lease)
+    executors = build_executors(plan, index, lease, worker_epoch())
     if executors:
         e = executors[0]  # a topology-level setting: every executor has it
         tune_gc(gc_threshold(e.conf, e.topology.hold().checkpointed))

@@ -28,7 +28,8 @@ class Tuple:
       * ``topic``/``partition``/``offset`` -- where the record was read, for errors.
       * ``settled`` -- True once the tuple was acked *or* failed.
       * ``batch`` -- ``(txid, attempt)`` in a transactional topology (:mod:`streams.model.batch`),
-        else None; ``epoch`` -- then, the sending task's life (random per executor start).
+        else None; ``epoch`` -- the sending task's life (its worker's claim epoch, ms;
+        :mod:`streams.runtime.fencing`).
       * ``received_at`` -- ``time.perf_counter()`` when the executor read it (process latency).
       * ``tid`` -- in a topology with a stateful bolt, ``(source, offset, path)``: the same on
         every replay (:mod:`streams.state.keyvalue`), else None; ``emits`` -- emits anchored to
@@ -83,7 +84,7 @@ class Tuple:
         self.offset = offset
         self.settled = False  # acked or failed: a second ack or fail is ignored
         self.batch = batch
-        self.epoch = 0  # in a batch: the sending task's life (streams.wire.codec)
+        self.epoch = 0  # the sending task's life (streams.runtime.fencing)
         self.received_at = 0.0  # time.perf_counter() when the executor read it (0: unknown)
         self.tid: tuple[int, int, int] | None = None
         self.emits = 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from streams.wire.acker import OP_ACK, OP_FAIL, OP_INIT, OP_RESET, acker_partition, chunks, encode_ops
+from streams.wire.acker import OP_ACK, OP_FAIL, OP_INIT, OP_RESET, acker_partition, chunks, encode_ops, from_header
 
 ProduceFn = Callable[..., None]
 """``produce(topic, value, key=None, partition=-1, headers=None)``: queue one record."""
@@ -23,14 +23,17 @@ class AckBuffer:
     """Acker ops buffered between flushes, XOR-coalesced per root (one op per root per flush).
 
     ``ackers`` is ``topology.acker.executors`` (> 0); ops go to partition
-    ``murmur2(root) % ackers`` of ``topic``.
+    ``murmur2(root) % ackers`` of ``topic``. Every record names ``sender`` (the executor's
+    first global task id) and its ``epoch`` in a header (:func:`~streams.wire.acker.from_header`),
+    so ackers drop what an older owner flushed late (:mod:`streams.runtime.fencing`).
     """
 
-    __slots__ = ("ackers", "acks", "fails", "inits", "resets", "topic")
+    __slots__ = ("ackers", "acks", "fails", "headers", "inits", "resets", "topic")
 
-    def __init__(self, topic: str, ackers: int) -> None:
+    def __init__(self, topic: str, ackers: int, sender: int = -1, epoch: int = 0) -> None:
         self.topic = topic
         self.ackers = ackers
+        self.headers = from_header(sender, epoch)
         self.acks: dict[int, int] = {}
         self.fails: dict[int, str] = {}
         """Roots to fail, each with why (``""``: no reason given; :func:`~streams.wire.acker.why_text`)."""
@@ -89,6 +92,6 @@ class AckBuffer:
         sent = 0
         for part, ops in self.drain().items():
             for chunk in chunks(ops):
-                produce(self.topic, encode_ops(chunk), partition=part)
+                produce(self.topic, encode_ops(chunk), partition=part, headers=self.headers)
             sent += len(ops)
         return sent

@@ -29,6 +29,7 @@ from streams.monitoring.bolt_progress import encode_progress, progress_key, reex
 from streams.monitoring.progress_store import read_progress
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.executor import Every, Executor, ExecutorEnv
+from streams.runtime.fencing import EpochFence
 from streams.runtime.routing import Router
 from streams.wire.acker import why_text
 from streams.wire.codec import decode_tuple
@@ -49,10 +50,11 @@ def record_tuple(topology: Topology, component: str, topic: str, value: bytes | 
     Raises DecodeError naming the component, topic, partition and offset for a record that
     is not a tuple (the caller dead-letters it).
     """
-    stream, source, source_task, values, anchors, batch, tid = decode_tuple(value, component=component, topic=topic, partition=partition, offset=offset)
+    stream, source, source_task, epoch, values, anchors, batch, tid = decode_tuple(value, component=component, topic=topic, partition=partition, offset=offset)
     t = Tuple(values, stream, source, source_task, anchors, topology.field_index(source, stream), topic, partition, offset)
+    t.epoch = epoch
     if batch is not None:
-        t.batch, t.epoch = (batch[0], batch[1]), batch[2]
+        t.batch = batch
     if tid is not None:
         t.tid = tid
     return t
@@ -123,6 +125,9 @@ class BoltExecutor(Executor):
         """Where this executor runs (host and supervisor directory): a re-execution here is a ``restart``, elsewhere a ``takeover``."""
         self.consumer: Consumer | None = None
         """The input consumer (for the input lag: its cached high watermarks)."""
+        self.fence = EpochFence()
+        """Drops tuples an older owner of their sending task wrote late (:mod:`streams.runtime.fencing`)."""
+        self._fence_logged: set[tuple[int, int, int]] = set()
 
     # -- tasks -----------------------------------------------------------------------
     def _open_tasks(self, partitions: list[TopicPartition]) -> None:
@@ -138,7 +143,7 @@ class BoltExecutor(Executor):
     def _new_task(self, partition: int) -> BoltTask:
         """Task ``partition``'s bolt copy with its collector (producing through :attr:`produce`), prepared."""
         task_id, ctx, bolt = self._task_copy(partition, Bolt)
-        collector = BoltOutputCollectorImpl(Router(self.topology, self.component, ctx), task_id, self.produce, self.acks)
+        collector = BoltOutputCollectorImpl(Router(self.topology, self.component, ctx), task_id, self.produce, self.acks, epoch=self.epoch)
         collector.process_latency = self._process_hist
         collector.errors = self.errors
         collector.tracer = self.tracer
@@ -201,6 +206,10 @@ class BoltExecutor(Executor):
             self.poison(msg, exc, task.task_id)
             task.next_offset = off + 1
             return
+        if not self.fence.admit(p, t.source_task, t.epoch):
+            self._fenced(task, t)
+            task.next_offset = off + 1
+            return
         t.received_at = time.perf_counter()
         tracer = self.tracer
         if tracer is not None:
@@ -212,6 +221,25 @@ class BoltExecutor(Executor):
                     break
         self._execute(task, t)
         task.next_offset = off + 1
+
+    def _fenced(self, task: BoltTask, t: Tuple) -> None:
+        """Drop ``t``: an older owner of its sending task wrote it after a newer one did; fail its trees (replayed now, not at the timeout) and count it."""
+        newer = self.fence.highest_of(t.partition, t.source_task)
+        self.stats.inc("fenced_tuples")
+        task.collector.fail_because(t, f"fenced: {t.source_component} task {t.source_task} wrote it in epoch {t.epoch}, after epoch {newer}")
+        key = (t.partition, t.source_task, t.epoch)
+        if key not in self._fence_logged:  # once per zombie life and partition
+            self._fence_logged.add(key)
+            log.warning(
+                "[%s] fenced %s: %s task %d wrote it in epoch %d, but its epoch %s wrote to this partition before"
+                " (a replaced worker's late write; dropped, its trees failed)",
+                self.component,
+                t.where,
+                t.source_component,
+                t.source_task,
+                t.epoch,
+                newer,
+            )
 
     def _execute(self, task: BoltTask, t: Tuple) -> None:
         start = time.perf_counter()

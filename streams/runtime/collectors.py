@@ -49,7 +49,7 @@ def source_tids(msg_id: Any, n: int) -> list[tuple[int, int, int]] | None:
 
 
 class _Emitter:
-    def __init__(self, router: Router, task_id: int, produce: ProduceFn) -> None:
+    def __init__(self, router: Router, task_id: int, produce: ProduceFn, epoch: int) -> None:
         self.router = router
         self.component = router.component
         self.task_id = task_id
@@ -60,9 +60,10 @@ class _Emitter:
         """Tuples sent to tasks: an emit to N tasks counts N (Storm UI's "transferred")."""
         self.tuple_ids = router.tuple_ids
         """Give tuples ids across replays (a stateful topology)."""
-        self.epoch = new_id() >> 33
-        """This task's life (random per collector, i.e. per executor start): batch tuples carry
-        it, so a task that restarted mid-batch is told apart (:mod:`streams.transactional.batch_tracker`)."""
+        self.epoch = epoch
+        """This task's life (its worker's claim epoch, :mod:`streams.runtime.fencing`): every tuple
+        carries it, so a receiver drops what an older owner of the task wrote late, and a task
+        that restarted mid-batch is told apart (:mod:`streams.transactional.batch_tracker`)."""
         self.tracer: Tracer | None = None
         """Set by the executor with ``topology.debug``: the events of sampled trees (:mod:`streams.monitoring.trace`)."""
 
@@ -93,8 +94,8 @@ class BoltOutputCollectorImpl(_Emitter):
     Not thread-safe.
     """
 
-    def __init__(self, router: Router, task_id: int, produce: ProduceFn, acks: AckBuffer | None) -> None:
-        super().__init__(router, task_id, produce)
+    def __init__(self, router: Router, task_id: int, produce: ProduceFn, acks: AckBuffer | None, *, epoch: int = 0) -> None:
+        super().__init__(router, task_id, produce, epoch)
         self.acks = acks
         self.acked = 0
         self.failed = 0
@@ -146,7 +147,7 @@ class BoltOutputCollectorImpl(_Emitter):
                 e = new_id()
                 a.ack_val ^= e
                 (root,) = a.anchors
-                self.produce(route.topic, encode_rooted(stream, self.component, self.task_id, values, root, e, tid), partition=local)
+                self.produce(route.topic, encode_rooted(stream, self.component, self.task_id, self.epoch, values, root, e, tid), partition=local)
                 if a.traced:  # its one tree is sampled (set when it was read)
                     assert self.tracer is not None
                     self.tracer.event("emit", root, self.task_id, edge=e, target=route.target, stream=stream)
@@ -161,8 +162,7 @@ class BoltOutputCollectorImpl(_Emitter):
                     for root in a.anchors:
                         ids[root] = ids.get(root, 0) ^ e
                 batch = batch or a.batch  # a transactional tuple's children belong to its batch
-        tagged = None if batch is None else (batch[0], batch[1], self.epoch)
-        self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, ids, tagged, tid), partition=local)
+        self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, ids, batch, tid, epoch=self.epoch), partition=local)
         if self.tracer is not None:
             for root, e in ids.items():
                 if self.tracer.sampled(root):
@@ -282,8 +282,10 @@ class SpoutOutputCollectorImpl(_Emitter):
         acks: AckBuffer | None,
         on_tracked: Callable[[int, Any, int], None],
         on_untracked_ack: Callable[[Any, int], None],
+        *,
+        epoch: int = 0,
     ) -> None:
-        super().__init__(router, task_id, produce)
+        super().__init__(router, task_id, produce, epoch)
         self.acks = acks
         self.on_tracked = on_tracked
         self.on_untracked_ack = on_untracked_ack
@@ -307,11 +309,11 @@ class SpoutOutputCollectorImpl(_Emitter):
                 if tracked:
                     e = new_id()
                     xor ^= e
-                    payload = encode_tuple(stream, self.component, self.task_id, values, {root: e}, None, tid)
+                    payload = encode_tuple(stream, self.component, self.task_id, values, {root: e}, None, tid, epoch=self.epoch)
                     if trace:
                         self._trace_emit(root, e, route, stream)
                 else:
-                    payload = encode_tuple(stream, self.component, self.task_id, values, {})
+                    payload = encode_tuple(stream, self.component, self.task_id, values, {}, epoch=self.epoch)
                 self.produce(route.topic, payload, partition=local)
                 tasks.append(route.base + local)
         if self.router.outputs[stream]:
@@ -329,7 +331,7 @@ class SpoutOutputCollectorImpl(_Emitter):
         root = new_id() if tracked else 0
         e = new_id()
         anchors = {root: e} if tracked else {}
-        self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, anchors), partition=local)
+        self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, anchors, epoch=self.epoch), partition=local)
         if tracked and self.tracer is not None and self.tracer.sampled(root):
             self._trace_emit(root, e, route, stream)
         self.emitted += 1
@@ -372,7 +374,7 @@ class SpoutOutputCollectorImpl(_Emitter):
         root = new_id() if tracked else 0
         xor = 0
         tasks: list[int] = []
-        component, task_id, produce, outputs = self.component, self.task_id, self.produce, self.router.outputs
+        component, task_id, epoch, produce, outputs = self.component, self.task_id, self.epoch, self.produce, self.router.outputs
         tids = source_tids(msg_id, len(tuples)) if self.tuple_ids and tracked else None
         trace = tracked and self.tracer is not None and self.tracer.sampled(root)
         for i, (stream, values) in enumerate(tuples):
@@ -382,11 +384,11 @@ class SpoutOutputCollectorImpl(_Emitter):
                     if tracked:
                         e = new_id()
                         xor ^= e
-                        payload = encode_rooted(stream, component, task_id, values, root, e, tid)
+                        payload = encode_rooted(stream, component, task_id, epoch, values, root, e, tid)
                         if trace:
                             self._trace_emit(root, e, route, stream)
                     else:
-                        payload = encode_tuple(stream, component, task_id, values, {})
+                        payload = encode_tuple(stream, component, task_id, values, {}, epoch=epoch)
                     produce(route.topic, payload, partition=local)
                     tasks.append(route.base + local)
             if outputs[stream]:
@@ -432,7 +434,7 @@ class BatchTreeImpl:
         e = new_id()
         self.xor ^= e
         c = self.collector
-        c.produce(route.topic, encode_tuple(stream, c.component, c.task_id, values, {self.root: e}, (self.batch[0], self.batch[1], c.epoch)), partition=local)
+        c.produce(route.topic, encode_tuple(stream, c.component, c.task_id, values, {self.root: e}, self.batch, epoch=c.epoch), partition=local)
         self.emitted += 1
 
     def emit(self, values: list[Any], stream: str = DEFAULT_STREAM) -> list[int]:

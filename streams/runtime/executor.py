@@ -42,6 +42,7 @@ from streams.monitoring.errors import ErrorLog, ErrorThrottle
 from streams.monitoring.stats import ExecutorStats, process_usage
 from streams.monitoring.trace import Tracer
 from streams.runtime.acks import AckBuffer
+from streams.runtime.fencing import new_epoch
 from streams.runtime.lease import PAUSED_SNAPSHOT_S, WorkerLease
 from streams.wire.codec import encode_json
 from streams.wire.dead_letter import dead_letter_headers
@@ -101,6 +102,8 @@ class ExecutorEnv:
       workdir: the worker's working directory (ready files, Spark checkpoints).
       lease: the worker's lease on its tasks under ``squall serve``
         (:mod:`streams.runtime.lease`); None: no lease (``squall run``, tests).
+      epoch: the worker's claim epoch, carried by every tuple and acker record it writes
+        (:mod:`streams.runtime.fencing`); by default the time the env was made, in ms.
     """
 
     topology: Topology
@@ -116,6 +119,7 @@ class ExecutorEnv:
     service_conf: Mapping[str, Any] = field(default_factory=dict)
     workdir: Path = Path()
     lease: WorkerLease | None = None
+    epoch: int = field(default_factory=new_epoch)
 
 
 class Executor:
@@ -145,8 +149,10 @@ class Executor:
         self.producer, self.delivery = make_producer(bootstrap, conf, component, self.kafka.get("producer"))
         self.produced = ProducedBytes()
         self.produce = produce_fn(self.producer, self.produced)
-        self.acks = AckBuffer(acker_topic(topology.name), conf.ackers) if conf.ackers > 0 else None
         self.tasks: tuple[int, ...] = tuple(range(self._task_count())) if tasks is None else tuple(tasks)
+        self.epoch = env.epoch
+        """This worker's claim epoch: every tuple and acker record written here carries it (:mod:`streams.runtime.fencing`)."""
+        self.acks = AckBuffer(acker_topic(topology.name), conf.ackers, self.first_task(), self.epoch) if conf.ackers > 0 else None
         self.io = ExecutorIO(bootstrap, self.kafka, self.dead_letter, dead_letter_raw=self.dead_letter_raw)
         self.io.open_changelog = lambda: ChangelogKvStore(bootstrap, self.kafka, component)
         purging = conf.purge_interval_secs > 0
@@ -208,6 +214,11 @@ class Executor:
 
     def _run(self) -> None:
         raise NotImplementedError
+
+    def first_task(self) -> int:
+        """The global id of this executor's first task (an acker record's sender, :func:`~streams.wire.acker.from_header`); -1 for an acker."""
+        cdef = self.topology.components.get(self.component)
+        return cdef.task_base + min(self.tasks) if cdef is not None and self.tasks else -1
 
     def _task_count(self) -> int:
         """How many tasks the component has (the acker, not a declared component, has ``topology.acker.executors``)."""

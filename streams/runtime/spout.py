@@ -114,6 +114,7 @@ class SpoutExecutor(Executor):
                 self.acks,
                 self.core.tracker(task_id, ledger),
                 self.core.untracked(immediate),
+                epoch=self.epoch,
             )
             collector.tracer = self.tracer
             spout.open(self.conf_dict, ctx, collector)

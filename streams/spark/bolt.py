@@ -351,7 +351,7 @@ class _ProcessorState:
                     nxt[p] = off + 1
         for raw, p, off in zip(values, parts, offsets, strict=True):
             try:
-                stream, source, source_task, vals, anchors, _batch, _tid = decode_tuple(
+                stream, source, source_task, _epoch, vals, anchors, _batch, _tid = decode_tuple(
                     raw, component=self.component, topic=self.topic, partition=p, offset=off
                 )
             except DecodeError as exc:

@@ -135,7 +135,7 @@ def warm_up(query: Any, producer: Any, topic: str, partitions: int, stop: Any, t
     from streams.spark.bolt import WARMUP_STREAM
 
     for p in range(partitions):
-        producer.produce(topic, encode_tuple(WARMUP_STREAM, SYSTEM_COMPONENT, -1, [], {}), partition=p)
+        producer.produce(topic, encode_tuple(WARMUP_STREAM, SYSTEM_COMPONENT, -1, [], {}, epoch=0), partition=p)
     producer.flush(10)
     deadline = time.monotonic() + timeout_s
     while query.isActive and not stop.is_set() and time.monotonic() < deadline:

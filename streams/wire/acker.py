@@ -13,6 +13,10 @@ one record holds every op a collector flushed for that partition, in order::
      [2, root, why],               # fail, saying why (at most MAX_WHY_CHARS characters)
      [3, root]]                    # reset_timeout
 
+with the header ``squall.from: "<sender>:<epoch>"`` (:func:`from_header`): the sending
+executor's first global task id and its epoch, so an acker drops what an older owner of
+those tasks flushed late (:mod:`streams.runtime.fencing`).
+
 Ack result (``squall.T.__ack_result``, partition = the spout's global task id)::
 
     [[0, root, latency_s],         # tree complete
@@ -51,6 +55,38 @@ RESULT_RESET = 2
 MAX_ITEMS_PER_RECORD = 4096
 """Ops or results per record: keeps every record far below the broker's message size limit
 (an op is at most ~70 bytes of JSON, so a record stays under ~300 KB)."""
+
+
+FROM_HEADER = "squall.from"
+"""The header naming an ``__acker`` record's sender and its epoch (:func:`from_header`)."""
+
+
+def from_header(sender: int, epoch: int) -> list[tuple[str, bytes]]:
+    """The headers of an ``__acker`` record sent by global task ``sender`` (an executor's first task) in life ``epoch``.
+
+    >>> from_header(4, 1700000000250)
+    [('squall.from', b'4:1700000000250')]
+    """
+    return [(FROM_HEADER, f"{sender}:{epoch}".encode())]
+
+
+def read_from(headers: Any) -> tuple[int, int] | None:
+    """``(sender, epoch)`` from a record's headers (a list of ``(name, value)`` or a mapping), or None when absent or malformed.
+
+    >>> read_from([("squall.from", b"4:1700000000250")]), read_from(None), read_from([("squall.from", b"x")])
+    ((4, 1700000000250), None, None)
+    """
+    if not headers:
+        return None
+    items = headers.items() if isinstance(headers, dict) else headers
+    for name, value in items:
+        if name == FROM_HEADER and isinstance(value, bytes | bytearray):
+            sender, _, epoch = bytes(value).partition(b":")
+            try:
+                return int(sender), int(epoch)
+            except ValueError:
+                return None
+    return None
 
 
 def chunks(items: list[Any]) -> list[list[Any]]:

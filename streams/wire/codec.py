@@ -2,19 +2,21 @@
 
 Wire form (``schemas/tuple.schema.json``): a UTF-8 JSON array
 
-    [1, stream, source_component, source_task, values, anchors]
-    [1, stream, source_component, source_task, values, anchors, [txid, attempt, epoch]]
-    [1, stream, source_component, source_task, values, anchors, null | [txid, attempt, epoch], [source, offset, path]]
+    [2, stream, source_component, source_task, epoch, values, anchors]
+    [2, stream, source_component, source_task, epoch, values, anchors, [txid, attempt]]
+    [2, stream, source_component, source_task, epoch, values, anchors, null | [txid, attempt], [source, offset, path]]
 
-where ``anchors`` is Storm's ``anchors_to_ids`` flattened as ``[root, edge, root, edge, ...]``
-(unsigned 64-bit integers), and the optional seventh item is the batch a tuple of a
-transactional topology belongs to (Storm's ``TransactionAttempt``, :mod:`streams.model.batch`)
-and the *epoch* of the task that sent it (random per executor start: a task that restarts
-mid-batch is told apart from its previous life). The optional eighth item, only in a topology
-with a stateful bolt, is the tuple's id across replays (:mod:`streams.state.keyvalue`). JSON keeps the format readable from any language; the
-array form keeps it small. Never pickle. Encoding and decoding use orjson (about 8x
-faster than the stdlib here, byte-identical output for these shapes); integers must fit
-in 64 bits (signed or unsigned), as root and edge ids do.
+where ``epoch`` is the sending task's life (its worker's claim epoch, milliseconds, larger
+for every later owner of the task: :mod:`streams.runtime.fencing`; Kafka's producer epoch,
+checked by the consumer), ``anchors`` is Storm's ``anchors_to_ids`` flattened as ``[root,
+edge, root, edge, ...]`` (unsigned 64-bit integers), and the optional eighth item is the batch
+a tuple of a transactional topology belongs to (Storm's ``TransactionAttempt``,
+:mod:`streams.model.batch`). The optional ninth item, only in a topology with a stateful
+bolt, is the tuple's id across replays (:mod:`streams.state.keyvalue`). Version 1 (no epoch;
+a batch was ``[txid, attempt, epoch]``) is still read, as epoch 0. JSON keeps the format
+readable from any language; the array form keeps it small. Never pickle. Encoding and
+decoding use orjson (about 8x faster than the stdlib here, byte-identical output for these
+shapes); integers must fit in 64 bits (signed or unsigned), as root and edge ids do.
 """
 
 from __future__ import annotations
@@ -25,16 +27,16 @@ import orjson
 
 from streams.exceptions import DecodeError
 
-VERSION = 1
+VERSION = 2
 _dumps = orjson.dumps
 _loads = orjson.loads
 _OPTS = orjson.OPT_NON_STR_KEYS
 _U64 = 1 << 64
 
 
-Envelope = tuple[str, str, int, list[Any], dict[int, int], tuple[int, int, int] | None, tuple[int, int, int] | None]
-"""``(stream, source_component, source_task, values, anchors, batch, tid)``; ``batch`` is
-``(txid, attempt, sender epoch)`` or None; ``tid`` is ``(source, offset, path)`` or None."""
+Envelope = tuple[str, str, int, int, list[Any], dict[int, int], tuple[int, int] | None, tuple[int, int, int] | None]
+"""``(stream, source_component, source_task, epoch, values, anchors, batch, tid)``; ``batch`` is
+``(txid, attempt)`` or None; ``tid`` is ``(source, offset, path)`` or None."""
 
 
 def encode_tuple(
@@ -43,10 +45,12 @@ def encode_tuple(
     task: int,
     values: list[Any],
     anchors: dict[int, int],
-    batch: tuple[int, int, int] | None = None,
+    batch: tuple[int, int] | None = None,
     tid: tuple[int, int, int] | None = None,
+    *,
+    epoch: int,
 ) -> bytes:
-    """Encode one tuple envelope.
+    """Encode one tuple envelope; ``epoch`` is the sending task's life (an integer >= 0).
 
     Raises ``TypeError`` for values JSON cannot hold (including integers beyond 64 bits).
     """
@@ -55,24 +59,26 @@ def encode_tuple(
         flat.append(root)
         flat.append(edge)
     if tid is not None:
-        return _dumps([VERSION, stream, component, task, values, flat, None if batch is None else list(batch), list(tid)])
+        return _dumps([VERSION, stream, component, task, epoch, values, flat, None if batch is None else [batch[0], batch[1]], list(tid)])
     if batch is None:
-        return _dumps([VERSION, stream, component, task, values, flat])
-    return _dumps([VERSION, stream, component, task, values, flat, [batch[0], batch[1], batch[2]]])
+        return _dumps([VERSION, stream, component, task, epoch, values, flat])
+    return _dumps([VERSION, stream, component, task, epoch, values, flat, [batch[0], batch[1]]])
 
 
-def encode_rooted(stream: str, component: str, task: int, values: list[Any], root: int, edge: int, tid: tuple[int, int, int] | None = None) -> bytes:
+def encode_rooted(
+    stream: str, component: str, task: int, epoch: int, values: list[Any], root: int, edge: int, tid: tuple[int, int, int] | None = None
+) -> bytes:
     """:func:`encode_tuple` of a tuple in one tree, ``anchors == {root: edge}``, and no batch.
 
     The same bytes, without building the map (the hot path of an anchored emit).
     """
     if tid is not None:
-        return _dumps([VERSION, stream, component, task, values, [root, edge], None, list(tid)])
-    return _dumps([VERSION, stream, component, task, values, [root, edge]])
+        return _dumps([VERSION, stream, component, task, epoch, values, [root, edge], None, list(tid)])
+    return _dumps([VERSION, stream, component, task, epoch, values, [root, edge]])
 
 
 def decode_tuple(raw: bytes | None, *, component: str, topic: str, partition: int, offset: int) -> Envelope:
-    """Decode an envelope into ``(stream, source_component, source_task, values, anchors, batch, tid)``.
+    """Decode an envelope into ``(stream, source_component, source_task, epoch, values, anchors, batch, tid)``.
 
     Raises :class:`DecodeError` (naming component, topic, partition, offset) on any
     malformed record, so the caller can dead-letter it.
@@ -83,22 +89,33 @@ def decode_tuple(raw: bytes | None, *, component: str, topic: str, partition: in
         msg = _loads(raw)
         # Fast path: the common well-formed shapes (no batch; no anchors or one root), checked
         # with exact types; anything else takes the full checks below.
-        if type(msg) is list and len(msg) == 6:
-            version, stream, source, task, values, flat = msg
-            if version == VERSION and type(stream) is str and type(source) is str and type(task) is int and type(values) is list and type(flat) is list:
-                if not flat:
-                    return stream, source, task, values, {}, None, None
-                if len(flat) == 2:
-                    r, e = flat
-                    if type(r) is int and type(e) is int and 0 <= r < _U64 and 0 <= e < _U64:
-                        return stream, source, task, values, {r: e}, None, None
-        elif type(msg) is list and len(msg) == 8 and msg[6] is None:  # a stateful topology's tuple: one root, an id
-            version, stream, source, task, values, flat, _, raw_id = msg
+        if type(msg) is list and len(msg) == 7:
+            version, stream, source, task, epoch, values, flat = msg
             if (
                 version == VERSION
                 and type(stream) is str
                 and type(source) is str
                 and type(task) is int
+                and type(epoch) is int
+                and epoch >= 0
+                and type(values) is list
+                and type(flat) is list
+            ):
+                if not flat:
+                    return stream, source, task, epoch, values, {}, None, None
+                if len(flat) == 2:
+                    r, e = flat
+                    if type(r) is int and type(e) is int and 0 <= r < _U64 and 0 <= e < _U64:
+                        return stream, source, task, epoch, values, {r: e}, None, None
+        elif type(msg) is list and len(msg) == 9 and msg[7] is None:  # a stateful topology's tuple: one root, an id
+            version, stream, source, task, epoch, values, flat, _, raw_id = msg
+            if (
+                version == VERSION
+                and type(stream) is str
+                and type(source) is str
+                and type(task) is int
+                and type(epoch) is int
+                and epoch >= 0
                 and type(values) is list
                 and type(flat) is list
                 and len(flat) == 2
@@ -119,41 +136,61 @@ def decode_tuple(raw: bytes | None, *, component: str, topic: str, partition: in
                     and 0 <= b < _U64
                     and 0 <= c < _U64
                 ):
-                    return stream, source, task, values, {r: e}, None, (a, b, c)
-        if not isinstance(msg, list) or len(msg) not in (6, 7, 8):
-            raise ValueError("an envelope is an array of 6, 7 or 8 items")
-        version, stream, source, task, values, flat = msg[:6]
-        if version != VERSION:
-            raise ValueError(f"unknown envelope version {version!r}")
-        if not isinstance(values, list) or not isinstance(flat, list) or len(flat) % 2:
-            raise ValueError("values/anchors have the wrong shape")
-        if not isinstance(stream, str) or not isinstance(source, str) or not isinstance(task, int):
-            raise ValueError("stream, source and task have the wrong types")
-        for x in flat:
-            if type(x) is not int or not 0 <= x < _U64:
-                raise ValueError("anchors must be unsigned 64-bit integers")
-        n = len(flat)
-        if n == 2:  # the common case: one root (a tuple anchored to one tree)
-            anchors = {flat[0]: flat[1]}
-        elif n == 0:
-            anchors = {}
-        else:
-            anchors = dict(zip(flat[::2], flat[1::2], strict=True))
-        batch: tuple[int, int, int] | None = None
-        if len(msg) >= 7 and not (len(msg) == 8 and msg[6] is None):
-            raw_batch = msg[6]
-            if not isinstance(raw_batch, list) or len(raw_batch) != 3 or not all(isinstance(x, int) for x in raw_batch):
-                raise ValueError("batch must be [txid, attempt, epoch]")
-            batch = (raw_batch[0], raw_batch[1], raw_batch[2])
-        tid: tuple[int, int, int] | None = None
-        if len(msg) == 8:
-            raw_tid = msg[7]
-            if not isinstance(raw_tid, list) or len(raw_tid) != 3 or not all(type(x) is int and 0 <= x < _U64 for x in raw_tid):
-                raise ValueError("a tuple id must be [source, offset, path] (unsigned integers)")
-            tid = (raw_tid[0], raw_tid[1], raw_tid[2])
-        return stream, source, task, values, anchors, batch, tid
+                    return stream, source, task, epoch, values, {r: e}, None, (a, b, c)
+        return _decode_checked(msg)
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as exc:
         raise DecodeError(str(exc), component=component, topic=topic, partition=partition, offset=offset) from exc
+
+
+def _decode_checked(msg: Any) -> Envelope:
+    """The general path of :func:`decode_tuple` (every shape, versions 1 and 2, full checks). Raises ValueError."""
+    if not isinstance(msg, list) or not msg:
+        raise ValueError("an envelope is a JSON array")
+    version = msg[0]
+    if version == VERSION:
+        if len(msg) not in (7, 8, 9):
+            raise ValueError("a version 2 envelope is an array of 7, 8 or 9 items")
+        _, stream, source, task, epoch, values, flat = msg[:7]
+        rest = msg[7:]
+        batch_items = 2
+    elif version == 1:  # written before epochs: epoch 0, a batch [txid, attempt, epoch]
+        if len(msg) not in (6, 7, 8):
+            raise ValueError("a version 1 envelope is an array of 6, 7 or 8 items")
+        _, stream, source, task, values, flat = msg[:6]
+        epoch = msg[6][2] if len(msg) >= 7 and isinstance(msg[6], list) and len(msg[6]) == 3 else 0
+        rest = msg[6:]
+        batch_items = 3
+    else:
+        raise ValueError(f"unknown envelope version {version!r}")
+    if type(epoch) is not int or not 0 <= epoch < _U64:
+        raise ValueError("the epoch must be an unsigned 64-bit integer")
+    if not isinstance(values, list) or not isinstance(flat, list) or len(flat) % 2:
+        raise ValueError("values/anchors have the wrong shape")
+    if not isinstance(stream, str) or not isinstance(source, str) or not isinstance(task, int):
+        raise ValueError("stream, source and task have the wrong types")
+    for x in flat:
+        if type(x) is not int or not 0 <= x < _U64:
+            raise ValueError("anchors must be unsigned 64-bit integers")
+    n = len(flat)
+    if n == 2:  # the common case: one root (a tuple anchored to one tree)
+        anchors = {flat[0]: flat[1]}
+    elif n == 0:
+        anchors = {}
+    else:
+        anchors = dict(zip(flat[::2], flat[1::2], strict=True))
+    batch: tuple[int, int] | None = None
+    if rest and not (len(rest) == 2 and rest[0] is None):
+        raw_batch = rest[0]
+        if not isinstance(raw_batch, list) or len(raw_batch) != batch_items or not all(isinstance(x, int) for x in raw_batch):
+            raise ValueError("batch must be [txid, attempt]" if batch_items == 2 else "batch must be [txid, attempt, epoch]")
+        batch = (raw_batch[0], raw_batch[1])
+    tid: tuple[int, int, int] | None = None
+    if len(rest) == 2:
+        raw_tid = rest[1]
+        if not isinstance(raw_tid, list) or len(raw_tid) != 3 or not all(type(x) is int and 0 <= x < _U64 for x in raw_tid):
+            raise ValueError("a tuple id must be [source, offset, path] (unsigned integers)")
+        tid = (raw_tid[0], raw_tid[1], raw_tid[2])
+    return stream, source, task, epoch, values, anchors, batch, tid
 
 
 def encode_json(obj: Any) -> bytes:

@@ -234,12 +234,15 @@ def finish_and_check(cluster: NetCluster, run: Run, feeders: list[subprocess.Pop
     wrong = {w: (state.get(w), n) for w, n in truth.items() if state.get(w) != n}
     assert not wrong and len(state) == len(truth), f"exactly once is not exact: {len(wrong)} words differ, e.g. {list(wrong.items())[:5]}"
     assert over <= words * min(1.0, MESSAGE_TIMEOUT_S * RATE / run.lines), f"overcount {over} is more than one message timeout's worth of input"
+    fenced = {}
     for name in (run.alo, run.eo):
         st = json.loads(cluster.squall("status", name, "--json"))
         assert st["contested_tasks"] == [], st["contested_tasks"]
+        fenced[name] = (st["fenced_tuples"], st["fenced_acker_ops"])
         cluster.squall("kill", name, "-w", "1")
+    print(f"late writes of replaced workers dropped (tuples, acker ops): {fenced}")
     events = [e for e in every if e.get("topology") in (run.alo, run.eo)]
-    return {"events": events, "logs": logs, "over": over}
+    return {"events": events, "logs": logs, "over": over, "fenced": fenced}
 
 
 def at_the_cut(events: list[dict[str, Any]], victim: str, cut: float) -> dict[int, tuple[str, int]]:
@@ -265,7 +268,7 @@ def never_beside(logs: dict[str, dict[str, dict[str, list[str]]]], victim: str) 
     for name, by_host in logs.items():
         for f, lines in by_host.get(victim, {}).items():
             text = "\n".join(lines)
-            if "resumed after" in text and "fenced" in text:
+            if "resumed after" in text and re.search(r"worker w\d+ fenced:", text):
                 bad.append(f"{name}/{f}")
     return bad
 

@@ -40,7 +40,7 @@ class Capture:
 
 
 def as_tuple(raw: bytes) -> Tuple:
-    stream, source, task, values, anchors, _, tid = decode_tuple(raw, component="b", topic="t", partition=0, offset=0)
+    stream, source, task, _epoch, values, anchors, _, tid = decode_tuple(raw, component="b", topic="t", partition=0, offset=0)
     t = Tuple(values, stream, source, task, anchors, {"v": 0})
     t.tid = tid
     return t

@@ -29,11 +29,14 @@ def check(name: str, raw: bytes) -> None:
 
 
 def test_tuple_envelope() -> None:
-    check("tuple.schema.json", encode_tuple("default", "split", 3, ["word", 1], {2**64 - 1: 5}))
-    check("tuple.schema.json", encode_tuple("__warmup", "__system", -1, [], {}))  # a SparkBolt's warm-up record
-    check("tuple.schema.json", encode_tuple("default", "split", 3, ["word"], {7: 5}, None, (2**31 - 1, 12, 2**32 - 1)))  # a stateful topology's tuple id
-    with pytest.raises(jsonschema.ValidationError):
-        check("tuple.schema.json", b'[1,"s","c",0,[],[-1,2]]')
+    check("tuple.schema.json", encode_tuple("default", "split", 3, ["word", 1], {2**64 - 1: 5}, epoch=1_764_232_345_123))
+    check("tuple.schema.json", encode_tuple("__warmup", "__system", -1, [], {}, epoch=0))  # a SparkBolt's warm-up record
+    check(
+        "tuple.schema.json", encode_tuple("default", "split", 3, ["word"], {7: 5}, None, (2**31 - 1, 12, 2**32 - 1), epoch=9)
+    )  # a stateful topology's tuple id
+    for bad in (b'[2,"s","c",0,5,[],[-1,2]]', b'[2,"s","c",0,-5,[],[]]', b'[1,"s","c",0,[],[]]'):  # a bad anchor, a negative epoch, version 1
+        with pytest.raises(jsonschema.ValidationError):
+            check("tuple.schema.json", bad)
 
 
 def test_acker_ops_results_and_changelog() -> None:
@@ -112,10 +115,10 @@ def test_coordinator_state_and_batch_system_tuples() -> None:
     c.commit_started(commit.batch)
     check("coordinator.schema.json", json.dumps(c.snapshot()).encode())
     assert CoordinatorState.from_json(c.snapshot()).to_json() == c.snapshot()  # round-trips
-    check("tuple.schema.json", encode_tuple("__batch_end", "split", 2, [4, 1, 17], {5: 9}, (4, 1, 77)))  # an end marker
-    check("tuple.schema.json", encode_tuple("__commit", "lines", 0, [4, 1], {6: 3}, (4, 1, 12)))  # a commit tuple
+    check("tuple.schema.json", encode_tuple("__batch_end", "split", 2, [4, 1, 17], {5: 9}, (4, 1), epoch=77))  # an end marker
+    check("tuple.schema.json", encode_tuple("__commit", "lines", 0, [4, 1], {6: 3}, (4, 1), epoch=12))  # a commit tuple
     with pytest.raises(jsonschema.ValidationError):
-        check("tuple.schema.json", b'[1,"s","c",0,[],[],[0]]')
+        check("tuple.schema.json", b'[2,"s","c",0,1,[],[],[0]]')
 
 
 def test_spout_ledger() -> None:

@@ -83,12 +83,19 @@ def test_fail_drops_pending_acks_for_that_root() -> None:
 def test_a_large_flush_is_split_into_bounded_records() -> None:
     from streams.wire.acker import MAX_ITEMS_PER_RECORD
 
-    acks = AckBuffer("acker", 1)
+    acks = AckBuffer("acker", 1, sender=4, epoch=1234)
     for root in range(1, 10_001):
         acks.ack(root, root)
     records: list[bytes] = []
-    assert acks.flush(lambda topic, value, partition=-1: records.append(value)) == 10_000
+    sent_headers: list[object] = []
+
+    def produce(topic: str, value: bytes, partition: int = -1, headers: object = None) -> None:
+        records.append(value)
+        sent_headers.append(headers)
+
+    assert acks.flush(produce) == 10_000
     assert len(records) == 3 and all(len(r) < 400_000 for r in records)
+    assert sent_headers == [[("squall.from", b"4:1234")]] * 3  # every record names its sender and epoch (streams.runtime.fencing)
     import json
 
     assert sum(len(json.loads(r)) for r in records) == 10_000 and max(len(json.loads(r)) for r in records) == MAX_ITEMS_PER_RECORD

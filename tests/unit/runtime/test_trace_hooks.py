@@ -40,7 +40,7 @@ def split_executor(debug: bool = True) -> tuple[BoltExecutor, list[tuple[str, by
 
 
 def line(text: str, root: int, edge: int = 77) -> bytes:
-    return encode_rooted("default", "lines", 0, [text], root, edge)
+    return encode_rooted("default", "lines", 0, 1, [text], root, edge)
 
 
 def events(ex: BoltExecutor) -> list[tuple[int, str, int]]:
@@ -63,7 +63,7 @@ def test_a_sampled_tuple_is_traced_through_receive_emits_ack_and_execute_and_an_
 
 def test_a_failed_sampled_tuple_is_traced_as_a_fail() -> None:
     ex, _ = split_executor()
-    ex._process(Record(ex.topic, 0, 0, encode_rooted("default", "lines", 0, [None], SAMPLED, 5)))  # None.lower() raises
+    ex._process(Record(ex.topic, 0, 0, encode_rooted("default", "lines", 0, 1, [None], SAMPLED, 5)))  # None.lower() raises
     kinds = [kind for _, kind, _ in events(ex)]
     assert kinds == ["receive", "fail", "execute"]
     assert ex.acks is not None and ex.acks.fails == {SAMPLED: "[split] AttributeError: 'NoneType' object has no attribute 'lower'"}
@@ -81,7 +81,7 @@ def test_without_topology_debug_there_is_no_tracer_and_tuples_still_flow() -> No
 def test_a_tuple_is_traced_when_any_of_its_trees_is_sampled_and_events_name_only_those(anchors: dict[int, int]) -> None:
     ex, _ = split_executor()
     assert ex.tracer is not None
-    ex._process(Record(ex.topic, 0, 0, encode_tuple("default", "lines", 0, ["a"], anchors)))
+    ex._process(Record(ex.topic, 0, 0, encode_tuple("default", "lines", 0, ["a"], anchors, epoch=1)))
     wanted = {root for root in anchors if ex.tracer.sampled(root)}
     got = events(ex)
     assert {root for root, _, _ in got} == wanted

@@ -27,7 +27,7 @@ NAME = "t1"
 
 
 def source_batch(lines: list[str], roots: list[int], edges: list[int]) -> pa.RecordBatch:
-    values = [encode_tuple("default", "lines", 0, [line], {r: e}) for line, r, e in zip(lines, roots, edges, strict=True)]
+    values = [encode_tuple("default", "lines", 0, [line], {r: e}, epoch=1) for line, r, e in zip(lines, roots, edges, strict=True)]
     n = len(values)
     return pa.RecordBatch.from_pydict(
         {
@@ -83,7 +83,7 @@ def complete_trees(out: dict[str, list[Any]], roots: list[int], edges: list[int]
             ops.append([2, to_unsigned(root)])
     for kind, value in zip(out["kind"], out["value"], strict=True):
         if kind == KIND_RECORD:
-            _, _, _, _, anchors, _, _ = decode_tuple(value, component="count", topic="t", partition=0, offset=0)
+            _, _, _, _, _, anchors, _, _ = decode_tuple(value, component="count", topic="t", partition=0, offset=0)
             ops += [[1, r, e] for r, e in anchors.items()]
     return apply_ops(ledger, ops)
 
@@ -93,11 +93,11 @@ def test_processor_anchors_outputs_and_every_tree_completes(tmp_path: Path, monk
     p = fresh(tmp_path, monkeypatch, SQUALL_TEST_SPARK_BATCH=batch)
     out = run(p, source_batch(LINES, ROOTS, EDGES))
     records = [(t, json.loads(v)) for k, t, v in zip(out["kind"], out["topic"], out["value"], strict=True) if k == KIND_RECORD]
-    words = [env[4][0] for _, env in records]
+    words = [env[5][0] for _, env in records]
     assert sorted(words) == sorted(["the", "cat", "sat", "on", "the", "mat", "a", "dog's", "life"])
     assert {t for t, _ in records} == {component_topic(NAME, "count")}
     for _, env in records:  # each word carries its line's root with a fresh, non-zero edge id
-        root, edge = env[5]
+        root, edge = env[6]
         assert root in ROOTS and edge not in EDGES and edge != 0
     acks = [k for k in out["kind"] if k == KIND_ACK]
     assert len(acks) == len(ROOTS)  # one coalesced ack per root

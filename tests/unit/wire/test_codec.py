@@ -12,8 +12,45 @@ from streams.wire.codec import decode_tuple, encode_rooted, encode_tuple
 
 def test_tuple_roundtrip_keeps_64_bit_ids_and_unicode() -> None:
     anchors = {2**64 - 1: 2**63 + 5, 17: 1}
-    raw = encode_tuple("words", "split", 3, ["naïve", 1, None], anchors)
-    assert decode_tuple(raw, component="c", topic="t", partition=0, offset=0) == ("words", "split", 3, ["naïve", 1, None], anchors, None, None)
+    raw = encode_tuple("words", "split", 3, ["naïve", 1, None], anchors, epoch=1_764_232_345_123)
+    assert decode_tuple(raw, component="c", topic="t", partition=0, offset=0) == (
+        "words",
+        "split",
+        3,
+        1_764_232_345_123,
+        ["naïve", 1, None],
+        anchors,
+        None,
+        None,
+    )
+
+
+def test_a_version_1_envelope_is_read_as_epoch_0_or_its_batch_epoch() -> None:
+    """Records written before epochs (still in a topic across an upgrade) are read: version 1 had no epoch, and its batch carried the sender's life."""
+    assert decode_tuple(b'[1,"default","split",3,["a"],[5,9]]', component="c", topic="t", partition=0, offset=0) == (
+        "default",
+        "split",
+        3,
+        0,
+        ["a"],
+        {5: 9},
+        None,
+        None,
+    )
+    assert decode_tuple(b'[1,"__commit","lines",0,[4,1],[6,3],[4,1,12]]', component="c", topic="t", partition=0, offset=0)[3:] == (
+        12,
+        [4, 1],
+        {6: 3},
+        (4, 1),
+        None,
+    )
+    assert decode_tuple(b'[1,"default","split",3,["a"],[5,9],null,[1,2,3]]', component="c", topic="t", partition=0, offset=0)[3:] == (
+        0,
+        ["a"],
+        {5: 9},
+        None,
+        (1, 2, 3),
+    )
 
 
 @pytest.mark.parametrize(
@@ -27,6 +64,11 @@ def test_tuple_roundtrip_keeps_64_bit_ids_and_unicode() -> None:
         b"\xff\xfe",
         b'[1,"s","c",0,[],[],null,[1,-2,3]]',
         b'[1,"s","c",0,[],[],null,[1]]',
+        b'[2,"s","c",0,-1,[],[]]',
+        b'[2,"s","c",0,"7",[],[]]',
+        b'[2,"s","c",0,7,[],[],[1,2,3]]',
+        b'[2,"s","c",0,7,[],[]',
+        b'[2,"s","c",0,7,[],[],null,[1,2]]',
     ],
 )
 def test_bad_envelopes_raise_decode_error_naming_where(raw: bytes | None) -> None:
@@ -59,20 +101,30 @@ def test_the_one_root_fast_paths_agree_with_the_general_codec(stream: str, task:
     """encode_rooted is byte-identical to encode_tuple with ``{root: edge}``, and the decoder's
     fast path returns what the general path returns (the general path is reached with a
     batch, which the fast path never takes)."""
-    raw = encode_rooted(stream, "split", task, values, root, edge)
-    assert raw == encode_tuple(stream, "split", task, values, {root: edge})
+    epoch = 1_764_232_345_123
+    raw = encode_rooted(stream, "split", task, epoch, values, root, edge)
+    assert raw == encode_tuple(stream, "split", task, values, {root: edge}, epoch=epoch)
     got = decode_tuple(raw, component="c", topic="t", partition=0, offset=0)
-    assert got == (stream, "split", task, values, {root: edge}, None, None)
-    with_batch = decode_tuple(encode_tuple(stream, "split", task, values, {root: edge}, (7, 1, 9)), component="c", topic="t", partition=0, offset=0)
-    assert with_batch[:5] == got[:5] and with_batch[5] == (7, 1, 9)
+    assert got == (stream, "split", task, epoch, values, {root: edge}, None, None)
+    with_batch = decode_tuple(encode_tuple(stream, "split", task, values, {root: edge}, (7, 1), epoch=epoch), component="c", topic="t", partition=0, offset=0)
+    assert with_batch[:6] == got[:6] and with_batch[6] == (7, 1)
     tid = (2**31 - 1, 2**40, 2**32 - 1)
-    with_id = decode_tuple(encode_rooted(stream, "split", task, values, root, edge, tid), component="c", topic="t", partition=0, offset=0)
-    assert with_id == (*got[:6], tid)
-    both = decode_tuple(encode_tuple(stream, "split", task, values, {root: edge}, (7, 1, 9), tid), component="c", topic="t", partition=0, offset=0)
-    assert both[5:] == ((7, 1, 9), tid)
+    with_id = decode_tuple(encode_rooted(stream, "split", task, epoch, values, root, edge, tid), component="c", topic="t", partition=0, offset=0)
+    assert with_id == (*got[:7], tid)
+    both = decode_tuple(encode_tuple(stream, "split", task, values, {root: edge}, (7, 1), tid, epoch=epoch), component="c", topic="t", partition=0, offset=0)
+    assert both[6:] == ((7, 1), tid)
 
 
-@pytest.mark.parametrize("raw", [b'[1,"s","c",0,[],[-1,2]]', b'[1,"s","c",0,[],[18446744073709551616,2]]', b'[1,"s","c",0,[],[1.5,2]]'])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'[2,"s","c",0,1,[],[-1,2]]',
+        b'[2,"s","c",0,1,[],[18446744073709551616,2]]',
+        b'[2,"s","c",0,1,[],[1.5,2]]',
+        b'[2,"s","c",0,1.5,[],[1,2]]',
+        b'[2,"s","c",0,1,[],[1,2],null,[1,2,-3]]',
+    ],
+)
 def test_the_fast_path_rejects_what_the_general_path_rejects(raw: bytes) -> None:
     with pytest.raises(DecodeError):
         decode_tuple(raw, component="c", topic="t", partition=0, offset=0)

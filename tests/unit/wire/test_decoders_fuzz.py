@@ -77,14 +77,20 @@ def test_changelog_records_decode_or_name_the_record_and_restore_safely(key: byt
 
 
 @settings(max_examples=600, deadline=None)
-@given(st.one_of(raw_bytes, st.lists(json_values, min_size=6, max_size=7).map(lambda v: json.dumps([1, *v[1:]]).encode())))
+@given(
+    st.one_of(
+        raw_bytes,
+        st.lists(json_values, min_size=6, max_size=8).map(lambda v: json.dumps([1, *v[1:]]).encode()),  # version 1 (no epoch)
+        st.lists(json_values, min_size=7, max_size=9).map(lambda v: json.dumps([2, *v[1:]]).encode()),
+    )
+)
 def test_tuple_envelopes_decode_or_name_the_record(raw: bytes | None) -> None:
     env = decoded_or_named(decode_tuple, raw)
     if env is not None:
-        stream, source, task, values, anchors, batch, _tid = env
+        stream, source, task, epoch, values, anchors, batch, tid = env
         assert isinstance(stream, str) and isinstance(source, str) and isinstance(task, int) and isinstance(values, list)
-        assert all(0 <= k < 2**64 and 0 <= v < 2**64 for k, v in anchors.items())
-        assert decode_tuple(encode_tuple(stream, source, task, values, anchors, batch), **WHERE)[4] == anchors
+        assert all(0 <= k < 2**64 and 0 <= v < 2**64 for k, v in anchors.items()) and 0 <= epoch < 2**64
+        assert decode_tuple(encode_tuple(stream, source, task, values, anchors, batch, tid, epoch=epoch), **WHERE) == env
 
 
 @settings(max_examples=300, deadline=None)
