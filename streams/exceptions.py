@@ -54,6 +54,13 @@ class StateError(FatalError):
     """The state store cannot be opened or written (the message names the state and the store)."""
 
 
+class StateFencedError(StateError):
+    """A Trident state refused a commit: a newer owner of its writer (a committer task) committed already (a replaced worker's late commit; issue 29).
+
+    The message names the state, the writer and both epochs. Fatal: the old owner must stop.
+    """
+
+
 class BatchBehindStateError(FailedException):
     """A batch arrived whose txid is older than what the state already holds for a key (Trident: "batch is behind state").
 

@@ -70,6 +70,8 @@ class ExecutorIO:
     new_producer: Callable[[dict[str, Any]], Any] | None = None
     """Makes the producers components open themselves (a KafkaBolt's), from librdkafka settings;
     None: a real Kafka producer. The test kit gives an in-memory one (:mod:`streams.testing.memlog`)."""
+    epoch: int = 0
+    """The worker's claim epoch (:mod:`streams.runtime.fencing`): a Trident state refuses a commit from an older one than its writer's last (0: not checked)."""
     shared: dict[str, Any] = field(default_factory=dict)
     """Handles a task's copies share (a BatchBolt gets a fresh copy per batch), by a key the component picks.
 
@@ -170,7 +172,7 @@ class TopologyContext:
         if backend is None:
             backend = self.io.stores[url] = open_backend(url)
         writer = f"{self.this_component_id}:{self.this_task_index}"
-        return cls(backend, f"{self.topology.name}.{name}", combine or operator.add, writer=writer)
+        return cls(backend, f"{self.topology.name}.{name}", combine or operator.add, writer=writer, epoch=self.io.epoch)
 
     @property
     def this_task_index(self) -> int:

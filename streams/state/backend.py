@@ -10,6 +10,8 @@ Both keep three tables, shared by every state of a database (``name`` tells them
                            task) committed into that state
 ``squall_state_commits``   one row per :meth:`StateTx.commit`: ``(seq, name, writer, txid,
                            written, skipped)``, in commit order (what a committer did, when)
+``squall_state_owner``     ``(name, writer) -> epoch``: the newest claim epoch that committed as
+                           that writer (:meth:`StateTx.claim`; :mod:`streams.runtime.fencing`)
 
 ``squall_kv``              ``(name, task, key) -> value``: a stateful bolt task's
                            ``KeyValueState`` (:mod:`streams.state.keyvalue`), key and value JSON
@@ -97,6 +99,13 @@ class StateTx(ABC):
     @abstractmethod
     def commit(self, txid: int, written: int, skipped: int) -> None:
         """Record ``txid`` as the writer's last committed batch and log the commit."""
+
+    @abstractmethod
+    def claim(self, epoch: int) -> int:
+        """Record ``epoch`` as this writer's owner unless a newer one is; return the owner's epoch after that (larger than ``epoch``: this writer was replaced).
+
+        The owner row stays locked until the transaction ends, so an old and a new owner take turns.
+        """
 
 
 class KvStore(ABC):

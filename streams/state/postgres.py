@@ -20,6 +20,7 @@ POSTGRES_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS squall_state_txid (name TEXT NOT NULL, writer TEXT NOT NULL, txid BIGINT NOT NULL, PRIMARY KEY (name, writer))",
     "CREATE TABLE IF NOT EXISTS squall_state_commits (seq BIGSERIAL PRIMARY KEY, name TEXT NOT NULL, writer TEXT NOT NULL, "
     "txid BIGINT NOT NULL, written INTEGER NOT NULL, skipped INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS squall_state_owner (name TEXT NOT NULL, writer TEXT NOT NULL, epoch BIGINT NOT NULL, PRIMARY KEY (name, writer))",
     "CREATE TABLE IF NOT EXISTS squall_kv (name TEXT NOT NULL, task INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (name, task, key))",
     "CREATE TABLE IF NOT EXISTS squall_kv_applied (name TEXT NOT NULL, task INTEGER NOT NULL, checkpoint BIGINT NOT NULL, source BIGINT NOT NULL, "
     "at DOUBLE PRECISION NOT NULL, max_offset BIGINT NOT NULL, ids BYTEA NOT NULL, PRIMARY KEY (name, task, checkpoint, source))",
@@ -72,6 +73,15 @@ class _PostgresTx(StateTx):
             "INSERT INTO squall_state_commits (name, writer, txid, written, skipped) VALUES (%s, %s, %s, %s, %s)",
             (self.name, self.writer, txid, written, skipped),
         )
+
+    def claim(self, epoch: int) -> int:
+        self.cur.execute(
+            "INSERT INTO squall_state_owner (name, writer, epoch) VALUES (%s, %s, %s) "
+            "ON CONFLICT (name, writer) DO UPDATE SET epoch = GREATEST(squall_state_owner.epoch, EXCLUDED.epoch) RETURNING epoch",
+            (self.name, self.writer, epoch),
+        )
+        row = self.cur.fetchone()
+        return int(row[0])
 
 
 IDLE_IN_TRANSACTION_S = 10

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from typing_extensions import override
 
-from streams.exceptions import BatchBehindStateError
+from streams.exceptions import BatchBehindStateError, StateFencedError
 from streams.state.backend import StateBackend, StateTx
 
 Combine = Callable[[Any, Any], Any]
@@ -96,16 +96,19 @@ class State:
       combine: how a delta joins a value (default ``+``).
       writer: who commits (a committer task, ``<component>:<task index>``): its last txid
         and its commits are logged under this name.
+      epoch: the committing worker's claim epoch (:mod:`streams.runtime.fencing`); with one
+        (> 0), a commit after a newer owner of ``writer`` committed raises StateFencedError.
     Thread safety: as the backend (one connection per thread).
     """
 
     kind = "state"
 
-    def __init__(self, backend: StateBackend, name: str, combine: Combine = operator.add, writer: str = "") -> None:
+    def __init__(self, backend: StateBackend, name: str, combine: Combine = operator.add, writer: str = "", epoch: int = 0) -> None:
         self.backend = backend
         self.name = name
         self.combine = combine
         self.writer = writer
+        self.epoch = epoch
 
     def fold(self, updates: Iterable[tuple[Any, Any]]) -> dict[str, Any]:
         """Combine ``(key, delta)`` pairs per key (keys in stored form)."""
@@ -122,7 +125,8 @@ class State:
     def apply(self, txid: int, updates: Iterable[tuple[Any, Any]]) -> ApplyResult:
         """Apply batch ``txid``'s ``(key, delta)`` updates (keys may repeat) in one database transaction, with ``txid`` as the state's last committed batch.
 
-        Raises BatchBehindStateError (a replay of an older batch), StateError (the store).
+        Raises BatchBehindStateError (a replay of an older batch), StateFencedError (a newer
+        owner of this writer committed: this one was replaced), StateError (the store).
         """
         return self.apply_folded(txid, self.fold(updates))
 
@@ -136,6 +140,12 @@ class State:
         """
         written = skipped = 0
         with self.backend.transaction(self.name, self.writer) as tx:
+            if self.epoch:  # the txid-and-epoch check: a replaced committer's late commit is refused
+                owner = tx.claim(self.epoch)
+                if owner > self.epoch:
+                    raise StateFencedError(
+                        f"[{self.name}] writer {self.writer} in epoch {self.epoch} was replaced: epoch {owner} committed as it; batch {txid} refused"
+                    )
             last = tx.last_txid()
             if last is not None and txid < last and tx.committed(txid):
                 return ApplyResult(txid, 0, len(folded))

@@ -22,6 +22,7 @@ SQLITE_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS squall_state_txid (name TEXT NOT NULL, writer TEXT NOT NULL, txid INTEGER NOT NULL, PRIMARY KEY (name, writer))",
     "CREATE TABLE IF NOT EXISTS squall_state_commits (seq INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL, writer TEXT NOT NULL, "
     "txid INTEGER NOT NULL, written INTEGER NOT NULL, skipped INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS squall_state_owner (name TEXT NOT NULL, writer TEXT NOT NULL, epoch INTEGER NOT NULL, PRIMARY KEY (name, writer))",
     "CREATE TABLE IF NOT EXISTS squall_kv (name TEXT NOT NULL, task INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (name, task, key))",
     "CREATE TABLE IF NOT EXISTS squall_kv_applied (name TEXT NOT NULL, task INTEGER NOT NULL, checkpoint INTEGER NOT NULL, source INTEGER NOT NULL, "
     "at REAL NOT NULL, max_offset INTEGER NOT NULL, ids BLOB NOT NULL, PRIMARY KEY (name, task, checkpoint, source))",
@@ -73,6 +74,14 @@ class _SqliteTx(StateTx):
         self.db.execute(
             "INSERT INTO squall_state_commits (name, writer, txid, written, skipped) VALUES (?, ?, ?, ?, ?)", (self.name, self.writer, txid, written, skipped)
         )
+
+    def claim(self, epoch: int) -> int:
+        row = self.db.execute(
+            "INSERT INTO squall_state_owner (name, writer, epoch) VALUES (?, ?, ?) "
+            "ON CONFLICT(name, writer) DO UPDATE SET epoch = MAX(epoch, excluded.epoch) RETURNING epoch",
+            (self.name, self.writer, epoch),
+        ).fetchone()
+        return int(row[0])
 
 
 class SqliteBackend(StateBackend):

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streams.exceptions import BatchBehindStateError
+from streams.exceptions import BatchBehindStateError, StateFencedError
 from streams.state import OpaqueState, TransactionalState, open_backend
 
 BATCH = st.lists(st.tuples(st.sampled_from(["a", "b", "c", ("x", 1)]), st.integers(-5, 20)), max_size=6)
@@ -84,3 +84,24 @@ def test_a_committer_that_vanished_mid_batch_frees_its_rows_for_its_replacement(
     assert TransactionalState(open_backend(postgres_url), name, writer="count:1").items() == {"a": 2}
     with contextlib.suppress(Exception):  # the server ended the lost session: its rollback fails
         lost.__exit__(None, None, None)
+
+
+def test_a_replaced_committers_late_commits_are_refused_by_the_txid_and_epoch_check(postgres_url: str) -> None:
+    """Issue 29: a committer on a host cut off mid-run comes back after its replacement (a newer
+    claim epoch) committed as the same writer. Its late commit is refused, whatever its txid
+    and its keys, on both state kinds, and leaves the state as the replacement left it."""
+    for cls in (TransactionalState, OpaqueState):
+        name = f"t{uuid.uuid4().hex[:8]}.counts"
+        zombie = cls(open_backend(postgres_url), name, writer="count:1", epoch=1_000)
+        zombie.apply(1, [("a", 1)])  # before the cut
+        replacement = cls(open_backend(postgres_url), name, writer="count:1", epoch=2_000)
+        replacement.apply(2, [("a", 1), ("b", 1)])
+        replacement.apply(3, [("c", 1)])
+        before = (replacement.items(), replacement.last_txid(), replacement.commits())
+        for txid, updates in ((3, [("a", 5), ("z", 9)]), (4, [("z", 1)]), (2, [("b", 7)])):  # the same txid, the next one, an older one
+            with pytest.raises(StateFencedError, match=r"writer count:1 in epoch 1000 was replaced: epoch 2000 committed as it"):
+                zombie.apply(txid, updates)
+        assert (replacement.items(), replacement.last_txid(), replacement.commits()) == before
+        assert before[:2] == ({"a": 2, "b": 1, "c": 1}, 3)
+        cls(open_backend(postgres_url), name, writer="count:1", epoch=3_000).apply(4, [("d", 1)])  # a later owner goes on
+        assert replacement.items() == {"a": 2, "b": 1, "c": 1, "d": 1}

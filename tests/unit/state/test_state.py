@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams.exceptions import BatchBehindStateError, StateError
+from streams.exceptions import BatchBehindStateError, StateError, StateFencedError
 from streams.state import NonTransactionalState, OpaqueState, TransactionalState, open_backend
 from streams.state.semantics import State
 
@@ -114,3 +114,24 @@ def test_an_older_batch_never_committed_is_refused_even_on_fresh_keys() -> None:
         with pytest.raises(BatchBehindStateError, match=r"\[s\] batch 2 is behind state: writer w already committed txid 3"):
             s.apply(2, [("b", 1)])
         assert s.items() == {"a": 2} and s.last_txid() == 3
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 4), BATCH), min_size=1, max_size=12))
+def test_a_commit_from_an_older_owner_of_a_writer_is_refused_and_changes_nothing(commits: list[tuple[int, list[tuple[object, int]]]]) -> None:
+    """The txid-and-epoch check (issue 29): owners of one writer with claim epochs 1-4 commit in
+    any order; a commit is refused (StateFencedError) exactly when a newer epoch committed
+    before it, and then the state is as it was."""
+    backend = open_backend("memory://")
+    newest = 0
+    for txid, (epoch, updates) in enumerate(commits, start=1):
+        s = OpaqueState(backend, "s", writer="count:0", epoch=epoch)
+        before = (s.items(), s.commits())
+        if epoch < newest:
+            with pytest.raises(StateFencedError, match=rf"\[s\] writer count:0 in epoch {epoch} was replaced: epoch {newest} committed as it"):
+                s.apply(txid, updates)
+            assert (s.items(), s.commits()) == before
+        else:
+            s.apply(txid, updates)
+            newest = epoch
+    assert OpaqueState(backend, "s", writer="count:0").apply(len(commits) + 1, [("a", 1)]).written == 1  # epoch 0: not checked
