@@ -1,4 +1,4 @@
-"""Apache Kafka in KRaft mode on 127.0.0.1: one node, or a cluster of combined broker-controllers.
+"""Apache Kafka in KRaft mode on 127.0.0.1 (or on hosts of their own): one node, or a cluster of combined broker-controllers.
 
 The tests, ``bench/`` and ``squall broker --kafka`` start real Kafka through this one launcher,
 with no Docker and no download at run time after the first:
@@ -12,6 +12,10 @@ with no Docker and no download at run time after the first:
    and its own ports; the launcher returns once every broker is in the metadata and every
    node accepts connections.
 4. **Stop.** SIGTERM (a controlled shutdown), then SIGKILL; the data dirs it made are removed.
+
+Nodes on hosts of their own (``hosts``, e.g. network namespaces with a command ``prefix``
+each, ``ip netns exec NS``) listen on the same two ports on their own address; the caller
+waits for them from where it can reach them (``start(wait=False)``).
 
 A cluster of ``n >= 3`` nodes gives every topic replication factor 3 and ``min.insync.replicas``
 2 by default (``default.replication.factor``, which Squall's topic creation uses). Nodes can be
@@ -166,11 +170,14 @@ class KafkaNode:
     config_path: Path
     log_path: Path
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    host: str = "127.0.0.1"
+    prefix: list[str] = field(default_factory=list)
+    """What its command runs under (e.g. ``ip netns exec NS``; empty: nothing)."""
 
     @property
     def address(self) -> str:
-        """``127.0.0.1:PORT`` of its broker listener."""
-        return f"127.0.0.1:{self.port}"
+        """``HOST:PORT`` of its broker listener."""
+        return f"{self.host}:{self.port}"
 
     @property
     def running(self) -> bool:
@@ -191,6 +198,9 @@ class ApacheKafka:
       version: the Kafka version.
       ports_from: node ``i`` (from 1) listens on ``ports_from + 2(i-1)`` and its controller on the
         next port (default: free ports below the ephemeral range).
+      hosts: node ``i``'s address is ``hosts[i-1]`` (default: all on 127.0.0.1); then every
+        node listens on ``ports_from`` (default 9092) and its controller on the next port.
+      prefixes: node ``i``'s processes run under ``prefixes[i-1]`` (e.g. ``ip netns exec NS``).
 
     Raises:
       BrokerError: naming the node and its log when it does not start within ``timeout_s``.
@@ -206,15 +216,21 @@ class ApacheKafka:
         heap: str = "512m",
         version: str = KAFKA_VERSION,
         ports_from: int | None = None,
+        hosts: list[str] | None = None,
+        prefixes: list[list[str]] | None = None,
     ) -> None:
         if nodes < 1:
             raise BrokerError(f"[kafka] a cluster needs at least one node, got {nodes}")
+        if (hosts is not None and len(hosts) != nodes) or (prefixes is not None and len(prefixes) != nodes):
+            raise BrokerError(f"[kafka] {nodes} nodes need {nodes} hosts and prefixes, got {hosts} and {prefixes}")
         self.size = nodes
         self.cache = cache
         self.config = dict(config or {})
         self.heap = heap
         self.version = version
         self.ports_from = ports_from
+        self.hosts = hosts
+        self.prefixes = prefixes
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="squall-kafka-"))
         self.cluster_id = ""
@@ -233,15 +249,15 @@ class ApacheKafka:
         return 3 if self.size >= 3 else 1
 
     def _properties(self, node: KafkaNode) -> str:
-        voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes.values())
+        voters = ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in self.nodes.values())
         rf = self.replication
         min_isr = 2 if rf >= 3 else 1
         props = {
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "listeners": f"PLAINTEXT://{node.host}:{node.port},CONTROLLER://{node.host}:{node.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{node.address}",
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "inter.broker.listener.name": "PLAINTEXT",
@@ -259,19 +275,34 @@ class ApacheKafka:
         return "".join(f"{k}={v}\n" for k, v in props.items())
 
     # -- lifecycle ---------------------------------------------------------------------
-    def start(self, timeout_s: float = 90.0) -> str:
+    def start(self, timeout_s: float = 90.0, wait: bool = True) -> str:
         """Fetch the jars (once), format and start every node; returns the bootstrap servers.
 
-        Raises BrokerError (one line) when Maven Central, Java or a node fails.
+        ``wait``: return once every node is ready (:meth:`wait_ready`); False: at once (nodes on
+        hosts this process cannot reach). Raises BrokerError (one line) when Maven Central,
+        Java or a node fails.
         """
         self.libs = kafka_jars(self.cache, self.version)
-        ports = free_ports(2 * self.size) if self.ports_from is None else _claim(range(self.ports_from, self.ports_from + 2 * self.size))
+        if self.hosts is not None:
+            base = self.ports_from or 9092
+            ports = [base, base + 1] * self.size
+        else:
+            ports = free_ports(2 * self.size) if self.ports_from is None else _claim(range(self.ports_from, self.ports_from + 2 * self.size))
         self.workdir.mkdir(parents=True, exist_ok=True)
         for i in range(self.size):
             node_id = i + 1
             home = self.workdir / f"node-{node_id}"
             home.mkdir(parents=True, exist_ok=True)
-            self.nodes[node_id] = KafkaNode(node_id, ports[2 * i], ports[2 * i + 1], home / "data", home / "server.properties", home / "broker.log")
+            self.nodes[node_id] = KafkaNode(
+                node_id,
+                ports[2 * i],
+                ports[2 * i + 1],
+                home / "data",
+                home / "server.properties",
+                home / "broker.log",
+                host=self.hosts[i] if self.hosts is not None else "127.0.0.1",
+                prefix=list(self.prefixes[i]) if self.prefixes is not None else [],
+            )
         self.cluster_id = new_cluster_id()
         formats = []
         for node in self.nodes.values():
@@ -285,8 +316,9 @@ class ApacheKafka:
                 raise BrokerError(f"[kafka] formatting node {node.node_id}'s log dir failed: {out.decode(errors='replace').strip()[-300:]}")
         for node in self.nodes.values():
             self._launch(node)
-        self.wait_ready(timeout_s)
-        log.info("[kafka] Apache Kafka %s ready at %s (%d nodes)", self.version, self.bootstrap, self.size)
+        if wait:
+            self.wait_ready(timeout_s)
+        log.info("[kafka] Apache Kafka %s %s at %s (%d nodes)", self.version, "ready" if wait else "starting", self.bootstrap, self.size)
         return self.bootstrap
 
     def _classpath(self) -> str:
@@ -300,6 +332,7 @@ class ApacheKafka:
         assert self.libs is not None
         log4j = self.libs.parent / "log4j2.properties"
         cmd = [
+            *node.prefix,
             "java",
             f"-Xmx{self.heap}",
             f"-Xms{self.heap}",

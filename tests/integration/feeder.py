@@ -1,6 +1,10 @@
 """A separate producer process, as a user's own would be: ``python feeder.py BOOTSTRAP TOPIC
 FILE SECONDS PARTITIONS``. Produces every line of FILE into TOPIC, round-robin over the
-partitions, spread evenly over SECONDS; prints the count when every record is delivered."""
+partitions, spread evenly over SECONDS; prints the count when every record is delivered.
+
+Idempotent (``enable.idempotence``), as a user's producer must be to write each line once
+across a leader failover: without it a retried request that the old leader had written is
+written again (seen with a partition leader's host cut off: the input itself held duplicates)."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from confluent_kafka import Producer
 def main() -> int:
     bootstrap, topic, path, seconds, partitions = sys.argv[1], sys.argv[2], Path(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
     lines = [line for line in path.read_bytes().split(b"\n") if line.strip()]
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.num.messages": 5000, "log_level": 3})
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.num.messages": 5000, "log_level": 3, "enable.idempotence": True})
     errors: list[str] = []
     start = time.monotonic()
     for i, line in enumerate(lines):

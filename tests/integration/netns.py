@@ -103,6 +103,10 @@ class Lan:
         """Drop every packet between ``host`` and ``peer`` (in ``host``'s namespace)."""
         self._nft(host, f"ip saddr {self.ip[peer]} drop;")
 
+    def isolate(self, host: str) -> None:
+        """Drop every packet between ``host`` and every other host of the LAN."""
+        self._nft(host, f"ip saddr 10.231.{self.subnet}.0/24 drop;")
+
     def lossy(self, host: str, percent: int) -> None:
         """Drop ``percent`` % of ``host``'s packets, each way, at random."""
         self._nft(host, f"ip saddr 10.231.{self.subnet}.0/24 numgen random mod 100 < {percent} drop;")

