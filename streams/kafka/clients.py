@@ -81,9 +81,21 @@ SECURITY_ENV = {name.replace("_", "."): f"SQUALL_KAFKA_{name.upper()}" for name 
 """librdkafka security key -> the env var that sets it."""
 
 
+SOCKET_TIMEOUT_MS = 10_000
+"""librdkafka's ``socket.timeout.ms`` for every Squall client (its default is 60 s; ``cfg`` may set another).
+
+A request to a broker whose host went silent (cut off: no reset, no answer) is given up only
+after this long; only then does the client drop the connection, ask another broker who leads
+now, and go on. With the default a producer whose partition leader's host was cut off sent
+nothing for the whole cut (the new leader was elected after 14 s; the lease of every worker
+writing there stayed lapsed until the host came back, 30 s), far beyond a worker's 3 s lease
+(:mod:`streams.runtime.lease`). Ten seconds still outlasts a broker's GC pause or a
+leader election."""
+
+
 def with_security(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """``cfg`` plus :class:`KafkaSecurity`'s settings (keys ``cfg`` sets explicitly win)."""
-    return {**KafkaSecurity().librdkafka(), **cfg}
+    """``cfg`` plus :class:`KafkaSecurity`'s settings and :data:`SOCKET_TIMEOUT_MS` (keys ``cfg`` sets explicitly win)."""
+    return {"socket.timeout.ms": SOCKET_TIMEOUT_MS, **KafkaSecurity().librdkafka(), **cfg}
 
 
 def new_consumer(cfg: Mapping[str, Any]) -> Consumer:

@@ -258,7 +258,8 @@ class BoltExecutor(Executor):
 
     def _flush(self) -> None:
         before = self.delivery.failures
-        flush_patiently(self.producer, self.component, "outputs", give_up=lambda: not self.leased())
+        lease = self.lease
+        flush_patiently(self.producer, self.component, "outputs", give_up=None if lease is None else lambda: lease.purge_due(time.time()))
         acks = self.acks
         if acks is not None and len(acks):
             if self.delivery.failures != before:

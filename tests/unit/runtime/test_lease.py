@@ -133,3 +133,42 @@ def test_a_confirmed_snapshot_renews_the_lease_with_its_own_time() -> None:
         assert before <= lease.renewed_at <= time.time()
     finally:
         real.flush(0)
+
+
+class StuckProducer:
+    """A producer whose broker never confirms: each flush call is one step of a simulated clock."""
+
+    def __init__(self, clock: list[float], step: float) -> None:
+        self.clock, self.step, self.queued, self.purged_at = clock, step, 7, -1.0
+
+    def flush(self, timeout: float = 0.0) -> int:
+        if timeout:
+            self.clock[0] += self.step
+        return self.queued
+
+    def __len__(self) -> int:
+        return self.queued
+
+    def purge(self, in_queue: bool = True, in_flight: bool = True) -> None:
+        self.purged_at, self.queued = self.clock[0], 0
+
+
+def test_a_blocked_flush_purges_only_once_the_lease_has_been_lapsed_for_purge_after_s() -> None:
+    """Short lapses (a busy broker, a leader election) keep their outputs; a long one purges them before they could go out after a heal."""
+    from streams.kafka.clients import flush_patiently
+    from streams.runtime.lease import LEASE_S, PURGE_AFTER_S
+
+    clock = [100.0]
+    lease = WorkerLease(now=clock[0])
+    producer = StuckProducer(clock, 0.5)
+    assert lease.check(100.0 + LEASE_S + 0.1) == "lapsed"
+    lapsed_at = 100.0 + LEASE_S + 0.1
+    clock[0] = lapsed_at
+    flush_patiently(producer, "split", "outputs", give_up=lambda: lease.purge_due(clock[0]))
+    assert producer.queued == 0 and PURGE_AFTER_S <= producer.purged_at - lapsed_at < PURGE_AFTER_S + 0.6
+    fenced = WorkerLease(now=clock[0])
+    fenced.fence("split:0 claimed by w1 (pid 7) on h2")
+    producer = StuckProducer(clock, 0.5)
+    start = clock[0]
+    flush_patiently(producer, "split", "outputs", give_up=lambda: fenced.purge_due(clock[0]))
+    assert producer.purged_at - start <= 0.5  # fenced: at once
