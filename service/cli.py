@@ -241,10 +241,10 @@ def status_cmd(
             typer.echo("  " + ErrorReport(**r).line())
     if st.get("lease_pauses"):
         typer.echo(f"executors paused {st['lease_pauses']} times: their worker's lease lapsed (cut off from the broker; see the worker logs)")
-    if st.get("fenced_tuples") or st.get("fenced_acker_ops"):
+    if st.get("fenced_tuples") or st.get("fenced_acker_ops") or st.get("fenced_commits"):
         typer.echo(
             f"fenced writes: {st.get('fenced_tuples', 0)} tuples and {st.get('fenced_acker_ops', 0)} acker ops"
-            " from replaced workers were dropped (their trees replayed)"
+            f" from replaced workers were dropped (their trees replayed), and {st.get('fenced_commits', 0)} of their late offset commits undone"
         )
     if st.get("contested_tasks"):
         typer.echo(f"ALERT: tasks claimed by two live workers: {', '.join(st['contested_tasks'])}")

@@ -368,6 +368,7 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
         "lease_pauses": int(sum(s["counters"].get("lease_pauses", 0) for s in snaps)),
         "fenced_tuples": int(sum(s["counters"].get("fenced_tuples", 0) for s in snaps)),
         "fenced_acker_ops": int(sum(s["counters"].get("fenced_acker_ops", 0) for s in snaps)),
+        "fenced_commits": int(sum(s["counters"].get("fenced_commits", 0) for s in snaps)),
         "contested_tasks": contested_tasks(name, every_event, live),
         "component_errors": [asdict(r) for r in reports[-5:]],
         "embedded_broker": embedded_broker(every_event, now),

@@ -27,6 +27,7 @@ from service.drain import draining_elsewhere
 from service.hang import HUNG_EXIT_CODE, heartbeat_path, stalled
 from service.metrics import StatsCollector, serve
 from service.scheduling import WorkerPlan, is_spark_bolt
+from service.sockets import abort_tcp_connections
 from service.spawn import worker_epoch
 from service.status_watch import StatusWatcher
 from streams.config import TopologyConfig, resolve
@@ -202,8 +203,9 @@ def keep_lease(topology: str, index: int, lease: WorkerLease, now: float) -> Non
             now - lease.renewed_at,
         )
     if lease.state == "fenced":
-        log.error("[%s] worker w%d fenced: %s; exiting without committing", topology, index, lease.fenced_by)
+        log.error("[%s] worker w%d fenced: %s; exiting without committing (its connections reset)", topology, index, lease.fenced_by)
         logging.shutdown()
+        abort_tcp_connections()  # what it sent during the cut must not reach the broker after it is gone
         os._exit(FENCED_EXIT_CODE)
 
 
@@ -289,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     if lease is not None and not lease.held:
         log.error("[%s] worker w%d stopped while its lease is %s: exiting without draining or committing", plan.name, index, lease.state)
         logging.shutdown()
+        abort_tcp_connections()
         os._exit(LEASE_EXIT_CODE)
     if not failed:
         drain(plan, spouts, threads)

@@ -266,6 +266,13 @@ def committed_offsets(consumer: Consumer, tps: list[TopicPartition], component: 
     Kafka 4.4 at the first start of a topology). Says so every ``warn_every_s`` seconds.
     Raises KafkaException after ``give_up_s`` seconds.
     """
+    return {p: off for p, (off, _) in committed_with_metadata(consumer, tps, component, warn_every_s, give_up_s).items()}
+
+
+def committed_with_metadata(
+    consumer: Consumer, tps: list[TopicPartition], component: str, warn_every_s: float = 10.0, give_up_s: float = 300.0
+) -> dict[int, tuple[int, str]]:
+    """:func:`committed_offsets` with each commit's metadata: ``{partition: (offset, metadata)}`` (metadata ``""`` when none)."""
     started = time.monotonic()
     next_warning = started + warn_every_s
     while True:
@@ -273,7 +280,7 @@ def committed_offsets(consumer: Consumer, tps: list[TopicPartition], component: 
             got = consumer.committed(tps, timeout=warn_every_s)
             bad = [tp for tp in got if tp.error is not None]
             if not bad:
-                return {tp.partition: tp.offset for tp in got if tp.offset >= 0}
+                return {tp.partition: (tp.offset, tp.metadata or "") for tp in got if tp.offset >= 0}
             error: Any = bad[0].error
         except KafkaException as exc:
             error = exc

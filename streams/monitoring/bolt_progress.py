@@ -12,11 +12,22 @@ Their cause is ``restart`` when the new life runs in the same place (the same ho
 supervisor directory) and ``takeover`` when the task moved (its supervisor died, or a
 rebalance after a crash). A crash between a flush and its progress record loses that one
 flush's records from the count (an undercount of at most one flush interval).
+
+The record also names the life that wrote it (its claim epoch) and the input offset whose
+commit the broker last confirmed to it. That undoes a replaced owner's late offset commit
+(issue 29): a worker cut off from the broker while a commit was in flight, and fenced later,
+leaves that commit in its kernel's send buffer, and TCP delivers it when the link comes back,
+maybe after newer owners committed far past it (seen: 45,000 records of a count task's input
+executed again, 44% of a run counted twice). Kafka takes any commit of a group without
+members. So each commit carries its epoch as metadata, and a new life that finds the
+committed offset behind the one a newer life confirmed (:func:`fenced_commit`) starts from
+the newer one.
 """
 
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 
 from streams.exceptions import DecodeError
 
@@ -28,24 +39,79 @@ def progress_key(component: str, task: int) -> bytes:
     return f"{component}:{task}".encode()
 
 
-def encode_progress(flushed: int, place: str) -> bytes:
-    """A progress record: the offset the last flush made safe, and where the task runs (``schemas/progress.schema.json``)."""
-    return json.dumps({"flushed": flushed, "place": place}, separators=(",", ":")).encode()
+class Progress(NamedTuple):
+    """A task's last progress record.
+
+    ``flushed``: the input offset its last flush made safe; ``place``: where it ran;
+    ``epoch``: the life that wrote it (0: unknown); ``committed``: the input offset whose
+    commit the broker last confirmed to that life (-1: none).
+    """
+
+    flushed: int
+    place: str
+    epoch: int = 0
+    committed: int = -1
 
 
-def decode_progress(raw: bytes | None, *, component: str, topic: str, partition: int, offset: int) -> tuple[int, str]:
-    """``(flushed, place)`` from a progress record. Raises DecodeError naming where it was read."""
+def encode_progress(flushed: int, place: str, epoch: int = 0, committed: int = -1) -> bytes:
+    """A progress record (``schemas/progress.schema.json``): see :class:`Progress`."""
+    return json.dumps({"flushed": flushed, "place": place, "epoch": epoch, "committed": committed}, separators=(",", ":")).encode()
+
+
+def decode_progress(raw: bytes | None, *, component: str, topic: str, partition: int, offset: int) -> Progress:
+    """A :class:`Progress` from a record; raises DecodeError naming where it was read.
+
+    A record without ``epoch`` and ``committed`` (written before them) reads as unknown.
+    """
     try:
         d = json.loads(raw or b"null")
-        flushed, place = d["flushed"], d["place"]
+        flushed, place, epoch, committed = d["flushed"], d["place"], d.get("epoch", 0), d.get("committed", -1)
         if type(flushed) is not int or flushed < 0 or not isinstance(place, str):
             raise ValueError("flushed must be an offset >= 0 and place a string")
-        return flushed, place
-    except (ValueError, KeyError, TypeError) as exc:
+        if type(epoch) is not int or epoch < 0 or type(committed) is not int or committed < -1:
+            raise ValueError("epoch must be an integer >= 0 and committed an offset >= -1")
+        return Progress(flushed, place, epoch, committed)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise DecodeError(f"not a progress record: {exc}", component=component, topic=topic, partition=partition, offset=offset) from exc
 
 
-def reexecution_window(previous: tuple[int, str] | None, committed: int, place: str) -> tuple[int, str]:
+def commit_metadata(epoch: int) -> str:
+    """The metadata of an offset commit by a life of claim ``epoch``; :func:`commit_epoch` reads it back.
+
+    >>> commit_metadata(1764232345123), commit_epoch(commit_metadata(1764232345123)), commit_epoch(""), commit_epoch(None)
+    ('squall.epoch=1764232345123', 1764232345123, 0, 0)
+    """
+    return f"squall.epoch={epoch}"
+
+
+def commit_epoch(metadata: str | None) -> int:
+    """The epoch in an offset commit's metadata (0: none, or not Squall's)."""
+    if not metadata or not metadata.startswith("squall.epoch="):
+        return 0
+    value = metadata[len("squall.epoch=") :]
+    return int(value) if value.isdigit() else 0
+
+
+def fenced_commit(previous: Progress | None, committed: int, committed_epoch: int) -> int | None:
+    """Where a new life starts instead of ``committed``, when that commit was a replaced owner's late one; None when ``committed`` stands.
+
+    It is one when a newer life (``previous.epoch``, larger than the commit's own epoch)
+    had a later commit confirmed (``previous.committed``): only an older owner's commit
+    landing after it can have moved the offset back.
+
+    >>> fenced_commit(Progress(53284, "h1", epoch=300, committed=53000), committed=7736, committed_epoch=100)
+    53000
+    >>> fenced_commit(Progress(53284, "h1", epoch=300, committed=53000), committed=53000, committed_epoch=300) is None  # its own
+    True
+    >>> fenced_commit(Progress(900, "h1", epoch=300, committed=-1), committed=700, committed_epoch=100) is None  # a crash: no later commit confirmed
+    True
+    """
+    if previous is None or previous.epoch <= committed_epoch or previous.committed <= max(committed, 0):
+        return None
+    return previous.committed
+
+
+def reexecution_window(previous: Progress | tuple[int, str] | None, committed: int, place: str) -> tuple[int, str]:
     """``(until, cause)``: input offsets below ``until`` (from ``committed`` on) are re-executions, for ``cause``.
 
     ``previous``: the task's last progress record, if any; ``committed``: where this life
@@ -58,5 +124,5 @@ def reexecution_window(previous: tuple[int, str] | None, committed: int, place: 
     """
     if previous is None or previous[0] <= max(committed, 0):
         return -1, ""
-    flushed, was = previous
+    flushed, was = previous[0], previous[1]
     return flushed, "restart" if was == place else "takeover"

@@ -10,14 +10,12 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from streams.exceptions import DecodeError
 from streams.kafka.clients import at_high_watermarks, new_consumer
-from streams.monitoring.bolt_progress import decode_progress
+from streams.monitoring.bolt_progress import Progress, decode_progress
 from streams.wire.naming import progress_topic
 
 
-def read_progress(
-    bootstrap: str, topology: str, component: str, overrides: dict[str, Any] | None = None, timeout_s: float = 30.0
-) -> dict[int, tuple[int, str]]:
-    """The last progress record of each task of ``component``: ``task -> (flushed, place)``.
+def read_progress(bootstrap: str, topology: str, component: str, overrides: dict[str, Any] | None = None, timeout_s: float = 30.0) -> dict[int, Progress]:
+    """The last progress record of each task of ``component``: ``task -> Progress``.
 
     Read to the end of the (compacted, one-partition) topic. A record that does not decode is
     skipped. Returns what was read if the end is not reached within ``timeout_s`` seconds
@@ -34,7 +32,7 @@ def read_progress(
             **(overrides or {}),
         }
     )
-    out: dict[int, tuple[int, str]] = {}
+    out: dict[int, Progress] = {}
     try:
         if topic not in c.list_topics(timeout=10).topics:  # a topology submitted before Squall wrote progress
             return out

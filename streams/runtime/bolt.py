@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from streams.exceptions import DecodeError, FailedException
-from streams.kafka.clients import consumer_config, flush_patiently, new_consumer, reopen_consumer, transit_s
+from streams.kafka.clients import committed_with_metadata, consumer_config, flush_patiently, new_consumer, reopen_consumer, transit_s
 from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.kafka.positions import SpoutPositions
 from streams.model.bolt import Bolt
 from streams.model.spec import Topology
 from streams.model.tuple import Tuple, tick_tuple
-from streams.monitoring.bolt_progress import encode_progress, progress_key, reexecution_window
+from streams.monitoring.bolt_progress import Progress, commit_epoch, commit_metadata, encode_progress, fenced_commit, progress_key, reexecution_window
 from streams.monitoring.progress_store import read_progress
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.executor import Every, Executor, ExecutorEnv
@@ -96,6 +96,8 @@ class BoltTask:
     reexecute_cause: str = ""
     written_offset: int = -1
     """The flushed offset last written to ``squall.T.__progress``."""
+    written_commit: int = -1
+    """The confirmed commit last written to ``squall.T.__progress``."""
 
 
 class BoltExecutor(Executor):
@@ -125,6 +127,10 @@ class BoltExecutor(Executor):
         """Where this executor runs (host and supervisor directory): a re-execution here is a ``restart``, elsewhere a ``takeover``."""
         self.consumer: Consumer | None = None
         """The input consumer (for the input lag: its cached high watermarks)."""
+        self.previous: dict[int, Progress] = {}
+        """Each task's last progress record, read at start (re-executions, and a replaced owner's late commit)."""
+        self.commit_meta = commit_metadata(self.epoch)
+        """Every offset commit names this life's epoch (:func:`streams.monitoring.bolt_progress.fenced_commit`)."""
         self.fence = EpochFence()
         """Drops tuples an older owner of their sending task wrote late (:mod:`streams.runtime.fencing`)."""
         self._fence_logged: set[tuple[int, int, int]] = set()
@@ -150,12 +156,39 @@ class BoltExecutor(Executor):
         bolt.prepare(self.conf_dict, ctx, collector)
         return BoltTask(task_id, bolt, collector)
 
+    def _start_offsets(self, consumer: Consumer, partitions: list[TopicPartition]) -> dict[int, int]:
+        """The committed offsets, except a replaced owner's late commit behind a newer life's confirmed one: then that one (counted: ``fenced_commits``)."""
+        self.previous = read_progress(self.bootstrap, self.topology.name, self.component, self.kafka.get("consumer"))
+        base = self.cdef.task_base
+        out: dict[int, int] = {}
+        for p, (offset, metadata) in committed_with_metadata(consumer, partitions, self.component).items():
+            out[p] = offset
+            newer = self.previous.get(base + p)
+            start = fenced_commit(newer, offset, commit_epoch(metadata))
+            if start is not None and newer is not None:
+                self.stats.inc("fenced_commits")
+                log.warning(
+                    "[%s] %s[%d]: the committed offset %d came from epoch %d, after epoch %d had its commit of %d confirmed"
+                    " (a replaced owner's late commit): starting from %d",
+                    self.component,
+                    self.topic,
+                    p,
+                    offset,
+                    commit_epoch(metadata),
+                    newer.epoch,
+                    newer.committed,
+                    start,
+                )
+                out[p] = start
+        return out
+
     def _reexecution_windows(self) -> None:
         """From the tasks' last progress records: which input records this life executes again, and why."""
-        previous = read_progress(self.bootstrap, self.topology.name, self.component, self.kafka.get("consumer"))
+        previous = self.previous
         for p, task in self.by_partition.items():
             task.reexecute_until, task.reexecute_cause = reexecution_window(previous.get(task.task_id), self.start_offsets.get(p, -1), self.place)
-            task.written_offset = previous.get(task.task_id, (-1, ""))[0]
+            last = previous.get(task.task_id)
+            task.written_offset = last.flushed if last is not None else -1
             if task.reexecute_until >= 0:
                 log.info(
                     "[%s] task %d executes %s[%d] again from %d to %d (%s: its last life flushed past its last commit)",
@@ -169,12 +202,14 @@ class BoltExecutor(Executor):
                 )
 
     def _write_progress(self) -> None:
-        """Each task's flushed offset, where it moved (after the flush that made it safe)."""
+        """Each task's flushed offset and confirmed commit, where either moved (after the flush that made it safe, or the commit)."""
         topic = progress_topic(self.topology.name)
         for task in self.by_partition.values():
-            if task.flushed_offset > task.written_offset:
-                self.produce(topic, encode_progress(task.flushed_offset, self.place), key=progress_key(self.component, task.task_id))
-                task.written_offset = task.flushed_offset
+            if task.flushed_offset > task.written_offset or task.committed_offset > task.written_commit:
+                flushed = max(task.flushed_offset, task.written_offset)
+                value = encode_progress(flushed, self.place, self.epoch, task.committed_offset)
+                self.produce(topic, value, key=progress_key(self.component, task.task_id))
+                task.written_offset, task.written_commit = flushed, task.committed_offset
 
     def _cleanup(self, tasks: list[BoltTask]) -> None:
         for task in tasks:
@@ -281,7 +316,7 @@ class BoltExecutor(Executor):
 
     def _commit(self, consumer: Consumer, sync: bool = False) -> None:
         offsets = [
-            TopicPartition(self.topic, p, t.flushed_offset)
+            TopicPartition(self.topic, p, t.flushed_offset, metadata=self.commit_meta)
             for p, t in self.by_partition.items()
             if t.flushed_offset >= 0 and t.flushed_offset != t.committed_offset
         ]
@@ -397,6 +432,7 @@ class BoltExecutor(Executor):
             self._cleanup(list(self.by_partition.values()))
             self._flush()
             self._commit(consumer, sync=True)
+            self._write_progress()  # the last confirmed commit too: a replaced owner's late one cannot move it back unseen
             self.purger.close()
             self._maybe_stats(time.monotonic(), final=True)
             self.producer.flush(5)

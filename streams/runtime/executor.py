@@ -236,10 +236,14 @@ class Executor:
         (:func:`~streams.kafka.clients.committed_offsets`). Returns the partitions.
         """
         partitions = [TopicPartition(topic, p) for p in self.tasks]
-        committed = committed_offsets(consumer, partitions, self.component)
+        committed = self._start_offsets(consumer, partitions)
         self.start_offsets = {p: committed.get(p, OFFSET_BEGINNING) for p in self.tasks}
         consumer.assign([TopicPartition(topic, p, off) for p, off in self.start_offsets.items()])
         return partitions
+
+    def _start_offsets(self, consumer: Consumer, partitions: list[TopicPartition]) -> dict[int, int]:
+        """Where each task starts reading: the group's committed offsets (a bolt also refuses a replaced owner's late commit)."""
+        return committed_offsets(consumer, partitions, self.component)
 
     def _task_copy(self, partition: int, kind: type[C]) -> tuple[int, TopologyContext, C]:
         """A fresh copy of the component for the task at input ``partition``: its global task id, its context and the copy.

@@ -254,9 +254,9 @@ def finish_and_check(cluster: NetCluster, run: Run, feeders: list[subprocess.Pop
     for name in (run.alo, run.eo):
         st = json.loads(cluster.squall("status", name, "--json"))
         assert st["contested_tasks"] == [], st["contested_tasks"]
-        fenced[name] = (st["fenced_tuples"], st["fenced_acker_ops"])
+        fenced[name] = (st["fenced_tuples"], st["fenced_acker_ops"], st["fenced_commits"])
         cluster.squall("kill", name, "-w", "1")
-    print(f"late writes of replaced workers dropped (tuples, acker ops): {fenced}")
+    print(f"late writes of replaced workers dropped (tuples, acker ops, commits undone): {fenced}")
     events = [e for e in every if e.get("topology") in (run.alo, run.eo)]
     return {"events": events, "logs": logs, "over": over, "fenced": fenced}
 

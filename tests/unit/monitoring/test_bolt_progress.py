@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streams.exceptions import DecodeError
-from streams.monitoring.bolt_progress import decode_progress, encode_progress, progress_key, reexecution_window
+from streams.monitoring.bolt_progress import Progress, decode_progress, encode_progress, fenced_commit, progress_key, reexecution_window
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[3] / "schemas" / "progress.schema.json").read_text())
 
@@ -19,7 +20,7 @@ SCHEMA = json.loads((Path(__file__).resolve().parents[3] / "schemas" / "progress
 def test_a_progress_record_round_trips_validates_and_bad_ones_name_where() -> None:
     raw = encode_progress(1234, "vm:/data/supervisors/s1")
     jsonschema.validate(json.loads(raw), SCHEMA)
-    assert decode_progress(raw, component="count", topic="t", partition=0, offset=9) == (1234, "vm:/data/supervisors/s1")
+    assert decode_progress(raw, component="count", topic="t", partition=0, offset=9) == (1234, "vm:/data/supervisors/s1", 0, -1)
     assert progress_key("count", 7) == b"count:7"
     with pytest.raises(DecodeError, match=r"\[count\] cannot decode record t\[0\]@9"):
         decode_progress(b'{"flushed": -1, "place": "x"}', component="count", topic="t", partition=0, offset=9)
@@ -33,3 +34,28 @@ def test_exactly_the_offsets_the_last_life_flushed_past_the_commit_are_re_execut
     if reexecuted:
         assert cause == ("restart" if was == now else "takeover")
     assert reexecution_window(None, committed, now) == (-1, "")
+
+
+@given(
+    st.lists(st.integers(0, 500), min_size=1, max_size=6),
+    st.integers(0, 5),
+    st.integers(0, 3000),
+    st.booleans(),
+)
+def test_a_replaced_owners_late_commit_never_moves_a_task_behind_a_newer_lifes_confirmed_commit(
+    steps: list[int], zombie: int, late: int, crashed: bool
+) -> None:
+    """Lives with epochs 10, 20, ... each advance and have a commit confirmed (the last may crash first).
+    A life older than the last one commits ``late`` after all of them (TCP delivering what it sent during a cut).
+    The next life starts from the newer confirmed commit, or from ``late`` when that is further on."""
+    commits = list(itertools.accumulate(steps))
+    last_epoch = 10 * len(commits)
+    confirmed = commits[-2] if crashed and len(commits) > 1 else (-1 if crashed else commits[-1])
+    previous = Progress(commits[-1] + 50, "h1", epoch=last_epoch, committed=confirmed)
+    old_epoch = min(zombie * 10, last_epoch - 10) if len(commits) > 1 else 0
+    start = fenced_commit(previous, late, old_epoch)
+    assert max(late, confirmed) == (late if start is None else start)
+    assert fenced_commit(previous, confirmed, last_epoch) is None  # the newest life's own commit stands
+    raw = encode_progress(previous.flushed, previous.place, previous.epoch, previous.committed)
+    jsonschema.validate(json.loads(raw), SCHEMA)
+    assert decode_progress(raw, component="count", topic="t", partition=0, offset=1) == previous

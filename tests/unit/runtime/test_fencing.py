@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -107,3 +108,18 @@ def test_an_acker_drops_and_counts_a_record_its_senders_older_life_flushed_after
     assert len(acker.ledgers[0].ledger) == 0  # 11 completed once; the fenced init of 12 never opened a tree
     results = [op for items in acker.results.values() for op in items]
     assert [r[:2] for r in results] == [[0, 11]]
+
+
+def test_a_bolt_starts_past_a_replaced_owners_late_commit_and_counts_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Task 0's last life (epoch 300) had its commit of 53000 confirmed; then a replaced owner's commit of 7736 (epoch 100) landed.
+    Task 1's committed offset is its last life's own: it stands."""
+    import streams.runtime.bolt as bolt_module
+    from streams.monitoring.bolt_progress import Progress, commit_metadata
+
+    ex, _ = bolt("count")
+    base = ex.cdef.task_base
+    monkeypatch.setattr(bolt_module, "read_progress", lambda *a, **k: {base: Progress(53284, "h1", 300, 53000), base + 1: Progress(900, "h1", 300, 880)})
+    monkeypatch.setattr(bolt_module, "committed_with_metadata", lambda *a, **k: {0: (7736, commit_metadata(100)), 1: (880, commit_metadata(300))})
+    assert ex._start_offsets(None, []) == {0: 53000, 1: 880}
+    assert ex.stats.counters["fenced_commits"] == 1
+    assert ex.commit_meta == commit_metadata(500)  # its own commits name its epoch
