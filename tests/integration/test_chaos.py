@@ -46,6 +46,7 @@ def test_a_10s_broker_pause_replays_almost_nothing(private_broker: TestBroker, c
     assert summary.emitted == summary.records + summary.replayed  # every re-emission was counted as a replay
 
 
+@pytest.mark.kafka_only  # CI time: the embedded broker's kill -9s run in test_wordcount.py, test_exactly_once.py and test_service.py
 def test_three_kill9s_of_random_workers_lose_nothing(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
     """squall run restarts each killed worker; what was in flight is replayed, nothing is lost."""
     src = corpus_slice(corpus, tmp_path / "in.txt", 30_000)

@@ -100,6 +100,7 @@ def test_example_counts_the_whole_input_exactly(settings: ServiceSettings, corpu
     assert any("batches committed" in line for line in summary.lines())
 
 
+@pytest.mark.one_store_per_broker
 def test_kill9_of_spout_committer_and_acker_workers_stays_exact_and_commits_in_order(
     settings: ServiceSettings, corpus: Path, tmp_path: Path, state_url: str
 ) -> None:

@@ -1,7 +1,9 @@
 """Broker faults never end a run: on a three-node Apache Kafka cluster (replication 3,
 ``min.insync.replicas`` 2), ``kill -9`` the node leading the spout's and the acker's partitions
-mid-stream and start it again 20 s later. The at-least-once word count misses nothing, the
-exactly-once word count is exact, and the pause in acked throughput is reported."""
+mid-stream and start it again 20 s later, with the at-least-once and the exactly-once word
+count running at once. The first misses nothing, the second is exact, and the pause in acked
+throughput is reported. (A leader's host cut off from the network, silent rather than dead:
+``test_multihost_kafka.py``.)"""
 
 from __future__ import annotations
 
@@ -42,32 +44,45 @@ def leader_to_kill(broker: TestBroker, name: str, spout: str, spout_partitions: 
     return leads.most_common(1)[0][0]
 
 
-def run_with_failover(broker: TestBroker, example: Path, src: Path, out: Path, tmp_path: Path) -> tuple[Job, list[tuple[float, float]], int]:
-    """Run ``example`` on ``src``; once a fifth is acked, kill -9 the leader, start it again
-    ``DOWN_S`` later. Returns the job, ``(seconds, acked)`` samples and the node killed."""
+def run_with_failover(broker: TestBroker, examples: list[Path], src: Path, tmp_path: Path) -> tuple[list[Job], list[list[tuple[float, float]]], int]:
+    """Run each of ``examples`` on ``src``, at once; once a fifth of the first is acked, kill -9 the
+    node leading most of its spout's and acker's partitions, and start it again ``DOWN_S`` later.
+    Returns the jobs, each one's ``(seconds, acked)`` samples and the node killed."""
     assert broker.kafka is not None
-    settings = ServiceSettings(bootstrap_servers=broker.bootstrap, data_dir=tmp_path, log_level="INFO", restart_initial_secs=0.5)
-    job = Job(example, src, out, settings)
-    samples: list[tuple[float, float]] = []
+    jobs = [
+        Job(
+            example,
+            src,
+            tmp_path / f"out-{i}.json",
+            ServiceSettings(bootstrap_servers=broker.bootstrap, data_dir=tmp_path / f"run-{i}", log_level="INFO", restart_initial_secs=0.5),
+        )
+        for i, example in enumerate(examples)
+    ]
+    samples: list[list[tuple[float, float]]] = [[] for _ in jobs]
     killed = -1
     try:
-        job.start()
-        assert job.board is not None
-        spout = job.spout_id
-        records = job.records
+        for job in jobs:
+            job.start()
+        first = jobs[0]
         deadline = time.monotonic() + 300
         t0 = time.monotonic()
         restarted = False
         down_at = 0.0
-        while not job.done():
-            assert time.monotonic() < deadline, f"not done in 300 s: {job.committed()}"
-            assert job.cluster is not None
-            job.cluster.check()
-            job.board.poll(0.25)
-            acked = job.board.total("spout", "acked") if not job.topology.transactional else job.board.total("spout", "records_committed")
-            samples.append((time.monotonic() - t0, acked))
-            if killed < 0 and acked >= records / 5:
-                killed = leader_to_kill(broker, job.name, spout, job.topology.components[spout].input_partitions, job.conf.ackers)
+        running = list(jobs)
+        while running:
+            assert time.monotonic() < deadline, f"not done in 300 s: {[j.committed() for j in running]}"
+            for job in list(running):
+                assert job.cluster is not None and job.board is not None
+                job.cluster.check()
+                job.board.poll(0.1)
+                acked = job.board.total("spout", "acked") if not job.topology.transactional else job.board.total("spout", "records_committed")
+                samples[jobs.index(job)].append((time.monotonic() - t0, acked))
+                if job.done():
+                    finish(job)
+                    running.remove(job)
+            if killed < 0 and samples[0] and samples[0][-1][1] >= first.records / 5:
+                spout = first.spout_id
+                killed = leader_to_kill(broker, first.name, spout, first.topology.components[spout].input_partitions, first.conf.ackers)
                 broker.kafka.kill(killed)
                 down_at = time.monotonic()
             if killed >= 0 and not restarted and time.monotonic() - down_at >= DOWN_S:
@@ -75,16 +90,21 @@ def run_with_failover(broker: TestBroker, example: Path, src: Path, out: Path, t
                 restarted = True
         if killed >= 0 and not restarted:
             broker.kafka.restart(killed)
-        job.finished = time.monotonic()  # as Job.wait ends: stop the workers, read their last stats, write the output
-        assert job.cluster is not None
-        job.cluster.stop()
-        end = time.monotonic() + 5
-        while time.monotonic() < end and job.board.poll(0.3):
-            pass
-        job.summary()
     finally:
-        job.close()
-    return job, samples, killed
+        for job in jobs:
+            job.close()
+    return jobs, samples, killed
+
+
+def finish(job: Job) -> None:
+    """As ``Job.wait`` ends: stop the workers, read their last stats, write the output."""
+    assert job.cluster is not None and job.board is not None
+    job.finished = time.monotonic()
+    job.cluster.stop()
+    end = time.monotonic() + 5
+    while time.monotonic() < end and job.board.poll(0.3):
+        pass
+    job.summary()
 
 
 def longest_stall(samples: list[tuple[float, float]]) -> float:
@@ -99,21 +119,14 @@ def longest_stall(samples: list[tuple[float, float]]) -> float:
     return longest
 
 
-def test_at_least_once_word_count_misses_nothing_when_a_leader_dies(broker: TestBroker, corpus: Path, tmp_path: Path) -> None:
-    src = corpus_slice(corpus, tmp_path / "in.txt", 40_000)
-    out = tmp_path / "counts.json"
-    _job, samples, killed = run_with_failover(broker, EXAMPLES / "wordcount.py", src, out, tmp_path / "run")
-    assert killed > 0
-    assert_at_least(json.loads(out.read_text()), direct_count(src))
-    stall = longest_stall(samples)
-    print(f"killed node {killed} for {DOWN_S:g} s: acked throughput paused {stall:.1f} s at most; {len(samples)} samples")
-    assert stall < 60
-
-
-def test_exactly_once_word_count_is_exact_when_a_leader_dies(broker: TestBroker, corpus: Path, tmp_path: Path) -> None:
-    src = corpus_slice(corpus, tmp_path / "in.txt", 40_000)
-    out = tmp_path / "counts.json"
-    _job, samples, killed = run_with_failover(broker, EXAMPLES / "wordcount_exactly_once.py", src, out, tmp_path / "run")
-    assert killed > 0
-    assert_exact(json.loads(out.read_text()), direct_count(src))
-    print(f"killed node {killed} for {DOWN_S:g} s: committed records paused {longest_stall(samples):.1f} s at most")
+def test_word_counts_miss_nothing_at_least_once_and_stay_exact_exactly_once_when_a_leader_dies(broker: TestBroker, corpus: Path, tmp_path: Path) -> None:
+    """Both word counts at once, through one leader's death (CI time: one failover, not two)."""
+    src = corpus_slice(corpus, tmp_path / "in.txt", 20_000)
+    jobs, samples, killed = run_with_failover(broker, [EXAMPLES / "wordcount.py", EXAMPLES / "wordcount_exactly_once.py"], src, tmp_path)
+    assert killed > 0 and all(job.finished is not None for job in jobs)
+    truth = direct_count(src)
+    assert_at_least(json.loads((tmp_path / "out-0.json").read_text()), truth)
+    assert_exact(json.loads((tmp_path / "out-1.json").read_text()), truth)
+    stalls = [longest_stall(s) for s in samples]
+    print(f"killed node {killed} for {DOWN_S:g} s: at least once, acked records paused {stalls[0]:.1f} s; exactly once, committed ones {stalls[1]:.1f} s")
+    assert stalls[0] < 60

@@ -54,11 +54,11 @@ def lan_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetCluster
 def test_a_host_cut_off_for_40s_and_another_losing_20_percent_never_run_a_task_twice(lan_cluster: NetCluster, corpus: Path, tmp_path: Path) -> None:
     """The 40 s cut and the 30 s of 20% packet loss, on two hosts in one run (CI time)."""
     cluster = lan_cluster
-    run = submit_both(cluster, corpus, tmp_path, 30_000)
+    run = submit_both(cluster, corpus, tmp_path, 25_000)
     placed = cluster.workers(SUPERVISORS)
     victim = max(SUPERVISORS, key=lambda s: placed[s])
     lossy = max((s for s in SUPERVISORS if s != victim), key=lambda s: placed[s])
-    feeders = [cluster.feed(run.alo, run.src, 60), cluster.feed(run.eo, run.src, 60)]
+    feeders = [cluster.feed(run.alo, run.src, 50), cluster.feed(run.eo, run.src, 50)]
     time.sleep(5)
     cluster.lan.lossy(lossy, 20)
     loss_at = time.time()

@@ -6,7 +6,7 @@ client host c runs PostgreSQL (the exactly-once state), submits, feeds and check
 at-least-once and the exactly-once word count run together on a live feed of 500 lines/s each.
 
 Scenario: the host of the leader of the at-least-once topology's source partition is cut off
-from every other host for 30 s, then healed. The other two nodes elect new leaders; the
+from every other host for 22 s, then healed. The other two nodes elect new leaders; the
 workers follow them. Checked: no word missing at least once, the exactly-once counts exact,
 the overcount reported and at most one message timeout's worth of input, no task with two
 live claimants, and no worker that resumed beside its replacement.
@@ -28,6 +28,8 @@ pytestmark = pytest.mark.broker
 
 BROKERS = ["b1", "b2", "b3"]
 HOSTS = [*BROKERS, *SUPERVISORS, "c"]
+CUT_S = 22
+"""How long the leader's host is cut off (seconds): past the election of new leaders (11-14 s) and the clients' 10 s socket timeout."""
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +41,12 @@ def kafka_lan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetCluster]:
         cluster.close()
 
 
-def test_the_host_of_a_partition_leader_cut_off_for_30s(kafka_lan: NetCluster, corpus: Path, tmp_path: Path) -> None:
+def test_the_host_of_a_partition_leader_cut_off_for_22s(kafka_lan: NetCluster, corpus: Path, tmp_path: Path) -> None:
     cluster = kafka_lan
-    run = submit_both(cluster, corpus, tmp_path, 20_000)
+    run = submit_both(cluster, corpus, tmp_path, 15_000)
     source = f"squall.{run.alo}.lines"
-    feeders = [cluster.feed(run.alo, run.src, 40), cluster.feed(run.eo, run.src, 40)]
-    time.sleep(8)
+    feeders = [cluster.feed(run.alo, run.src, 30), cluster.feed(run.eo, run.src, 30)]
+    time.sleep(5)
     leader = cluster.client("leader", cluster.bootstrap, source, "0")
     victim = cluster.broker_host(leader)
     marks = {"cut": time.time()}
@@ -55,7 +57,7 @@ def test_the_host_of_a_partition_leader_cut_off_for_30s(kafka_lan: NetCluster, c
         assert time.monotonic() < deadline, f"{source}[0] has no new leader 60 s after its leader's host {victim} was cut off"
         time.sleep(1)
     marks["new leader"] = time.time()
-    time.sleep(max(0.0, marks["cut"] + 30 - time.time()))
+    time.sleep(max(0.0, marks["cut"] + CUT_S - time.time()))
     marks["heal"] = time.time()
     cluster.lan.heal(victim)
     got = finish_and_check(cluster, run, feeders, marks, SUPERVISORS)

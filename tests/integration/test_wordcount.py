@@ -72,14 +72,14 @@ def test_failed_tuples_are_replayed_until_every_record_is_acked(settings: Servic
 
 
 def test_spout_worker_killed_and_restarted_resumes_from_committed_offset(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
-    src = corpus_slice(corpus, tmp_path / "slice.txt", 30000)
+    src = corpus_slice(corpus, tmp_path / "slice.txt", 15000)
     out = tmp_path / "counts.json"
     job = Job(TOPOLOGIES / "single_spout_wordcount.py", src, out, settings)
     at_kill: dict[str, int] = {}
 
     def while_down() -> None:
         at_kill["committed"] = committed = job.committed()[0]
-        assert 0 < committed < 30000
+        assert 0 < committed < 15000
 
     # after a commit: 3,000 acked trees can come before the spout's first offset commit (CI, on the embedded broker)
     summary = crash_and_recover(job, "lines", after_acked=3000, while_down=while_down, after_commit=True)
@@ -87,13 +87,13 @@ def test_spout_worker_killed_and_restarted_resumes_from_committed_offset(setting
     expected = direct_count(src)
     counts = json.loads(out.read_text())
     assert_at_least(counts, expected)
-    assert job.committed()[0] == 30000
+    assert job.committed()[0] == 15000
     spouts = sorted((s for s in job.board_snapshots() if s["component"] == "lines"), key=lambda s: s["time"])
     restarted = spouts[-1]["counters"]
-    assert restarted["emitted"] == 30000 - committed  # it resumed exactly at the committed offset, each record once
+    assert restarted["emitted"] == 15000 - committed  # it resumed exactly at the committed offset, each record once
     # what it re-read that its first life had emitted is counted, as restart replays
     assert restarted["replayed"] == restarted["replayed_restart"] > 0
-    assert summary.emitted == 30000 + summary.replayed and summary.replays["restart"] == restarted["replayed_restart"]
+    assert summary.emitted == 15000 + summary.replayed and summary.replays["restart"] == restarted["replayed_restart"]
     assert summary.trees_failed == 0
 
 
