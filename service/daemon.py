@@ -295,13 +295,11 @@ class SupervisorService:
 
     def _start(self, spec: WorkerSpec, now: float) -> None:
         plan = self.plans[spec.key.topology]
-        logs = self.home / "logs"
-        logs.mkdir(exist_ok=True)
-        log_path = log_file(logs, spec.key.topology, spec.key.worker)
-        ready = plan.path.parent / f"worker-{spec.key.worker}.ready"
-        ready.unlink(missing_ok=True)
-        heartbeat = heartbeat_path(plan.path.parent, spec.key.worker)
-        heartbeat.unlink(missing_ok=True)
+        (self.home / "logs").mkdir(exist_ok=True)
+        log_path = log_file(self.home / "logs", spec.key.topology, spec.key.worker)
+        ready, heartbeat = plan.path.parent / f"worker-{spec.key.worker}.ready", heartbeat_path(plan.path.parent, spec.key.worker)
+        for stale in (ready, heartbeat):
+            stale.unlink(missing_ok=True)
         claim = uuid.uuid4().hex[:16]
         epoch = self.claims.next_epoch(spec.key.topology, task_refs(spec.executors), int(time.time() * 1000))
         proc = spawn_worker(plan.path, spec.key.worker, log_path, claim=claim, epoch=epoch)

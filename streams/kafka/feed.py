@@ -21,11 +21,12 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from streams.kafka.clients import committed_offsets, reopen_consumer, true_end_offsets
+from streams.kafka.clients import committed_with_metadata, reopen_consumer, true_end_offsets
 from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.kafka.source import KafkaSource, SourceCounters, task_of
-from streams.wire.naming import TP
+from streams.wire.commits import commit_epoch, commit_metadata, fenced_commit
+from streams.wire.naming import TP, partition_key
 
 log = logging.getLogger("squall.executor.spout")
 
@@ -65,6 +66,10 @@ class FedTask:
     source: KafkaSource
     partitions: list[TP] = field(default_factory=list)
     committed: dict[TP, int] = field(default_factory=dict)
+    last_epoch: int = 0
+    """The epoch of the task's last life (its ledger), whose confirmed commits are ``last_commits``."""
+    last_commits: dict[str, int] = field(default_factory=dict)
+    """``"topic[p]" -> offset``: what the broker confirmed committing to the last life (:mod:`streams.wire.commits`)."""
 
 
 class SourceFeed:
@@ -83,6 +88,7 @@ class SourceFeed:
         ``reopen_after_s`` seconds is replaced by a new one (:mod:`streams.kafka.commit_watch`);
         without, it is only logged.
       reopen_after_s: ``squall.consumer.reopen.after.secs`` (seconds).
+      epoch: this life's claim epoch, in every commit's metadata (:mod:`streams.wire.commits`).
     Not thread-safe: the spout executor's thread makes every call.
     """
 
@@ -99,6 +105,7 @@ class SourceFeed:
         batch: int,
         config: Mapping[str, Any] | None = None,
         reopen_after_s: float = 30.0,
+        epoch: int = 0,
     ) -> None:
         self.component = component
         self.topology = topology
@@ -116,11 +123,18 @@ class SourceFeed:
         self.commit_watch = CommitWatch(component, reopen_after_s)
         self.starts: dict[TP, int] = {}
         """Where each source partition was first read from (negative: librdkafka's logical offsets)."""
+        self.commit_meta = commit_metadata(epoch)
+        self.fenced_commits = 0
+        """Source partitions found moved back by a replaced owner's late commit, and started past."""
 
     # -- tasks -----------------------------------------------------------------------
-    def add(self, index: int, source: KafkaSource) -> None:
-        """Own task ``index`` (its source already opened); call :meth:`assign_new` after."""
-        self.tasks[index] = FedTask(index, source)
+    def add(self, index: int, source: KafkaSource, last_epoch: int = 0, last_commits: Mapping[str, int] | None = None) -> None:
+        """Own task ``index`` (its source already opened); call :meth:`assign_new` after.
+
+        ``last_epoch`` and ``last_commits``: the task's last life and the commits the broker
+        confirmed to it (its ledger), to start past a replaced owner's late commit.
+        """
+        self.tasks[index] = FedTask(index, source, last_epoch=last_epoch, last_commits=dict(last_commits or {}))
 
     def _source_partitions(self) -> list[TP]:
         md = self.data.list_topics(timeout=10)
@@ -159,11 +173,28 @@ class SourceFeed:
         log.info("[%s] reading %s", self.component, ", ".join(f"{t}[{p}]" for t, p in new))
 
     def _committed(self, tps: list[TP]) -> dict[TP, int]:
-        """The spout group's committed offsets (partitions with none are absent)."""
+        """The spout group's committed offsets (partitions with none are absent), each past a replaced owner's late commit (:mod:`streams.wire.commits`)."""
         out: dict[TP, int] = {}
         for topic in dict.fromkeys(t for t, _ in tps):
-            got = committed_offsets(self.data, [TopicPartition(t, p) for t, p in tps if t == topic], self.component)
-            out.update({(topic, p): off for p, off in got.items()})
+            got = committed_with_metadata(self.data, [TopicPartition(t, p) for t, p in tps if t == topic], self.component)
+            for p, (off, metadata) in got.items():
+                task = self.tasks[task_of(topic, p, self.num_tasks)]
+                start = fenced_commit(task.last_epoch, task.last_commits.get(partition_key(topic, p), -1), off, commit_epoch(metadata))
+                if start is not None:
+                    self.fenced_commits += 1
+                    log.warning(
+                        "[%s] %s[%d]: the committed offset %d came from epoch %d, after epoch %d had its commit of %d confirmed"
+                        " (a replaced owner's late commit): starting from %d",
+                        self.component,
+                        topic,
+                        p,
+                        off,
+                        commit_epoch(metadata),
+                        task.last_epoch,
+                        start,
+                        start,
+                    )
+                out[(topic, p)] = off if start is None else start
         return out
 
     def _start_offsets(self, tps: list[TP], committed: dict[TP, int]) -> dict[TP, int]:
@@ -214,7 +245,7 @@ class SourceFeed:
         for task in self.tasks.values():
             for tp, off in task.source.committable().items():
                 if task.committed.get(tp) != off and tp in self.owner:
-                    offsets.append(TopicPartition(tp[0], tp[1], off))
+                    offsets.append(TopicPartition(tp[0], tp[1], off, metadata=self.commit_meta))
         if not offsets:
             return
         try:

@@ -14,14 +14,8 @@ rebalance after a crash). A crash between a flush and its progress record loses 
 flush's records from the count (an undercount of at most one flush interval).
 
 The record also names the life that wrote it (its claim epoch) and the input offset whose
-commit the broker last confirmed to it. That undoes a replaced owner's late offset commit
-(issue 29): a worker cut off from the broker while a commit was in flight, and fenced later,
-leaves that commit in its kernel's send buffer, and TCP delivers it when the link comes back,
-maybe after newer owners committed far past it (seen: 45,000 records of a count task's input
-executed again, 44% of a run counted twice). Kafka takes any commit of a group without
-members. So each commit carries its epoch as metadata, and a new life that finds the
-committed offset behind the one a newer life confirmed (:func:`fenced_commit`) starts from
-the newer one.
+commit the broker last confirmed to it: a new life that finds the committed offset moved
+back by a replaced owner's late commit starts from that one (:mod:`streams.wire.commits`).
 """
 
 from __future__ import annotations
@@ -73,42 +67,6 @@ def decode_progress(raw: bytes | None, *, component: str, topic: str, partition:
         return Progress(flushed, place, epoch, committed)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise DecodeError(f"not a progress record: {exc}", component=component, topic=topic, partition=partition, offset=offset) from exc
-
-
-def commit_metadata(epoch: int) -> str:
-    """The metadata of an offset commit by a life of claim ``epoch``; :func:`commit_epoch` reads it back.
-
-    >>> commit_metadata(1764232345123), commit_epoch(commit_metadata(1764232345123)), commit_epoch(""), commit_epoch(None)
-    ('squall.epoch=1764232345123', 1764232345123, 0, 0)
-    """
-    return f"squall.epoch={epoch}"
-
-
-def commit_epoch(metadata: str | None) -> int:
-    """The epoch in an offset commit's metadata (0: none, or not Squall's)."""
-    if not metadata or not metadata.startswith("squall.epoch="):
-        return 0
-    value = metadata[len("squall.epoch=") :]
-    return int(value) if value.isdigit() else 0
-
-
-def fenced_commit(previous: Progress | None, committed: int, committed_epoch: int) -> int | None:
-    """Where a new life starts instead of ``committed``, when that commit was a replaced owner's late one; None when ``committed`` stands.
-
-    It is one when a newer life (``previous.epoch``, larger than the commit's own epoch)
-    had a later commit confirmed (``previous.committed``): only an older owner's commit
-    landing after it can have moved the offset back.
-
-    >>> fenced_commit(Progress(53284, "h1", epoch=300, committed=53000), committed=7736, committed_epoch=100)
-    53000
-    >>> fenced_commit(Progress(53284, "h1", epoch=300, committed=53000), committed=53000, committed_epoch=300) is None  # its own
-    True
-    >>> fenced_commit(Progress(900, "h1", epoch=300, committed=-1), committed=700, committed_epoch=100) is None  # a crash: no later commit confirmed
-    True
-    """
-    if previous is None or previous.epoch <= committed_epoch or previous.committed <= max(committed, 0):
-        return None
-    return previous.committed
 
 
 def reexecution_window(previous: Progress | tuple[int, str] | None, committed: int, place: str) -> tuple[int, str]:

@@ -48,17 +48,13 @@ from typing import Any
 
 from streams.exceptions import DecodeError
 from streams.kafka.source import KafkaMessageId, KafkaRecordsId
+from streams.wire.naming import partition_key
 
 REPLAY_CAUSES = ("fail", "timeout", "restart")
 """Why a message id was emitted again (see the module docstring)."""
 
 COUNTERS = ("emitted", "acked", "failed", "timeouts")
 """The ledger's plain counters (besides ``replayed`` by cause)."""
-
-
-def partition_key(topic: str, partition: int) -> str:
-    """``"topic[p]"``, the ledger's key for a source partition."""
-    return f"{topic}[{partition}]"
 
 
 @dataclass(slots=True)
@@ -75,6 +71,10 @@ class TaskLedger:
         ``timeouts``: those the spout executor failed itself (also in ``failed``).
       replayed: re-emissions by cause, ``{cause: count}``.
       high: ``"topic[p]" -> 1 + the highest offset emitted`` with a :class:`KafkaMessageId`.
+      epoch: the claim epoch of the life that wrote it (0: unknown).
+      commits: ``"topic[p]" -> the source offset whose commit the broker last confirmed`` to
+        this life, or that it started from: a new life starts past a replaced owner's late
+        commit behind it (:mod:`streams.wire.commits`).
     """
 
     component: str
@@ -95,6 +95,8 @@ class TaskLedger:
     """The counts when this life began (:meth:`this_life` subtracts them)."""
     written: int = -1
     """The ``seq`` last written to the ledger topic."""
+    epoch: int = 0
+    commits: dict[str, int] = field(default_factory=dict)
 
     # -- lives -------------------------------------------------------------------------
     def next_life(self) -> TaskLedger:
@@ -104,7 +106,15 @@ class TaskLedger:
         nxt.high = dict(self.high)
         nxt.restart_below = dict(self.high)
         nxt.base = nxt.totals()
+        nxt.commits = dict(self.commits)
         return nxt
+
+    def committed(self, commits: dict[str, int]) -> None:
+        """Source offsets whose commit the broker confirmed, or that this life started from (``"topic[p]" -> offset``); written at the next flush."""
+        moved = {k: v for k, v in commits.items() if v > self.commits.get(k, -1)}
+        if moved:
+            self.commits.update(moved)
+            self.seq += 1
 
     def totals(self) -> dict[str, int]:
         """Cumulative counts: :data:`COUNTERS` and ``replayed_<cause>``, plus ``replayed``."""
@@ -198,6 +208,8 @@ class TaskLedger:
             **{name: getattr(self, name) for name in COUNTERS},
             "replayed": dict(self.replayed),
             "high": dict(self.high),
+            "epoch": self.epoch,
+            "commits": dict(self.commits),
         }
 
     @classmethod
@@ -213,6 +225,8 @@ class TaskLedger:
                 setattr(ledger, name, int(data[name]))
             ledger.replayed = {cause: int(data["replayed"].get(cause, 0)) for cause in REPLAY_CAUSES}
             ledger.high = {str(k): int(v) for k, v in data["high"].items()}
+            ledger.epoch = int(data.get("epoch", 0))  # absent in records written before epochs
+            ledger.commits = {str(k): int(v) for k, v in data.get("commits", {}).items()}
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             component = data.get("component", reader) if isinstance(data, dict) else reader
             reason = f"bad spout ledger record: {type(exc).__name__}: {exc}"

@@ -25,7 +25,7 @@ from streams.kafka.positions import SpoutPositions
 from streams.model.bolt import Bolt
 from streams.model.spec import Topology
 from streams.model.tuple import Tuple, tick_tuple
-from streams.monitoring.bolt_progress import Progress, commit_epoch, commit_metadata, encode_progress, fenced_commit, progress_key, reexecution_window
+from streams.monitoring.bolt_progress import Progress, encode_progress, progress_key, reexecution_window
 from streams.monitoring.progress_store import read_progress
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.executor import Every, Executor, ExecutorEnv
@@ -33,6 +33,7 @@ from streams.runtime.fencing import EpochFence
 from streams.runtime.routing import Router
 from streams.wire.acker import why_text
 from streams.wire.codec import decode_tuple
+from streams.wire.commits import commit_epoch, commit_metadata, fenced_commit
 from streams.wire.naming import component_group, component_topic, progress_topic
 
 log = logging.getLogger("squall.executor.bolt")
@@ -98,6 +99,10 @@ class BoltTask:
     """The flushed offset last written to ``squall.T.__progress``."""
     written_commit: int = -1
     """The confirmed commit last written to ``squall.T.__progress``."""
+    start_commit: int = -1
+    """The commit this life started from (the group's, or the newer one a replaced owner's late commit hid).
+
+    Its progress records carry it until a commit of its own is confirmed."""
 
 
 class BoltExecutor(Executor):
@@ -130,7 +135,7 @@ class BoltExecutor(Executor):
         self.previous: dict[int, Progress] = {}
         """Each task's last progress record, read at start (re-executions, and a replaced owner's late commit)."""
         self.commit_meta = commit_metadata(self.epoch)
-        """Every offset commit names this life's epoch (:func:`streams.monitoring.bolt_progress.fenced_commit`)."""
+        """Every offset commit names this life's epoch (:mod:`streams.wire.commits`)."""
         self.fence = EpochFence()
         """Drops tuples an older owner of their sending task wrote late (:mod:`streams.runtime.fencing`)."""
         self._fence_logged: set[tuple[int, int, int]] = set()
@@ -164,7 +169,7 @@ class BoltExecutor(Executor):
         for p, (offset, metadata) in committed_with_metadata(consumer, partitions, self.component).items():
             out[p] = offset
             newer = self.previous.get(base + p)
-            start = fenced_commit(newer, offset, commit_epoch(metadata))
+            start = None if newer is None else fenced_commit(newer.epoch, newer.committed, offset, commit_epoch(metadata))
             if start is not None and newer is not None:
                 self.stats.inc("fenced_commits")
                 log.warning(
@@ -189,6 +194,7 @@ class BoltExecutor(Executor):
             task.reexecute_until, task.reexecute_cause = reexecution_window(previous.get(task.task_id), self.start_offsets.get(p, -1), self.place)
             last = previous.get(task.task_id)
             task.written_offset = last.flushed if last is not None else -1
+            task.start_commit = max(self.start_offsets.get(p, -1), -1)
             if task.reexecute_until >= 0:
                 log.info(
                     "[%s] task %d executes %s[%d] again from %d to %d (%s: its last life flushed past its last commit)",
@@ -205,11 +211,11 @@ class BoltExecutor(Executor):
         """Each task's flushed offset and confirmed commit, where either moved (after the flush that made it safe, or the commit)."""
         topic = progress_topic(self.topology.name)
         for task in self.by_partition.values():
-            if task.flushed_offset > task.written_offset or task.committed_offset > task.written_commit:
+            committed = max(task.committed_offset, task.start_commit)
+            if task.flushed_offset > task.written_offset or committed > task.written_commit:
                 flushed = max(task.flushed_offset, task.written_offset)
-                value = encode_progress(flushed, self.place, self.epoch, task.committed_offset)
-                self.produce(topic, value, key=progress_key(self.component, task.task_id))
-                task.written_offset, task.written_commit = flushed, task.committed_offset
+                self.produce(topic, encode_progress(flushed, self.place, self.epoch, committed), key=progress_key(self.component, task.task_id))
+                task.written_offset, task.written_commit = flushed, committed
 
     def _cleanup(self, tasks: list[BoltTask]) -> None:
         for task in tasks:

@@ -39,7 +39,7 @@ from streams.runtime.routing import Router
 from streams.runtime.spout_tasks import SpoutTask, SpoutTasks, make_bound
 from streams.wire.acker import decode_results
 from streams.wire.codec import encode_json
-from streams.wire.naming import ack_result_topic, component_group, ledger_topic
+from streams.wire.naming import ack_result_topic, component_group, ledger_topic, partition_key
 
 log = logging.getLogger("squall.executor.spout")
 
@@ -85,6 +85,7 @@ class SpoutExecutor(Executor):
                 self.conf.batch_size,
                 config=source_cfg,
                 reopen_after_s=self.conf.consumer_reopen_after_secs,
+                epoch=self.epoch,
             )
             if proto is not None
             else None
@@ -106,6 +107,7 @@ class SpoutExecutor(Executor):
             task_id, ctx, spout = self._task_copy(index, Spout)
             before = previous.get(task_id)
             ledger = before.next_life() if before is not None else TaskLedger(self.component, task_id)
+            ledger.epoch = self.epoch
             immediate: list[tuple[Any, int]] = []
             collector = SpoutOutputCollectorImpl(
                 Router(self.topology, self.component, ctx),
@@ -121,7 +123,7 @@ class SpoutExecutor(Executor):
             task = SpoutTask(task_id, spout, collector, ledger, kafka_source(spout), immediate)
             if task.source is not None and self.feed is not None:
                 task.source.bind(SourceIO(self._task_dead_letter(task_id), self._poison_reporter(task_id)))
-                self.feed.add(index, task.source)
+                self.feed.add(index, task.source, before.epoch if before is not None else 0, before.commits if before is not None else None)
             self.by_task[task_id] = task
             added.append(task)
         if added and self.acks is not None:
@@ -136,6 +138,7 @@ class SpoutExecutor(Executor):
             self.result_gaps.single = len(self.by_task) == 1
         if self.feed is not None:
             self.feed.assign_new()
+            self._record_commits()  # where this life starts: the next one starts past a late commit behind it
         self.local.add(self.component, [t.task_id for t in added])
         self._assigned()
         log.info("[%s] %s runs tasks %s", self.component, self.worker, sorted(t.task_id for t in added))
@@ -236,6 +239,17 @@ class SpoutExecutor(Executor):
         if self.feed is not None and self.leased():  # a worker without its lease commits nothing (streams.runtime.lease)
             self._write_ledgers()  # every offset committed was emitted by a ledger written before it
             self.feed.commit()
+            self._record_commits()
+
+    def _record_commits(self) -> None:
+        """Each task's ledger keeps the source offsets the broker confirmed committing (:mod:`streams.wire.commits`); written at the next flush."""
+        assert self.feed is not None
+        base = self.cdef.task_base
+        for index, fed in self.feed.tasks.items():
+            task = self.by_task.get(base + index)
+            if task is not None:
+                task.ledger.committed({partition_key(t, p): off for (t, p), off in fed.committed.items() if off >= 0})
+        self.stats.counters["fenced_commits"] = self.feed.fenced_commits
 
     def _update_gauges(self) -> None:
         s = self.stats
@@ -308,6 +322,7 @@ class SpoutExecutor(Executor):
         finally:
             self._flush()
             self._commit()
+            self._write_ledgers()  # the last confirmed commit too: a replaced owner's late one cannot move it back unseen
             self.purger.close()
             self._maybe_stats(time.monotonic(), final=True)
             for task in self.by_task.values():

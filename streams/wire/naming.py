@@ -102,3 +102,12 @@ def ledger_topic(topology: str) -> str:
 def state_changelog_topic(topology: str, component: str) -> str:
     """A stateful bolt's checkpoints with ``kafka://`` state: ``squall.T.<bolt>.state`` (compacted; partition *i* = task *i*)."""
     return f"{component_topic(topology, component)}.state"
+
+
+def partition_key(topic: str, partition: int) -> str:
+    """``"topic[p]"``: a source partition's key in a spout task's ledger (:mod:`streams.monitoring.spout_ledger`).
+
+    >>> partition_key("lines", 3)
+    'lines[3]'
+    """
+    return f"{topic}[{partition}]"

@@ -88,10 +88,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     dropped = []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        stores = (params.get("state_url"), params.get("kv_state_url"))
-        if params.get("broker_kind") == "tansu" and "postgres" in stores:
-            dropped.append(item)
-        elif params.get("broker_kind") == "kafka" and "sqlite" in stores and item.get_closest_marker("one_store_per_broker") is not None:
+        stores, broker = (params.get("state_url"), params.get("kv_state_url")), params.get("broker_kind")
+        one_store = item.get_closest_marker("one_store_per_broker") is not None
+        if (broker == "tansu" and "postgres" in stores) or (broker == "kafka" and "sqlite" in stores and one_store):
             dropped.append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)

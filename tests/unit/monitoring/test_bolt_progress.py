@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from streams.exceptions import DecodeError
-from streams.monitoring.bolt_progress import Progress, decode_progress, encode_progress, fenced_commit, progress_key, reexecution_window
+from streams.monitoring.bolt_progress import Progress, decode_progress, encode_progress, progress_key, reexecution_window
+from streams.wire.commits import fenced_commit
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[3] / "schemas" / "progress.schema.json").read_text())
 
@@ -53,9 +54,9 @@ def test_a_replaced_owners_late_commit_never_moves_a_task_behind_a_newer_lifes_c
     confirmed = commits[-2] if crashed and len(commits) > 1 else (-1 if crashed else commits[-1])
     previous = Progress(commits[-1] + 50, "h1", epoch=last_epoch, committed=confirmed)
     old_epoch = min(zombie * 10, last_epoch - 10) if len(commits) > 1 else 0
-    start = fenced_commit(previous, late, old_epoch)
+    start = fenced_commit(previous.epoch, previous.committed, late, old_epoch)
     assert max(late, confirmed) == (late if start is None else start)
-    assert fenced_commit(previous, confirmed, last_epoch) is None  # the newest life's own commit stands
+    assert fenced_commit(previous.epoch, previous.committed, confirmed, last_epoch) is None  # the newest life's own commit stands
     raw = encode_progress(previous.flushed, previous.place, previous.epoch, previous.committed)
     jsonschema.validate(json.loads(raw), SCHEMA)
     assert decode_progress(raw, component="count", topic="t", partition=0, offset=1) == previous

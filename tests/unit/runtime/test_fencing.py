@@ -114,7 +114,8 @@ def test_a_bolt_starts_past_a_replaced_owners_late_commit_and_counts_it(monkeypa
     """Task 0's last life (epoch 300) had its commit of 53000 confirmed; then a replaced owner's commit of 7736 (epoch 100) landed.
     Task 1's committed offset is its last life's own: it stands."""
     import streams.runtime.bolt as bolt_module
-    from streams.monitoring.bolt_progress import Progress, commit_metadata
+    from streams.monitoring.bolt_progress import Progress
+    from streams.wire.commits import commit_metadata
 
     ex, _ = bolt("count")
     base = ex.cdef.task_base

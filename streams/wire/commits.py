@@ -1,0 +1,56 @@
+"""Offset commits that name their life, and the rule that undoes a replaced owner's late one.
+
+A worker cut off from the broker while an offset commit was in flight, and replaced
+meanwhile, can have that commit land long after: TCP delivers what it sent when the link
+comes back, and Kafka takes any commit of a group without members (every executor reads
+with an assign-only consumer: no generation to check). Seen on the embedded broker: a count
+task's committed input offset moved 45,000 records back after a 40 s cut, and 44% of the
+run was counted twice.
+
+So every commit carries its life's claim epoch as metadata (:func:`commit_metadata`), and
+each life keeps the commit the broker last confirmed to it in its own durable record (a bolt
+task's progress, :mod:`streams.monitoring.bolt_progress`; a spout task's ledger,
+:mod:`streams.monitoring.spout_ledger`). A new life that finds the group's committed offset
+behind that one, written by an older epoch, starts from the newer one (:func:`fenced_commit`).
+"""
+
+from __future__ import annotations
+
+PREFIX = "squall.epoch="
+
+
+def commit_metadata(epoch: int) -> str:
+    """The metadata of an offset commit by a life of claim ``epoch``; :func:`commit_epoch` reads it back.
+
+    >>> commit_metadata(1764232345123), commit_epoch(commit_metadata(1764232345123)), commit_epoch(""), commit_epoch(None)
+    ('squall.epoch=1764232345123', 1764232345123, 0, 0)
+    """
+    return f"{PREFIX}{epoch}"
+
+
+def commit_epoch(metadata: str | None) -> int:
+    """The epoch in an offset commit's metadata (0: none, or not Squall's)."""
+    if not metadata or not metadata.startswith(PREFIX):
+        return 0
+    value = metadata[len(PREFIX) :]
+    return int(value) if value.isdigit() else 0
+
+
+def fenced_commit(newer_epoch: int, newer_commit: int, committed: int, committed_epoch: int) -> int | None:
+    """Where a new life starts instead of ``committed``, when that commit was a replaced owner's late one; None when ``committed`` stands.
+
+    ``newer_epoch`` and ``newer_commit``: the last life's epoch and the commit the broker
+    confirmed to it (-1: none), from its durable record. ``committed`` is a late one when
+    that life is newer than the commit's own epoch and had a later commit confirmed: only an
+    older owner's commit landing after it can have moved the offset back.
+
+    >>> fenced_commit(300, 53000, committed=7736, committed_epoch=100)
+    53000
+    >>> fenced_commit(300, 53000, committed=53000, committed_epoch=300) is None  # its own
+    True
+    >>> fenced_commit(300, -1, committed=700, committed_epoch=100) is None  # a crash: no later commit confirmed
+    True
+    """
+    if newer_epoch <= committed_epoch or newer_commit <= max(committed, 0):
+        return None
+    return newer_commit
