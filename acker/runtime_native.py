@@ -16,6 +16,7 @@ Ledger clock: wall time (``time.time``), so start times survive a restore.
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from typing import Any
 
@@ -25,14 +26,17 @@ from acker.common import publish_ledger_stats, record_outcomes, record_resets, r
 from acker.durable import DurableLedger
 from acker.ledger import Outcome
 from streams.exceptions import DecodeError, FatalError
-from streams.kafka.clients import committed_offsets, consumer_config, flush_patiently, new_consumer, reopen_consumer, transit_s
+from streams.kafka.clients import committed_with_metadata, consumer_config, flush_patiently, new_consumer, reopen_consumer, transit_s
 from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
+from streams.monitoring.bolt_progress import encode_progress, progress_key
+from streams.monitoring.progress_store import read_progress
 from streams.monitoring.trace import ACKER_OUTCOMES
 from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.runtime.fencing import EpochFence
 from streams.wire.acker import OP_ACK, OP_INIT, chunks, decode_ops, encode_results, read_from, root_key
-from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_changelog_topic, acker_topic, component_group
+from streams.wire.commits import commit_epoch, commit_metadata, fenced_commit
+from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_changelog_topic, acker_topic, component_group, progress_topic
 
 TRACED_OPS = {OP_INIT: "init", OP_ACK: "acker_ack"}
 """Acker ops traced for a sampled tree (a fail op is traced by its outcome, ``acker_fail``)."""
@@ -64,6 +68,10 @@ class AckerExecutor(Executor):
         self.reopen_due = False
         self.fence = EpochFence()
         """Drops acker records an older owner of their sender flushed late (:mod:`streams.runtime.fencing`)."""
+        self.commit_meta = commit_metadata(self.epoch)
+        """Every input commit names this life's epoch; each confirmed one goes to ``squall.T.__progress`` (:mod:`streams.wire.commits`)."""
+        self.progress_due: set[int] = set()
+        self.place = f"{socket.gethostname()}:{env.workdir.resolve()}"
         self._fence_logged: set[tuple[int, int, int]] = set()
 
     # -- tasks -----------------------------------------------------------------------
@@ -86,8 +94,26 @@ class AckerExecutor(Executor):
             )
         # The group's committed offsets: done records below them are tombstoned at the next
         # flush, without waiting for new input (a restored table would otherwise keep them).
-        for p, offset in committed_offsets(consumer, [TopicPartition(self.topic, tp.partition) for tp in partitions], ACKER_COMPONENT).items():
-            self.committed[p] = self.next_offset[p] = offset
+        # One that a replaced owner committed late, behind a newer life's, is passed over.
+        last = read_progress(self.bootstrap, self.topology.name, ACKER_COMPONENT, self.kafka.get("consumer"))
+        for p, (offset, metadata) in committed_with_metadata(
+            consumer, [TopicPartition(self.topic, tp.partition) for tp in partitions], ACKER_COMPONENT
+        ).items():
+            newer = last.get(p)
+            start = None if newer is None else fenced_commit(newer.epoch, newer.committed, offset, commit_epoch(metadata))
+            if start is not None:
+                self.stats.inc("fenced_commits")
+                log.warning(
+                    "[%s] %s[%d]: the committed offset %d came from an older epoch than %d, whose commit of %d was confirmed (a replaced owner's late commit)",
+                    ACKER_COMPONENT,
+                    self.topic,
+                    p,
+                    offset,
+                    newer.epoch if newer is not None else 0,
+                    start,
+                )
+            self.committed[p] = self.next_offset[p] = offset if start is None else start
+            self.progress_due.add(p)
         self._assigned()
         log.info("[%s] %s runs acker tasks %s", ACKER_COMPONENT, self.worker, sorted(self.ledgers))
 
@@ -197,13 +223,14 @@ class AckerExecutor(Executor):
             owner = self.ledgers.get(p)
             safe = owner.commit_offset(off) if owner is not None else off
             if self.committed.get(p, -1) < safe:
-                offsets.append(TopicPartition(self.topic, p, safe))
+                offsets.append(TopicPartition(self.topic, p, safe, metadata=self.commit_meta))
         if offsets and self.leased():  # a worker without its lease commits nothing (streams.runtime.lease)
             try:
                 consumer.commit(offsets=offsets, asynchronous=False)
                 self.commit_watch.ok()
                 for tp in offsets:
                     self.committed[tp.partition] = tp.offset
+                    self.progress_due.add(tp.partition)
                 self.purger.committed((tp.topic, tp.partition, tp.offset) for tp in offsets)
                 self.purger.maybe_purge()
             except KafkaException as exc:
@@ -213,6 +240,10 @@ class AckerExecutor(Executor):
             if p in self.committed:
                 for root, value in dl.gc(self.committed[p]):
                     produce(self.changelog, value, key=root_key(root), partition=p)
+        for p in sorted(self.progress_due):  # the confirmed commits (and where this life started): the next life starts past a late one
+            off = self.committed[p]
+            produce(progress_topic(self.topology.name), encode_progress(off, self.place, self.epoch, off), key=progress_key(ACKER_COMPONENT, p))
+        self.progress_due.clear()
         self.producer.poll(0)
 
     def _reopen(self, consumer: Consumer, cfg: dict[str, Any], gaps: FetchGaps) -> Consumer:

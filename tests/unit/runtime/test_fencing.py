@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from confluent_kafka import TopicPartition
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -124,3 +125,24 @@ def test_a_bolt_starts_past_a_replaced_owners_late_commit_and_counts_it(monkeypa
     assert ex._start_offsets(None, []) == {0: 53000, 1: 880}
     assert ex.stats.counters["fenced_commits"] == 1
     assert ex.commit_meta == commit_metadata(500)  # its own commits name its epoch
+
+
+def test_an_acker_starts_past_a_replaced_owners_late_commit_and_records_where_it_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    import acker.runtime_native as acker_module
+    from streams.monitoring.bolt_progress import Progress, decode_progress
+    from streams.wire.commits import commit_metadata
+
+    topology = load_topology(EXAMPLES / "wordcount.py", "fencing")
+    acker = AckerExecutor(
+        ExecutorEnv(topology=topology, component="__acker", conf=resolve(topology.conf), bootstrap="127.0.0.1:1", workdir=Path("/tmp"), epoch=500)
+    )
+    monkeypatch.setattr(acker_module, "restored_ledger", lambda *a, **k: DurableLedger(Ledger(30.0, clock=lambda: 0.0)))
+    monkeypatch.setattr(acker_module, "read_progress", lambda *a, **k: {0: Progress(900, "h1", 300, 900)})
+    monkeypatch.setattr(acker_module, "committed_with_metadata", lambda *a, **k: {0: (120, commit_metadata(100))})
+    acker._open_tasks(None, [TopicPartition(acker.topic, 0)])
+    assert acker.committed == {0: 900} and acker.next_offset == {0: 900} and acker.stats.counters["fenced_commits"] == 1
+    sent: list[tuple[str, bytes, bytes | None]] = []
+    acker.produce = lambda topic, value, key=None, partition=-1, **kw: sent.append((topic, value, key))
+    acker._flush(None)
+    progress = [(k, decode_progress(v, component="t", topic=t, partition=0, offset=0)) for t, v, k in sent if t.endswith("__progress")]
+    assert progress == [(b"__acker:0", Progress(900, acker.place, 500, 900))]  # the next life starts past a late commit too
