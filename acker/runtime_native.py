@@ -16,7 +16,6 @@ Ledger clock: wall time (``time.time``), so start times survive a restore.
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from typing import Any
 
@@ -35,7 +34,7 @@ from streams.monitoring.trace import ACKER_OUTCOMES
 from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.runtime.fencing import EpochFence
 from streams.wire.acker import OP_ACK, OP_INIT, chunks, decode_ops, encode_results, read_from, root_key
-from streams.wire.commits import commit_epoch, commit_metadata, fenced_commit
+from streams.wire.commits import commit_metadata, resume_at
 from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_changelog_topic, acker_topic, component_group, progress_topic
 
 TRACED_OPS = {OP_INIT: "init", OP_ACK: "acker_ack"}
@@ -71,7 +70,6 @@ class AckerExecutor(Executor):
         self.commit_meta = commit_metadata(self.epoch)
         """Every input commit names this life's epoch; each confirmed one goes to ``squall.T.__progress`` (:mod:`streams.wire.commits`)."""
         self.progress_due: set[int] = set()
-        self.place = f"{socket.gethostname()}:{env.workdir.resolve()}"
         self._fence_logged: set[tuple[int, int, int]] = set()
 
     # -- tasks -----------------------------------------------------------------------
@@ -96,23 +94,12 @@ class AckerExecutor(Executor):
         # flush, without waiting for new input (a restored table would otherwise keep them).
         # One that a replaced owner committed late, behind a newer life's, is passed over.
         last = read_progress(self.bootstrap, self.topology.name, ACKER_COMPONENT, self.kafka.get("consumer"))
-        for p, (offset, metadata) in committed_with_metadata(
-            consumer, [TopicPartition(self.topic, tp.partition) for tp in partitions], ACKER_COMPONENT
-        ).items():
+        for p, committed in committed_with_metadata(consumer, [TopicPartition(self.topic, tp.partition) for tp in partitions], ACKER_COMPONENT).items():
             newer = last.get(p)
-            start = None if newer is None else fenced_commit(newer.epoch, newer.committed, offset, commit_epoch(metadata))
-            if start is not None:
+            start, undone = resume_at(ACKER_COMPONENT, f"{self.topic}[{p}]", committed, None if newer is None else (newer.epoch, newer.committed))
+            if undone:
                 self.stats.inc("fenced_commits")
-                log.warning(
-                    "[%s] %s[%d]: the committed offset %d came from an older epoch than %d, whose commit of %d was confirmed (a replaced owner's late commit)",
-                    ACKER_COMPONENT,
-                    self.topic,
-                    p,
-                    offset,
-                    newer.epoch if newer is not None else 0,
-                    start,
-                )
-            self.committed[p] = self.next_offset[p] = offset if start is None else start
+            self.committed[p] = self.next_offset[p] = start
             self.progress_due.add(p)
         self._assigned()
         log.info("[%s] %s runs acker tasks %s", ACKER_COMPONENT, self.worker, sorted(self.ledgers))

@@ -70,7 +70,7 @@ COUNTERS = {
     "fenced_acker_records": "Acker records dropped because an older owner of their sender flushed them after a newer one did (streams.runtime.fencing)",
     "fenced_acker_ops": "Acker ops in fenced acker records",
     "fenced_commits": "Input or source offsets a bolt, spout or acker task found moved back by a replaced owner's late commit, and started past"
-    " (streams.monitoring.bolt_progress.fenced_commit)",
+    " (streams.wire.commits)",
     "batches_emitted": "Batches a transactional spout emitted (first attempts and replays)",
     "batches_replayed": "Batches a transactional spout emitted again (a failure, a timeout, a restart)",
     "batches_committed": "Batches committed, in txid order",

@@ -25,7 +25,7 @@ from streams.kafka.clients import committed_with_metadata, reopen_consumer, true
 from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.kafka.source import KafkaSource, SourceCounters, task_of
-from streams.wire.commits import commit_epoch, commit_metadata, fenced_commit
+from streams.wire.commits import commit_metadata, resume_at
 from streams.wire.naming import TP, partition_key
 
 log = logging.getLogger("squall.executor.spout")
@@ -177,24 +177,11 @@ class SourceFeed:
         out: dict[TP, int] = {}
         for topic in dict.fromkeys(t for t, _ in tps):
             got = committed_with_metadata(self.data, [TopicPartition(t, p) for t, p in tps if t == topic], self.component)
-            for p, (off, metadata) in got.items():
+            for p, committed in got.items():
                 task = self.tasks[task_of(topic, p, self.num_tasks)]
-                start = fenced_commit(task.last_epoch, task.last_commits.get(partition_key(topic, p), -1), off, commit_epoch(metadata))
-                if start is not None:
-                    self.fenced_commits += 1
-                    log.warning(
-                        "[%s] %s[%d]: the committed offset %d came from epoch %d, after epoch %d had its commit of %d confirmed"
-                        " (a replaced owner's late commit): starting from %d",
-                        self.component,
-                        topic,
-                        p,
-                        off,
-                        commit_epoch(metadata),
-                        task.last_epoch,
-                        start,
-                        start,
-                    )
-                out[(topic, p)] = off if start is None else start
+                key = partition_key(topic, p)
+                out[(topic, p)], undone = resume_at(self.component, key, committed, (task.last_epoch, task.last_commits.get(key, -1)))
+                self.fenced_commits += undone
         return out
 
     def _start_offsets(self, tps: list[TP], committed: dict[TP, int]) -> dict[TP, int]:

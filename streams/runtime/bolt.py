@@ -11,7 +11,6 @@ that were flushed.
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from dataclasses import dataclass
 
@@ -33,7 +32,7 @@ from streams.runtime.fencing import EpochFence
 from streams.runtime.routing import Router
 from streams.wire.acker import why_text
 from streams.wire.codec import decode_tuple
-from streams.wire.commits import commit_epoch, commit_metadata, fenced_commit
+from streams.wire.commits import commit_metadata, resume_at
 from streams.wire.naming import component_group, component_topic, progress_topic
 
 log = logging.getLogger("squall.executor.bolt")
@@ -128,8 +127,6 @@ class BoltExecutor(Executor):
         self.commit_watch = CommitWatch(self.component, self.conf.consumer_reopen_after_secs)
         """Commits failing this long mean a consumer that lost its coordinator: replaced (streams.kafka.commit_watch)."""
         self.reopen_due = False
-        self.place = f"{socket.gethostname()}:{env.workdir.resolve()}"
-        """Where this executor runs (host and supervisor directory): a re-execution here is a ``restart``, elsewhere a ``takeover``."""
         self.consumer: Consumer | None = None
         """The input consumer (for the input lag: its cached high watermarks)."""
         self.previous: dict[int, Progress] = {}
@@ -166,25 +163,11 @@ class BoltExecutor(Executor):
         self.previous = read_progress(self.bootstrap, self.topology.name, self.component, self.kafka.get("consumer"))
         base = self.cdef.task_base
         out: dict[int, int] = {}
-        for p, (offset, metadata) in committed_with_metadata(consumer, partitions, self.component).items():
-            out[p] = offset
-            newer = self.previous.get(base + p)
-            start = None if newer is None else fenced_commit(newer.epoch, newer.committed, offset, commit_epoch(metadata))
-            if start is not None and newer is not None:
+        for p, committed in committed_with_metadata(consumer, partitions, self.component).items():
+            last = self.previous.get(base + p)
+            out[p], undone = resume_at(self.component, f"{self.topic}[{p}]", committed, None if last is None else (last.epoch, last.committed))
+            if undone:
                 self.stats.inc("fenced_commits")
-                log.warning(
-                    "[%s] %s[%d]: the committed offset %d came from epoch %d, after epoch %d had its commit of %d confirmed"
-                    " (a replaced owner's late commit): starting from %d",
-                    self.component,
-                    self.topic,
-                    p,
-                    offset,
-                    commit_epoch(metadata),
-                    newer.epoch,
-                    newer.committed,
-                    start,
-                )
-                out[p] = start
         return out
 
     def _reexecution_windows(self) -> None:

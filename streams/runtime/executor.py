@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -151,6 +152,8 @@ class Executor:
         self.produce = produce_fn(self.producer, self.produced)
         self.tasks: tuple[int, ...] = tuple(range(self._task_count())) if tasks is None else tuple(tasks)
         self.epoch = env.epoch
+        self.place = f"{socket.gethostname()}:{env.workdir.resolve()}"
+        """Where this executor runs (host and supervisor directory), in its progress records: a re-execution here is a ``restart``, elsewhere a ``takeover``."""
         """This worker's claim epoch: every tuple and acker record written here carries it (:mod:`streams.runtime.fencing`)."""
         self.acks = AckBuffer(acker_topic(topology.name), conf.ackers, self.first_task(), self.epoch) if conf.ackers > 0 else None
         self.io = ExecutorIO(bootstrap, self.kafka, self.dead_letter, dead_letter_raw=self.dead_letter_raw, epoch=env.epoch)

@@ -58,10 +58,10 @@ class EpochFence:
         if seen is None:
             seen = self._highest[partition] = {}
         top = seen.get(sender)
+        if top == epoch:  # the common case: the sender's current life
+            return True
         if top is None or epoch > top:
             seen[sender] = epoch
-            return True
-        if epoch == top:
             return True
         self.dropped += 1
         return False

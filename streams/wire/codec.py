@@ -87,10 +87,10 @@ def decode_tuple(raw: bytes | None, *, component: str, topic: str, partition: in
         if raw is None:
             raise ValueError("null value")
         msg = _loads(raw)
-        # Fast path: the common well-formed shapes (no batch; no anchors or one root), checked
-        # with exact types; anything else takes the full checks below.
-        if type(msg) is list and len(msg) == 7:
-            version, stream, source, task, epoch, values, flat = msg
+        # Fast path: the common well-formed shapes (no batch; no anchors or one root; a stateful
+        # topology's one root and id), checked with exact types; anything else takes the full checks.
+        if type(msg) is list and ((n := len(msg)) == 7 or (n == 9 and msg[7] is None)):
+            version, stream, source, task, epoch, values, flat = msg[0], msg[1], msg[2], msg[3], msg[4], msg[5], msg[6]
             if (
                 version == VERSION
                 and type(stream) is str
@@ -101,42 +101,18 @@ def decode_tuple(raw: bytes | None, *, component: str, topic: str, partition: in
                 and type(values) is list
                 and type(flat) is list
             ):
-                if not flat:
+                if n == 7 and not flat:
                     return stream, source, task, epoch, values, {}, None, None
                 if len(flat) == 2:
                     r, e = flat
                     if type(r) is int and type(e) is int and 0 <= r < _U64 and 0 <= e < _U64:
-                        return stream, source, task, epoch, values, {r: e}, None, None
-        elif type(msg) is list and len(msg) == 9 and msg[7] is None:  # a stateful topology's tuple: one root, an id
-            version, stream, source, task, epoch, values, flat, _, raw_id = msg
-            if (
-                version == VERSION
-                and type(stream) is str
-                and type(source) is str
-                and type(task) is int
-                and type(epoch) is int
-                and epoch >= 0
-                and type(values) is list
-                and type(flat) is list
-                and len(flat) == 2
-                and type(raw_id) is list
-                and len(raw_id) == 3
-            ):
-                r, e = flat
-                a, b, c = raw_id
-                if (
-                    type(r) is int
-                    and type(e) is int
-                    and 0 <= r < _U64
-                    and 0 <= e < _U64
-                    and type(a) is int
-                    and type(b) is int
-                    and type(c) is int
-                    and 0 <= a < _U64
-                    and 0 <= b < _U64
-                    and 0 <= c < _U64
-                ):
-                    return stream, source, task, epoch, values, {r: e}, None, (a, b, c)
+                        if n == 7:
+                            return stream, source, task, epoch, values, {r: e}, None, None
+                        raw_id = msg[8]
+                        if type(raw_id) is list and len(raw_id) == 3:
+                            a, b, c = raw_id
+                            if type(a) is int and type(b) is int and type(c) is int and 0 <= a < _U64 and 0 <= b < _U64 and 0 <= c < _U64:
+                                return stream, source, task, epoch, values, {r: e}, None, (a, b, c)
         return _decode_checked(msg)
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as exc:
         raise DecodeError(str(exc), component=component, topic=topic, partition=partition, offset=offset) from exc

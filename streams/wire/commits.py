@@ -16,6 +16,10 @@ behind that one, written by an older epoch, starts from the newer one (:func:`fe
 
 from __future__ import annotations
 
+import logging
+
+log = logging.getLogger("squall.commits")
+
 PREFIX = "squall.epoch="
 
 
@@ -54,3 +58,33 @@ def fenced_commit(newer_epoch: int, newer_commit: int, committed: int, committed
     if newer_epoch <= committed_epoch or newer_commit <= max(committed, 0):
         return None
     return newer_commit
+
+
+def resume_at(component: str, where: str, committed: tuple[int, str], last: tuple[int, int] | None) -> tuple[int, bool]:
+    """Where a task of ``component`` starts reading ``where`` (``topic[p]``), and whether a late commit was passed over.
+
+    ``committed``: the group's ``(offset, metadata)``; ``last``: the task's last life,
+    ``(epoch, the commit confirmed to it)``, from its durable record (None: none). The offset
+    is ``committed``'s, unless :func:`fenced_commit` finds it a replaced owner's late commit:
+    then the newer one, said in a warning naming the component, partition, offsets and epochs.
+
+    >>> resume_at("count", "squall.wc.count[2]", (7736, commit_metadata(100)), (300, 53000))
+    (53000, True)
+    >>> resume_at("count", "squall.wc.count[2]", (7736, commit_metadata(100)), None)
+    (7736, False)
+    """
+    offset, metadata = committed
+    epoch = commit_epoch(metadata)
+    start = None if last is None else fenced_commit(last[0], last[1], offset, epoch)
+    if start is None:
+        return offset, False
+    log.warning(
+        "[%s] %s: the committed offset %d came from epoch %d, after epoch %d had its commit of %d confirmed (a replaced owner's late commit): starting from it",
+        component,
+        where,
+        offset,
+        epoch,
+        last[0] if last is not None else 0,
+        start,
+    )
+    return start, True

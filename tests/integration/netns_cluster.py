@@ -8,6 +8,7 @@ Used by ``test_multihost.py`` (tansu) and ``test_multihost_kafka.py`` (Apache Ka
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -159,8 +161,9 @@ class NetCluster:
             shutil.rmtree(self.pg_home, ignore_errors=True)
 
 
-def lan_cluster_of(hosts: list[str], brokers: list[str], db: str, tmp: Path, kafka: bool) -> NetCluster:
-    """Build the LAN, start the broker(s), PostgreSQL and a supervisor on each of h1-h3 (the caller closes it)."""
+@contextlib.contextmanager
+def running_lan(hosts: list[str], brokers: list[str], db: str, tmp: Path, kafka: bool) -> Iterator[NetCluster]:
+    """Build the LAN, start the broker(s), PostgreSQL and a supervisor on each of h1-h3; everything is stopped and removed on the way out."""
     why = require()
     assert why is None, f"the multi-host tests cannot run here: {why}"
     cluster = NetCluster(Lan(hosts).build(), tmp, brokers, db)
@@ -172,10 +175,9 @@ def lan_cluster_of(hosts: list[str], brokers: list[str], db: str, tmp: Path, kaf
         cluster.start_postgres()
         for sid in SUPERVISORS:
             cluster.serve(sid)
-    except BaseException:
+        yield cluster
+    finally:
         cluster.close()
-        raise
-    return cluster
 
 
 @dataclass

@@ -31,9 +31,9 @@ from tests.integration.netns_cluster import (
     NetCluster,
     at_the_cut,
     finish_and_check,
-    lan_cluster_of,
     lapsed_in_logs,
     never_beside,
+    running_lan,
     submit_both,
 )
 
@@ -44,11 +44,8 @@ HOSTS = ["b", "h1", "h2", "h3", "c"]
 
 @pytest.fixture(scope="module")
 def lan_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetCluster]:
-    cluster = lan_cluster_of(HOSTS, ["b"], "b", tmp_path_factory.mktemp("lan"), kafka=False)
-    try:
+    with running_lan(HOSTS, ["b"], "b", tmp_path_factory.mktemp("lan"), kafka=False) as cluster:
         yield cluster
-    finally:
-        cluster.close()
 
 
 def test_a_host_cut_off_for_40s_and_another_losing_20_percent_never_run_a_task_twice(lan_cluster: NetCluster, corpus: Path, tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.netns_cluster import SUPERVISORS, NetCluster, finish_and_check, lan_cluster_of, never_beside, submit_both
+from tests.integration.netns_cluster import SUPERVISORS, NetCluster, finish_and_check, never_beside, running_lan, submit_both
 
 pytestmark = pytest.mark.broker
 
@@ -34,11 +34,8 @@ CUT_S = 22
 
 @pytest.fixture(scope="module")
 def kafka_lan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetCluster]:
-    cluster = lan_cluster_of(HOSTS, BROKERS, "c", tmp_path_factory.mktemp("kafka-lan"), kafka=True)
-    try:
+    with running_lan(HOSTS, BROKERS, "c", tmp_path_factory.mktemp("kafka-lan"), kafka=True) as cluster:
         yield cluster
-    finally:
-        cluster.close()
 
 
 def test_the_host_of_a_partition_leader_cut_off_for_22s(kafka_lan: NetCluster, corpus: Path, tmp_path: Path) -> None:
