@@ -83,11 +83,11 @@ def test_a_host_cut_off_for_40s_and_another_losing_20_percent_never_run_a_task_t
 
 def test_a_host_cut_off_for_good(lan_cluster: NetCluster, corpus: Path, tmp_path: Path) -> None:
     cluster = lan_cluster
-    run = submit_both(cluster, corpus, tmp_path, 10_000)
+    run = submit_both(cluster, corpus, tmp_path, 7_000)
     placed = cluster.workers(SUPERVISORS)
     victim = max(SUPERVISORS, key=lambda s: placed[s])
-    feeders = [cluster.feed(run.alo, run.src, 20), cluster.feed(run.eo, run.src, 20)]
-    time.sleep(8)
+    feeders = [cluster.feed(run.alo, run.src, 14), cluster.feed(run.eo, run.src, 14)]
+    time.sleep(6)
     marks = {"cut": time.time()}
     cluster.lan.cut(victim, "b")
     survivors = [s for s in SUPERVISORS if s != victim]

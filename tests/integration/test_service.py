@@ -62,34 +62,34 @@ def test_two_supervisors_count_a_live_stream_exactly(cluster: Cluster, corpus: P
 
 
 def test_a_supervisor_killed_mid_stream_hands_its_workers_over(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
-    src = corpus_slice(corpus, tmp_path / "in.txt", 25_000)
+    src = corpus_slice(corpus, tmp_path / "in.txt", 20_000)
     wc = running_wordcount(cluster, ["s1", "s2"])
     victim = "s1" if cluster.metric("s1", "squall_supervisor_workers") > 0 else "s2"
     survivor = "s2" if victim == "s1" else "s1"
-    feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=15)
-    time.sleep(6)
+    feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=12)
+    time.sleep(4)
     cluster.kill9(victim)
     failover_s = cluster.wait_ready([survivor], WORKERS)
     print(f"failover: the survivor ran all {WORKERS} workers and was ready {failover_s:.1f} s after the kill -9")
     assert failover_s < 60
     assert feeder.wait(120) == 0
-    cluster.wait_committed(wc, 25_000)
+    cluster.wait_committed(wc, 20_000)
     assert_at_least(dict(cluster.counts(wc)), direct_count(src))
 
 
 def test_rebalance_executors_mid_stream_without_replays(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
-    src = corpus_slice(corpus, tmp_path / "in.txt", 30_000)
+    src = corpus_slice(corpus, tmp_path / "in.txt", 20_000)
     wc = running_wordcount(cluster, ["s1"])
-    feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=25)
-    time.sleep(6)
+    feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=14)
+    time.sleep(4)
     assert cluster.squall("rebalance", wc, "-e", "count=1").stdout.startswith(f"rebalanced {wc}")
     assert cluster.status(wc)["components"]["count"]["executors"] == 1
-    time.sleep(4)
+    time.sleep(3)
     cluster.squall("rebalance", wc, "-e", "count=4")
     st = cluster.status(wc)
     assert st["components"]["count"]["executors"] == 4 and st["status"] == "ACTIVE"
     assert feeder.wait(120) == 0
-    cluster.wait_committed(wc, 30_000, timeout_s=90)
+    cluster.wait_committed(wc, 20_000, timeout_s=90)
     assert_exact(cluster.counts(wc), direct_count(src), lambda: cluster.spout_totals(wc))
     st = cluster.status(wc)
     assert st["trees_failed"] == 0 and st["components"]["lines"]["replayed"] == 0
@@ -97,14 +97,14 @@ def test_rebalance_executors_mid_stream_without_replays(cluster: Cluster, corpus
 
 def test_deactivate_pauses_the_spouts_and_activate_resumes(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "in.txt", 20_000)
-    wc = running_wordcount(cluster, ["s1"], "-c", "topology.message.timeout.secs=10")
-    feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=20)
-    time.sleep(5)
+    wc = running_wordcount(cluster, ["s1"], "-c", "topology.message.timeout.secs=6")
+    feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=12)
+    time.sleep(4)
     assert cluster.squall("deactivate", wc).stdout.strip() == f"deactivated {wc}"
     time.sleep(3)  # trees already in flight finish
     paused_at = cluster.committed(wc)
     assert 0 < sum(paused_at) < 20_000
-    time.sleep(12)  # longer than the message timeout
+    time.sleep(8)  # longer than the message timeout
     assert cluster.committed(wc) == paused_at  # no offset moved while paused
     st = cluster.status(wc)
     assert st["status"] == "INACTIVE" and st["pending"] == 0
@@ -141,23 +141,23 @@ def test_kill_waits_for_trees_in_flight_then_removes_the_workers(cluster: Cluste
 
 
 def test_sigterm_drains_and_a_new_supervisor_replays_nothing(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
-    src = corpus_slice(corpus, tmp_path / "in.txt", 30_000)
+    src = corpus_slice(corpus, tmp_path / "in.txt", 20_000)
     wc = running_wordcount(cluster, ["s1"])
-    feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=20)
-    time.sleep(8)
+    feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=14)
+    time.sleep(6)
     started = time.monotonic()
     assert cluster.term("s1") == 0
     print(f"drain: squall serve exited 0 {time.monotonic() - started:.1f} s after SIGTERM")
     assert worker_pids(wc) == []
     cluster.serve("s2")
     assert feeder.wait(120) == 0
-    cluster.wait_committed(wc, 30_000, timeout_s=90)
+    cluster.wait_committed(wc, 20_000, timeout_s=90)
     assert_exact(cluster.counts(wc), direct_count(src), lambda: cluster.spout_totals(wc))
     board = cluster.board(wc)
     spouts = [s for s in board.latest.values() if s["kind"] == "spout"]
     board.close()
     emitted = sum(s["counters"].get("emitted", 0) for s in spouts)
-    assert emitted == 30_000  # no record was emitted twice: the drain left nothing to replay
+    assert emitted == 20_000  # no record was emitted twice: the drain left nothing to replay
     assert sum(s["counters"].get("replayed", 0) for s in spouts) == 0
 
 

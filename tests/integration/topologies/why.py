@@ -19,6 +19,11 @@ from examples.wordcount import Count, words
 from streams import BasicBolt, BasicOutputCollector, KafkaSpout, RecordTranslator, Topology, TopologyBuilder, Tuple
 
 TIMEOUT_S = 3
+SLEEP_S = TIMEOUT_S * 1.5 + 3
+"""How long ``slow`` sleeps: past the latest moment the acker expires a tree (seconds). Its
+RotatingMap (3 buckets) expires a tree between the timeout and 1.5 times it after its init,
+plus a tick; a sleep shorter than that lets the tree complete at the acker after the spout's
+own timeout replayed it, and the trace then shows no timeout."""
 
 
 def fails(line: str) -> bool:
@@ -49,7 +54,7 @@ class Slow(BasicBolt):
         word = tuple[0]
         if word.startswith("zz") and word not in self.slept:
             self.slept.add(word)
-            time.sleep(TIMEOUT_S + 1.5)
+            time.sleep(SLEEP_S)
         collector.emit([word])
 
 
