@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from streams.model.loader import load_topology
 from streams.model.spec import Topology
 from streams.monitoring.board import StatsBoard
 from streams.monitoring.bolt_progress import REEXECUTION_CAUSES
-from streams.monitoring.errors import merge_counts
+from streams.monitoring.errors import ErrorReport, merge_counts
 from streams.monitoring.spout_ledger import REPLAY_CAUSES
 from streams.monitoring.stats import LogHistogram
 from streams.transactional.coordinated_bolt import CoordinatedBolt
@@ -289,20 +290,22 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
     """The Storm UI's topology page as a dict (``squall status --json``)."""
     client.connect()
     rec = client.record(name)
-    shape = _shape(client, rec)
     board = StatsBoard(client.bootstrap, name)
     try:
-        board.read_to_now()
+        # Four independent reads, each mostly waiting on the broker (a topic read to its end
+        # waits for its last fetch and 0.4 s of quiet): side by side, 1.2 s instead of 3.2.
+        with ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"status-{name}") as pool:
+            shape_f = pool.submit(_shape, client, rec)
+            board_f = pool.submit(board.read_to_now)
+            events_f = pool.submit(read_topic, client.bootstrap, client.names.events)
+            errors_f = pool.submit(_errors_or_none, client.bootstrap, name)
+            shape, every_event, reports = shape_f.result(), events_f.result(), errors_f.result()
+            board_f.result()
         snaps = list(board.latest.values())
         live = board.live(time.time())
     finally:
         board.close()
     running = executors_running(live)
-    every_event = read_topic(client.bootstrap, client.names.events)
-    try:
-        reports = read_errors(client.bootstrap, name)
-    except UsageError:  # submitted before Squall had an errors topic
-        reports = []
     comps: dict[str, Any] = {}
     for comp, tasks in shape["tasks"].items():
         mine = [s for s in snaps if s["component"] == comp]
@@ -374,6 +377,14 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
         "embedded_broker": embedded_broker(every_event, now),
         "outputs": shape["outputs"],
     }
+
+
+def _errors_or_none(bootstrap: str, name: str) -> list[ErrorReport]:
+    """``name``'s error reports; none for a topology submitted before Squall had an errors topic."""
+    try:
+        return read_errors(bootstrap, name)
+    except UsageError:
+        return []
 
 
 def contested_tasks(name: str, every_event: list[dict[str, Any]], live: list[dict[str, Any]]) -> list[str]:

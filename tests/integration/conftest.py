@@ -426,10 +426,12 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """A real Spark standalone cluster on this machine: one master and one worker (JVMs
-    started with pyspark's own ``spark-class``). Yields ``(master URL, worker work dir)``."""
+    started with pyspark's own ``spark-class``). Yields ``(master URL, worker work dir)``.
+    Module-scoped: its two JVMs stop with the module, not at the end of the session (they
+    took CPU from every later test)."""
     import pyspark
 
     spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"

@@ -182,8 +182,10 @@ class Cluster:
             b.close()
 
     def board(self, name: str) -> StatsBoard:
+        """``name``'s stats read to their end as of now (``read_to_now``: a running topology
+        never gives ``catch_up`` the quiet moment it waits for, so it waited out its timeout)."""
         b = StatsBoard(self.bootstrap, name)
-        b.catch_up()
+        assert b.read_to_now(), f"[{name}] stats not read to their end"
         return b
 
     def close(self, graceful: bool = False) -> None:

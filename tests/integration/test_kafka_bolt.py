@@ -33,6 +33,7 @@ def exclaimed(src: Path) -> Counter[str]:
     return Counter(w + "!!!!!!" for line in src.read_text().splitlines() for w in line.split())
 
 
+@pytest.mark.kafka_only  # the KafkaBolt's embedded-broker path is run by test_squall_run_says_how_to_declare_an_output_and_shows_a_stream (CI time)
 def test_the_exclamation_topology_writes_every_word_to_its_kafka_bolts_topic(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "in.txt", 2_000)
     out = tmp_path / "exclaimed.jsonl"

@@ -20,6 +20,7 @@ def registered(job: Job, name: str) -> int:
     return int(sum(s["counters"].get(name, 0) for s in job.board_snapshots() if s["component"] == "count"))
 
 
+@pytest.mark.kafka_only  # the embedded broker runs the changelog-state test of this module (CI time)
 def test_the_stateful_word_count_is_exact(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "slice.txt", 5000)
     out = tmp_path / "counts.json"
@@ -71,6 +72,7 @@ def test_a_stateful_windowed_count_holds_every_word_once_in_its_state_or_its_win
     assert summary.trees_acked == summary.records == 3000
 
 
+@pytest.mark.kafka_only  # the roll-back is broker-independent; the embedded broker runs the changelog-state test (CI time)
 def test_failed_tuples_roll_back_and_the_count_stays_exact(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
     """A rollback fails every tuple its task ran since the checkpoint, so a record can be caught in
     several; with few retries it would be dead-lettered (and its words rightly missing)."""

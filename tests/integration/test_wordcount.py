@@ -36,6 +36,7 @@ def test_wordcount_slice_counts_exactly_with_no_failures(settings: ServiceSettin
     assert summary.complete_latency_p99_s > 0
 
 
+@pytest.mark.kafka_only  # decoding is broker-independent (CI time)
 def test_non_utf8_input_is_decoded_with_replacement(settings: ServiceSettings, tmp_path: Path) -> None:
     src = tmp_path / "bytes.txt"
     src.write_bytes(b"caf\xe9 au lait\n\xff\xfe hello world\nHELLO don't\n")

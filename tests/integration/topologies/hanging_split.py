@@ -34,4 +34,5 @@ def topology() -> Topology:
     builder.set_bolt("split", HangingSplit(), 1).shuffle_grouping("lines")
     builder.set_bolt("count", Count(), 1).fields_grouping("split", ["word"])
     builder.set_output("squall.{topology}.counts", "count", "counts", key_field="word", value_field="count", merge="sum")
-    return builder.create_topology("hanging", {"topology.workers": 3, "squall.worker.hang.timeout.secs": 5})
+    # A 10 s message timeout bounds what the hang costs: trees lost with the hung worker replay after it (CI time).
+    return builder.create_topology("hanging", {"topology.workers": 3, "squall.worker.hang.timeout.secs": 5, "topology.message.timeout.secs": 10})
