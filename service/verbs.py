@@ -293,12 +293,13 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
     board = StatsBoard(client.bootstrap, name)
     try:
         # Four independent reads, each mostly waiting on the broker (a topic read to its end
-        # waits for its last fetch and 0.4 s of quiet): side by side, 1.2 s instead of 3.2.
+        # waits for its last fetch and 0.4 s of quiet): side by side they take the slowest
+        # one's time (about 1 s on Apache Kafka) instead of their sum (2-2.5 s).
         with ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"status-{name}") as pool:
             shape_f = pool.submit(_shape, client, rec)
             board_f = pool.submit(board.read_to_now)
             events_f = pool.submit(read_topic, client.bootstrap, client.names.events)
-            errors_f = pool.submit(_errors_or_none, client.bootstrap, name)
+            errors_f = pool.submit(_errors_or_empty, client.bootstrap, name)
             shape, every_event, reports = shape_f.result(), events_f.result(), errors_f.result()
             board_f.result()
         snaps = list(board.latest.values())
@@ -379,7 +380,7 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
     }
 
 
-def _errors_or_none(bootstrap: str, name: str) -> list[ErrorReport]:
+def _errors_or_empty(bootstrap: str, name: str) -> list[ErrorReport]:
     """``name``'s error reports; none for a topology submitted before Squall had an errors topic."""
     try:
         return read_errors(bootstrap, name)

@@ -127,7 +127,7 @@ def test_errors_dead_letters_and_the_storm_ui_api_of_a_served_topology(cluster: 
     operations = [op.ok() for op in schema.get_all_operations()]  # type: ignore[union-attr]
     assert len(operations) == 5
 
-    @settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))  # each uncached request reads the stats topic (CI time)
+    @settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))  # each uncached request reads the stats topic (CI time)
     @given(data=st.data())
     def fuzz(data: st.DataObject) -> None:
         op = data.draw(st.sampled_from(operations))
