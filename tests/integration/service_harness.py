@@ -18,9 +18,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from service.admin import read_topic
+from streams.kafka.clients import committed_offsets
 from streams.monitoring.board import LEDGER_TOTALS, StatsBoard
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,9 +29,6 @@ WORDCOUNT = ROOT / "examples" / "wordcount.py"
 STATEFUL = ROOT / "examples" / "wordcount_stateful.py"
 EXACTLY_ONCE = ROOT / "examples" / "wordcount_exactly_once.py"
 FEEDER = Path(__file__).parent / "feeder.py"
-
-COORDINATOR_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError._TIMED_OUT}
-"""Answers to a committed-offsets request that mean "the group's coordinator is moving: ask again"."""
 
 
 def free_port() -> int:
@@ -138,30 +136,20 @@ class Cluster:
         return proc
 
     def committed(self, name: str, spout: str = "lines", partitions: int = 2) -> list[int]:
+        """The spout group's committed offsets, asked again while its coordinator moves (after a
+        broker pause or restart), as the executors ask (``streams.kafka.clients.committed_offsets``)."""
         c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"squall.{name}.{spout}", "log_level": 0})
         try:
-            got = c.committed([TopicPartition(f"squall.{name}.{spout}", p) for p in range(partitions)], timeout=10)
-            return [max(tp.offset, 0) for tp in got]
+            got = committed_offsets(c, [TopicPartition(f"squall.{name}.{spout}", p) for p in range(partitions)], f"test {name}")
+            return [got.get(p, 0) for p in range(partitions)]
         finally:
             c.close()
 
     def wait_committed(self, name: str, total: int, timeout_s: float = 180.0) -> None:
-        """Wait until the spout group ``squall.<name>.lines`` committed ``total`` records.
-
-        The group's coordinator may be moving (after a broker pause or restart): its answers
-        NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS mean "ask again", as a consumer would."""
         deadline = time.monotonic() + timeout_s
-        got: list[int] = []
-        while sum(got) < total:
+        while sum(got := self.committed(name)) < total:
             assert time.monotonic() < deadline, f"[{name}] committed {got} of {total} after {timeout_s} s"
-            try:
-                got = self.committed(name)
-            except KafkaException as e:
-                if e.args[0].code() not in COORDINATOR_MOVING:
-                    raise
-                got = []
-            if sum(got) < total:
-                time.sleep(0.5)
+            time.sleep(0.5)
 
     def counts(self, name: str) -> Counter[str]:
         out: Counter[str] = Counter()
@@ -188,9 +176,9 @@ class Cluster:
         assert b.read_to_now(), f"[{name}] stats not read to their end"
         return b
 
-    def close(self, graceful: bool = False) -> None:
-        """Stop the feeders and the supervisors: SIGKILL (their workers die with them,
-        ``PR_SET_PDEATHSIG``), or SIGTERM and wait for the drain when ``graceful``. A test's
+    def close(self) -> None:
+        """Stop the feeders and SIGKILL the supervisors (their workers die with them,
+        ``PR_SET_PDEATHSIG``). A test's
         namespace and topics are its own, so nothing a killed supervisor left behind is read again;
         the drain itself is tested where it is asserted (``test_sigterm_drains...``)."""
         for p in self.feeders:
@@ -198,7 +186,7 @@ class Cluster:
                 p.kill()
         for proc, _ in self.serves.values():
             if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM if graceful else signal.SIGKILL)
+                proc.send_signal(signal.SIGKILL)
         for proc, _ in self.serves.values():
             try:
                 proc.wait(self.shutdown_timeout_s + 15)
