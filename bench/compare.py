@@ -552,10 +552,24 @@ def hop_breakdown(job: Job) -> list[dict[str, Any]]:
             continue
         rows.append((f"-> {c.id} (transit)", b.hist("bolt", "transit_latency", c.id)))
         rows.append((f"{c.id} (receipt to ack)", b.hist("bolt", "process_latency", c.id)))
+        if job.topology.transactional:
+            rows.append((f"{c.id}: finish_batch + markers, per task", b.hist("bolt", "finish_batch_latency", c.id)))
     rows.append(("-> acker (transit of acker ops)", b.hist("acker", "transit_latency")))
     rows.append(("acker -> spout (transit of results)", b.hist("spout", "transit_latency")))
-    rows.append(("complete latency", b.hist("spout", "complete_latency")))
+    rows.append(("complete latency (a tree)", b.hist("spout", "complete_latency")))
+    if job.topology.transactional:  # a batch's phases, in the transactional spout (streams.transactional.spout.BATCH_PHASES)
+        for name, label in BATCH_PHASE_ROWS:
+            rows.append((label, b.hist("spout", name)))
     return [{"hop": name, "p50_s": h.quantile(0.5), "p99_s": h.quantile(0.99), "count": h.count} for name, h in rows]
+
+
+BATCH_PHASE_ROWS = (
+    ("batch_save_latency", "batch: coordinator state write + confirm (x3 a batch)"),
+    ("batch_emit_latency", "batch: read its records, emit them and the end markers"),
+    ("batch_process_latency", "batch: emit to its tree's ack"),
+    ("batch_commit_wait_latency", "batch: acked, waiting for earlier txids to commit"),
+    ("batch_commit_latency", "batch: commit tuple to commit acked"),
+)
 
 
 def run_peer(
@@ -835,13 +849,15 @@ def print_workload(title: str, workload: str, rows: dict[str, Any]) -> None:
     acked = rows.get("squall-acked", {})
     if "reliability_overhead" in acked:
         print(f"{title}: reliability overhead 1 - acked/unacked = {acked['reliability_overhead']:.1%}")
-    for label, key in (("at full speed", "hops"), (f"at {fmt(acked.get('latency_rate'))} rec/s", "latency_hops")):
-        if acked.get(key):
-            print_table(
-                f"{title}: where a squall-acked tree's time goes, {label}",
-                ["hop", "p50 ms", "p99 ms", "samples"],
-                [[h["hop"], h["p50_s"] * 1000, h["p99_s"] * 1000, h["count"]] for h in acked[key]],
-            )
+    for contender, what in (("squall-acked", "tree"), ("squall-exactly-once", "batch")):
+        row = rows.get(contender, {})
+        for label, key in (("at full speed", "hops"), (f"at {fmt(row.get('latency_rate'))} rec/s", "latency_hops")):
+            if row.get(key):
+                print_table(
+                    f"{title}: where a {contender} {what}'s time goes, {label}",
+                    ["hop", "p50 ms", "p99 ms", "samples"],
+                    [[h["hop"], h["p50_s"] * 1000, h["p99_s"] * 1000, h["count"]] for h in row[key]],
+                )
     st = rows.get("squall-stateful", {})
     if "ratio_to_acked" in st:
         print(f"{title}: stateful / acked = {st['ratio_to_acked']:.2f}")

@@ -154,6 +154,12 @@ HISTS = {
     "execute_latency": "Bolt execute() time per tuple (Storm UI's execute latency)",
     "process_latency": "Bolt receipt of a tuple to its ack (Storm UI's process latency)",
     "spark_batch_duration": "SparkBolt micro-batch duration (trigger execution)",
+    "batch_save_latency": "Transactional spout: one write of the coordinator's state and the broker's confirmation",
+    "batch_emit_latency": "Transactional spout: reading a batch's records and emitting them with its end markers",
+    "batch_process_latency": "Transactional spout: a batch's emit to its tree's ack (processing in every bolt)",
+    "batch_commit_wait_latency": "Transactional spout: a processed batch waiting for the batches before it to commit",
+    "batch_commit_latency": "Transactional spout: a batch's commit tuple to its commit tree's ack (the committers' state transactions)",
+    "finish_batch_latency": "A bolt of a transactional topology: finish_batch and its end markers per batch and task (a committer's state transaction)",
     "transit_latency": "One hop: the producer's timestamp of an input record to its receipt (flush wait + broker + fetch wait; "
     "bolts sample 1 in 16 tuples, spouts time ack results, ackers acker ops)",
 }
@@ -211,6 +217,7 @@ class StatsCollector(Collector):
         hists: dict[str, HistogramMetricFamily] = {k: HistogramMetricFamily(f"squall_{k}_seconds", v, labels=LABELS) for k, v in HISTS.items()}
         workers: dict[tuple[str, str], tuple[float, float]] = {}
         registered: dict[str, CounterMetricFamily] = {}
+        latencies: dict[str, HistogramMetricFamily] = {}
         for s in stats:
             labels = [s.topology, s.component, s.kind, s.worker]
             for k in {*KIND_COUNTERS.get(s.kind, ()), *(c for c in s.counters if c in counters)}:
@@ -245,6 +252,12 @@ class StatsCollector(Collector):
             for k in {*KIND_HISTS.get(s.kind, ()), *(h for h in s.hists if h in hists)}:
                 h = s.hists.get(k) or LogHistogram()
                 hists[k].add_metric(labels, _buckets(h), h.total)
+            for k in sorted(s.hists.keys() - hists.keys()):  # TopologyContext.register_latency
+                family = latencies.get(k)
+                if family is None:
+                    what = "Registered by the topology (TopologyContext.register_latency)"
+                    family = latencies[k] = HistogramMetricFamily(f"squall_{k}_seconds", what, labels=LABELS)
+                family.add_metric(labels, _buckets(s.hists[k]), s.hists[k].total)
             if "process_cpu_seconds" in g:
                 key = (s.topology, s.worker)
                 old = workers.get(key, (0.0, 0.0))
@@ -256,6 +269,7 @@ class StatsCollector(Collector):
         yield from registered.values()
         yield from (by_type, reexecutions, replays, pending, limit, capacity, tasks, last_txid, lag, cpu, rss)
         yield from hists.values()
+        yield from latencies.values()
 
 
 class ProcessStats(Collector):

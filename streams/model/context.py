@@ -72,6 +72,9 @@ class ExecutorIO:
     None: a real Kafka producer. The test kit gives an in-memory one (:mod:`streams.testing.memlog`)."""
     epoch: int = 0
     """The worker's claim epoch (:mod:`streams.runtime.fencing`): a Trident state refuses a commit from an older one than its writer's last (0: not checked)."""
+    latency: Callable[[str], Callable[[float], None]] | None = None
+    """``latency(name)``: a recorder of seconds into the executor's histogram ``name``
+    (published with its stats, :meth:`TopologyContext.register_latency`); None: not recorded."""
     shared: dict[str, Any] = field(default_factory=dict)
     """Handles a task's copies share (a BatchBolt gets a fresh copy per batch), by a key the component picks.
 
@@ -151,6 +154,27 @@ class TopologyContext:
             raise TopologyError(f"[{self.this_component_id}] metric name {name!r}: use [a-z][a-z0-9_]* without _total (it becomes squall_<name>_total)")
         self.metrics[name] = read
 
+    def register_latency(self, name: str) -> Callable[[float], None]:
+        """A recorder of durations (seconds) into histogram ``name`` of the executor's stats.
+
+        Published as Prometheus ``squall_<name>_seconds`` (a histogram labelled with topology,
+        component, kind and worker; shared by the executor's tasks), with p50/p99 in ``squall
+        status`` and the bench's breakdowns. Where nothing publishes (a bare context), the
+        recorder does nothing. Raises TopologyError naming the component for a name that is
+        not ``[a-z][a-z0-9_]*``. Storm's ``registerMetric`` with a latency metric. In ``open``
+        or ``prepare``::
+
+            self.emit_latency = context.register_latency("batch_emit_latency")
+            ...
+            self.emit_latency(time.monotonic() - started)
+        """
+        if not METRIC_NAME.fullmatch(name):
+            raise TopologyError(f"[{self.this_component_id}] latency name {name!r}: use [a-z][a-z0-9_]*")
+        make = self.io.latency
+        if make is None:
+            return _ignore
+        return make(name)
+
     def state(self, name: str, kind: str = "opaque", combine: Callable[[Any, Any], Any] | None = None) -> State:
         """The topology's state ``name`` (stored as ``<topology>.<name>``) with Trident's semantics ``kind``.
 
@@ -190,3 +214,7 @@ class TopologyContext:
     def output_fields(self, stream: str = "default") -> tuple[str, ...]:
         """The declared fields of this component's ``stream``. Raises KeyError for an undeclared stream."""
         return self.topology.fields(self.this_component_id, stream)
+
+
+def _ignore(seconds: float) -> None:
+    """A latency recorder that records nothing (no executor publishes this context's stats)."""

@@ -157,6 +157,7 @@ class Executor:
         """This worker's claim epoch: every tuple and acker record written here carries it (:mod:`streams.runtime.fencing`)."""
         self.acks = AckBuffer(acker_topic(topology.name), conf.ackers, self.first_task(), self.epoch) if conf.ackers > 0 else None
         self.io = ExecutorIO(bootstrap, self.kafka, self.dead_letter, dead_letter_raw=self.dead_letter_raw, epoch=env.epoch)
+        self.io.latency = lambda name: self.stats.hist(name).record  # TopologyContext.register_latency
         self.io.open_changelog = lambda: ChangelogKvStore(bootstrap, self.kafka, component)
         purging = conf.purge_interval_secs > 0
         admin = new_admin({"bootstrap.servers": bootstrap, "log_level": 3, **self.kafka.get("admin", {})}) if purging else None

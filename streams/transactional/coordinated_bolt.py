@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from typing_extensions import override
@@ -122,6 +123,10 @@ class CoordinatedBolt(Bolt):
         self.collector: OutputCollector = _UNPREPARED
         self._anchors: list[Tuple] = []
         self._current: TaskBatch | None = None
+        self.clock: Callable[[], float] = time.monotonic
+        """Monotonic seconds, for ``finish_batch_latency`` (injectable)."""
+        self.finish_latency: Callable[[float], None] = _ignore
+        """Records each batch's ``finish_batch`` and end markers (a committer's: its state transaction), seconds."""
 
     # -- declaration ------------------------------------------------------------------
     @override
@@ -169,6 +174,7 @@ class CoordinatedBolt(Bolt):
                 targets[target.id] = target.task_ids
         self.downstream = sorted(t for ids in targets.values() for t in ids)
         self.input_at_commit = commit_phase_input(topology, me)
+        self.finish_latency = context.register_latency("finish_batch_latency")
         if not self.batch_bolt:
             assert isinstance(self.inner, Bolt)
             self.inner.prepare(conf, context, _Counting(collector, self))
@@ -319,6 +325,7 @@ class CoordinatedBolt(Bolt):
         """finish_batch, then this task's markers, anchored to the markers or the commit."""
         anchors = [b.commit] if self.committer else list(b.markers)
         self._anchors = anchors
+        began = self.clock()
         try:
             if self.batch_bolt:
                 self._bolt_of(b).finish_batch()
@@ -337,6 +344,7 @@ class CoordinatedBolt(Bolt):
         for a in anchors:
             self.collector.ack(a)
         self.tracker.finished(b)
+        self.finish_latency(self.clock() - began)
 
     def _settle_superseded(self) -> None:
         """Ack what a task held for attempts a replay superseded (their trees already failed)."""
@@ -369,3 +377,7 @@ def commit_phase_input(topology: Topology, component: str) -> bool:
         return False
 
     return fed_at_commit(component)
+
+
+def _ignore(seconds: float) -> None:
+    """Records nothing (before ``prepare``)."""

@@ -37,6 +37,7 @@ Example::
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -56,6 +57,18 @@ from streams.transactional.wiring import wire_transactional
 from streams.wire.naming import TP, component_topic
 
 log = logging.getLogger("squall.transactional")
+
+BATCH_PHASES = ("batch_save_latency", "batch_emit_latency", "batch_process_latency", "batch_commit_wait_latency", "batch_commit_latency")
+"""Where a batch's time goes, in the transactional spout (seconds, histograms in its stats):
+
+* ``batch_save_latency``: each write of the coordinator's state and the broker's confirmation
+  (before an emit, when a commit starts, after it ends);
+* ``batch_emit_latency``: reading a batch's records and emitting them and its end markers;
+* ``batch_process_latency``: the batch's emit to its tree's ack (every bolt's part, its markers);
+* ``batch_commit_wait_latency``: a processed batch waiting for the batches before it to commit;
+* ``batch_commit_latency``: its commit tuple to the commit tree's ack (every committer's
+  ``finish_batch``: the state transaction).
+"""
 
 
 class TransactionalKafkaSpout(Spout):
@@ -83,6 +96,16 @@ class TransactionalKafkaSpout(Spout):
         self.subscribers: list[int] = []
         self.has_committers = False
         self.poisoned: set[tuple[str, int, int]] = set()
+        self.clock: Callable[[], float] = time.monotonic
+        """Monotonic seconds, for the batch phase latencies (injectable)."""
+        self.phase: dict[str, Callable[[float], None]] = {}
+        """Recorders of each batch phase's seconds (:data:`BATCH_PHASES`), set by :meth:`open`."""
+        self.emitted_at: dict[tuple[int, int], float] = {}
+        """When each batch attempt in flight was emitted."""
+        self.acked_at: dict[int, float] = {}
+        """When each processed batch's tree was acked (it waits to commit in txid order)."""
+        self.commit_at: dict[tuple[int, int], float] = {}
+        """When each batch's commit tuple was emitted."""
 
     # -- declaration -----------------------------------------------------------------
     @override
@@ -144,6 +167,7 @@ class TransactionalKafkaSpout(Spout):
         }
         for key, read in metrics.items():
             context.register_metric(key, read)
+        self.phase = {name: context.register_latency(name) for name in BATCH_PHASES}
         log.info(
             "[%s] %s spout: committed txid %d, %d batches to replay, reading %s",
             self.component,
@@ -174,14 +198,22 @@ class TransactionalKafkaSpout(Spout):
         action = self.coordinator.next_action(self.source.highs(), self.source.starts())
         if action is None:
             return
-        self.source.save(self.coordinator.snapshot())  # durable before it is emitted
+        self._save()  # durable before it is emitted
         if action.kind == "commit":
             self._commit(action.batch)
         else:
             self._emit(action.batch)
 
+    def _save(self) -> None:
+        """Write the coordinator's state to its topic and wait for the broker (timed: ``batch_save_latency``)."""
+        assert self.coordinator is not None and self.source is not None
+        began = self.clock()
+        self.source.save(self.coordinator.snapshot())
+        self.phase["batch_save_latency"](self.clock() - began)
+
     def _emit(self, b: BatchMeta) -> None:
         assert self.coordinator is not None and self.source is not None
+        began = self.clock()
         records = self.source.read(b.ranges)
         tree = self.collector.open_tree(("batch", b.txid, b.attempt), (b.txid, b.attempt))
         sent: dict[int, int] = {}
@@ -201,6 +233,9 @@ class TransactionalKafkaSpout(Spout):
             tree.emit_direct(task, [b.txid, b.attempt, sent.get(task, 0)], BATCH_END_STREAM)
         tree.close()
         self.coordinator.emitted(b)
+        now = self.clock()
+        self.phase["batch_emit_latency"](now - began)
+        self.emitted_at[(b.txid, b.attempt)] = now
         if b.attempt > 1:
             log.info("[%s] replaying batch %d (attempt %d, %d records)", self.component, b.txid, b.attempt, b.records())
 
@@ -216,7 +251,12 @@ class TransactionalKafkaSpout(Spout):
     def _commit(self, b: BatchMeta) -> None:
         assert self.coordinator is not None and self.source is not None
         self.coordinator.commit_started(b)
-        self.source.save(self.coordinator.snapshot())  # frozen: a replay re-reads these ranges
+        self._save()  # frozen: a replay re-reads these ranges
+        now = self.clock()
+        acked = self.acked_at.pop(b.txid, None)
+        if acked is not None:
+            self.phase["batch_commit_wait_latency"](now - acked)
+        self.commit_at[(b.txid, b.attempt)] = now
         if not self.has_committers:
             self._committed(b.txid, b.attempt)
             return
@@ -229,7 +269,10 @@ class TransactionalKafkaSpout(Spout):
         b = self.coordinator.commit_acked(txid, attempt)
         if b is None:
             return
-        self.source.save(self.coordinator.snapshot())
+        started = self.commit_at.pop((txid, attempt), None)
+        if started is not None:
+            self.phase["batch_commit_latency"](self.clock() - started)
+        self._save()
         self.source.commit_group({tp: end for tp, (_, end) in b.ranges.items()})
 
     # -- outcomes --------------------------------------------------------------------
@@ -238,6 +281,11 @@ class TransactionalKafkaSpout(Spout):
         assert self.coordinator is not None
         kind, txid, attempt = msg_id
         if kind == "batch":
+            emitted = self.emitted_at.pop((txid, attempt), None)
+            if emitted is not None:
+                now = self.clock()
+                self.phase["batch_process_latency"](now - emitted)
+                self.acked_at[txid] = now
             self.coordinator.batch_acked(txid, attempt)
         else:
             self._committed(txid, attempt)
@@ -247,6 +295,9 @@ class TransactionalKafkaSpout(Spout):
         assert self.coordinator is not None
         kind, txid, attempt = msg_id
         log.info("[%s] %s of batch %d (attempt %d) failed: replaying it and every later batch in flight", self.component, kind, txid, attempt)
+        self.emitted_at = {k: v for k, v in self.emitted_at.items() if k[0] < txid}  # this batch and every later one are emitted again
+        self.acked_at = {k: v for k, v in self.acked_at.items() if k < txid}
+        self.commit_at.pop((txid, attempt), None)
         if kind == "batch":
             self.coordinator.batch_failed(txid, attempt)
         else:
