@@ -58,6 +58,12 @@ def main(argv: list[str] | None = None) -> None:
     i.add_argument("--seconds", type=float, default=20.0, help="how long each idle topology is measured")
     i.add_argument("--examples", nargs="+", default=None, help="examples/ files (default: word count acked, stateful and exactly once; flights exactly once)")
     i.add_argument("--broker", choices=["kafka", "tansu"], default="tansu")
+    sb = sub.add_parser("state", help="a committer's state transaction per batch, SQLite and PostgreSQL (issue 28)")
+    sb.add_argument("--lines", type=int, default=146_569, help="Shakespeare lines")
+    sb.add_argument("--batch-lines", type=int, default=2_000, help="lines per batch (2 partitions x squall.batch.records)")
+    sb.add_argument("--stores", nargs="+", choices=["sqlite", "postgres"], default=["sqlite", "postgres"])
+    sb.add_argument("--postgres", default=None, help="a PostgreSQL URL (default: a throw-away server)")
+    sb.add_argument("--json", default=None, help="write results as JSON here")
     tc = sub.add_parser("trace-cpu", help="the CPU sampled tracing adds on the real executor paths, no broker")
     tc.add_argument("--lines", type=int, default=146_569, help="Shakespeare lines through spout, split, count and acker")
     tc.add_argument("--chunk", type=int, default=1_000, help="lines per chunk: the variants alternate chunk by chunk")
@@ -100,6 +106,10 @@ def main(argv: list[str] | None = None) -> None:
 
         args.examples = args.examples or idle.EXAMPLES
         idle.run(args)
+    elif args.command == "state":
+        from bench import state
+
+        state.run(args)
     elif args.command == "trace-cpu":
         from bench import trace_cpu
 

@@ -13,11 +13,15 @@ class WorkerDied(FatalError):
     """A worker process exited unexpectedly (message names the worker and its components)."""
 
 
+class ServerError(FatalError):
+    """A throw-away server (PostgreSQL) for tests and benchmarks could not start (message says why)."""
+
+
 class InputError(SquallError):
     """The job's input path is missing or unreadable (message names the path)."""
 
 
-__all__ = ["BrokerError", "ConfigError", "ControlError", "FatalError", "InputError", "SquallError", "UsageError", "WorkerDied"]
+__all__ = ["BrokerError", "ConfigError", "ControlError", "FatalError", "InputError", "ServerError", "SquallError", "UsageError", "WorkerDied"]
 
 
 class ControlError(SquallError):

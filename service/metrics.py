@@ -253,11 +253,11 @@ class StatsCollector(Collector):
                 h = s.hists.get(k) or LogHistogram()
                 hists[k].add_metric(labels, _buckets(h), h.total)
             for k in sorted(s.hists.keys() - hists.keys()):  # TopologyContext.register_latency
-                family = latencies.get(k)
-                if family is None:
+                latency = latencies.get(k)
+                if latency is None:
                     what = "Registered by the topology (TopologyContext.register_latency)"
-                    family = latencies[k] = HistogramMetricFamily(f"squall_{k}_seconds", what, labels=LABELS)
-                family.add_metric(labels, _buckets(s.hists[k]), s.hists[k].total)
+                    latency = latencies[k] = HistogramMetricFamily(f"squall_{k}_seconds", what, labels=LABELS)
+                latency.add_metric(labels, _buckets(s.hists[k]), s.hists[k].total)
             if "process_cpu_seconds" in g:
                 key = (s.topology, s.worker)
                 old = workers.get(key, (0.0, 0.0))

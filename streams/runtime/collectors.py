@@ -32,7 +32,7 @@ from streams.monitoring.trace import Tracer
 from streams.runtime.acks import AckBuffer, ProduceFn
 from streams.runtime.routing import Route, Router
 from streams.wire.acker import why_text
-from streams.wire.codec import encode_json, encode_rooted, encode_tuple
+from streams.wire.codec import encode_batched, encode_json, encode_rooted, encode_tuple
 from streams.wire.ids import child_path, new_id
 
 
@@ -143,11 +143,16 @@ class BoltOutputCollectorImpl(_Emitter):
     def _send(self, route: Route, local: int, stream: str, values: list[Any], anchors: Sequence[Tuple], tid: tuple[int, int, int] | None = None) -> None:
         if len(anchors) == 1 and self.acks is not None:  # the hot path: one anchor in one tree
             a = anchors[0]
-            if len(a.anchors) == 1 and a.batch is None:
+            if len(a.anchors) == 1 and (a.batch is None or tid is None):
                 e = new_id()
                 a.ack_val ^= e
                 (root,) = a.anchors
-                self.produce(route.topic, encode_rooted(stream, self.component, self.task_id, self.epoch, values, root, e, tid), partition=local)
+                batch = a.batch  # a transactional tuple's children belong to its batch
+                if batch is None:
+                    payload = encode_rooted(stream, self.component, self.task_id, self.epoch, values, root, e, tid)
+                else:
+                    payload = encode_batched(stream, self.component, self.task_id, self.epoch, values, root, e, batch)
+                self.produce(route.topic, payload, partition=local)
                 if a.traced:  # its one tree is sampled (set when it was read)
                     assert self.tracer is not None
                     self.tracer.event("emit", root, self.task_id, edge=e, target=route.target, stream=stream)
@@ -434,7 +439,7 @@ class BatchTreeImpl:
         e = new_id()
         self.xor ^= e
         c = self.collector
-        c.produce(route.topic, encode_tuple(stream, c.component, c.task_id, values, {self.root: e}, self.batch, epoch=c.epoch), partition=local)
+        c.produce(route.topic, encode_batched(stream, c.component, c.task_id, c.epoch, values, self.root, e, self.batch), partition=local)
         self.emitted += 1
 
     def emit(self, values: list[Any], stream: str = DEFAULT_STREAM) -> list[int]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ from typing_extensions import override
 
 from streams.exceptions import StateError
 from streams.state.backend import KvCommit, KvSnapshot, StateBackend, StateTx
+from streams.wire.codec import decode_json, encode_state
 
 SQLITE_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS squall_state (name TEXT NOT NULL, key TEXT NOT NULL, writer TEXT NOT NULL, txid INTEGER NOT NULL, "
@@ -41,14 +41,14 @@ class _SqliteTx(StateTx):
             part = keys[i : i + 500]
             marks = ",".join("?" * len(part))
             for k, v in self.db.execute(f"SELECT key, value FROM squall_state WHERE name = ? AND key IN ({marks})", (self.name, *part)):
-                out[k] = json.loads(v)
+                out[k] = decode_json(v)
         return out
 
     def write(self, txid: int, rows: dict[str, Any]) -> None:
         self.db.executemany(
             "INSERT INTO squall_state (name, key, writer, txid, value) VALUES (?, ?, ?, ?, ?) "
             "ON CONFLICT(name, key) DO UPDATE SET writer = excluded.writer, txid = excluded.txid, value = excluded.value",
-            [(self.name, k, self.writer, txid, json.dumps(v)) for k, v in rows.items()],
+            [(self.name, k, self.writer, txid, encode_state(v)) for k, v in rows.items()],
         )
 
     def delete(self, keys: list[str]) -> None:
@@ -139,12 +139,12 @@ class SqliteBackend(StateBackend):
     @override
     def get(self, name: str, key: str) -> Any | None:
         row = self._db().execute("SELECT value FROM squall_state WHERE name = ? AND key = ?", (name, key)).fetchone()
-        return None if row is None else json.loads(row[0])
+        return None if row is None else decode_json(row[0])
 
     @override
     def items(self, name: str) -> Iterator[tuple[str, Any]]:
         for k, v in self._db().execute("SELECT key, value FROM squall_state WHERE name = ?", (name,)).fetchall():
-            yield k, json.loads(v)
+            yield k, decode_json(v)
 
     @override
     def last_txid(self, name: str, writer: str | None = None) -> int | None:

@@ -72,6 +72,7 @@ class Lifecycle(Observer):
     next_commit: dict[str, float]
     coordinators: dict[str, dict[str, Any]]
     error_logs: dict[str, ErrorLog]
+    latencies: dict[tuple[str, str], list[float]]
     top_conf: TopologyConfig
 
     # -- building ----------------------------------------------------------------------------
@@ -95,6 +96,7 @@ class Lifecycle(Observer):
                 io.kv_stores = shared.kv_stores
             io.source_positions = self._source_positions
             io.new_producer = lambda cfg: MemoryProducer(self.log)
+            io.latency = lambda name, c=component: self.latencies.setdefault((c, name), []).append
             io.batch_source = lambda spout, topics: MemoryBatchSource(self.log, topics, self._source_partitions(spout), self.coordinators.setdefault(spout, {}))
             self.io[component] = io
         return io

@@ -150,6 +150,9 @@ class LocalTopology(Lifecycle):
         """A transactional spout's saved coordinator state (:mod:`streams.testing.batches`), by spout."""
         self.error_logs: dict[str, ErrorLog] = {}
         """Each component's error log (:meth:`_errors`), filled as tasks are built."""
+        self.latencies: dict[tuple[str, str], list[float]] = {}
+        """What components recorded with ``TopologyContext.register_latency``, by ``(component,
+        name)``: seconds as the component measured them (its own clock, not the simulated one)."""
         self.closed = False
         self._in_run = False
         self._random_state = random.getstate()

@@ -198,10 +198,10 @@ class TransactionalKafkaSpout(Spout):
         action = self.coordinator.next_action(self.source.highs(), self.source.starts())
         if action is None:
             return
-        self._save()  # durable before it is emitted
         if action.kind == "commit":
-            self._commit(action.batch)
+            self._commit(action.batch)  # saves the batch, frozen, before its commit tuple (choosing a commit changes no state)
         else:
+            self._save()  # the new batch or attempt is durable before it is emitted
             self._emit(action.batch)
 
     def _save(self) -> None:

@@ -21,11 +21,9 @@ import json
 import os
 import random
 import re
-import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -40,6 +38,7 @@ from service.apache_kafka import ApacheKafka
 from service.broker import EMBEDDED_LAYER, EmbeddedBroker
 from service.config import ServiceSettings
 from service.corpus import read_lines, shakespeare_texts
+from service.postgres_server import local_postgres, postgres_bindir
 from service.runner import Job
 from service.summary import Summary
 from streams.testing import RunResult
@@ -473,16 +472,6 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple
         worker_log.close()
 
 
-def _pg_bindir() -> Path | None:
-    """The PostgreSQL server binaries (``pg_config --bindir``, else Debian's layout)."""
-    if shutil.which("pg_config"):
-        out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True)
-        if out.returncode == 0 and (Path(out.stdout.strip()) / "initdb").exists():
-            return Path(out.stdout.strip())
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
-    return found[-1].parent if found else None
-
-
 @pytest.fixture(params=["sqlite", "postgres"])
 def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A state store per test: a fresh SQLite file, then the session's PostgreSQL."""
@@ -514,27 +503,10 @@ def postgres_url() -> Iterator[str]:
     if url:
         yield url
         return
-    bindir = _pg_bindir()
-    if bindir is None:
+    if postgres_bindir() is None:
         pytest.fail("no PostgreSQL server binaries: apt-get install postgresql, or set SQUALL_TEST_POSTGRES=postgresql://...")
-    from service.broker import free_port
-
-    home = Path(tempfile.mkdtemp(prefix="squall-pg-"))  # not under pytest's root-only tmp: the postgres user must reach it
-    data = home / "data"
-    port = free_port()
-    as_user: list[str] = []
-    if os.geteuid() == 0:
-        shutil.chown(home, "postgres")
-        home.chmod(0o700)
-        as_user = ["runuser", "-u", "postgres", "--"]
-    subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "squall"], check=True, capture_output=True)
-    opts = f"-p {port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off"
-    subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(home / "log"), "-w", "start"], check=True, capture_output=True)
-    try:
-        yield f"postgresql://squall@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], capture_output=True)
-        shutil.rmtree(home, ignore_errors=True)
+    with local_postgres() as url:
+        yield url
 
 
 def dead_letters(job: Job) -> list[tuple[bytes, dict[str, str]]]:

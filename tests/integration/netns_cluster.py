@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from service.apache_kafka import ApacheKafka
-from tests.integration.conftest import CACHE, _pg_bindir, corpus_slice, direct_count
+from service.postgres_server import postgres_bindir
+from tests.integration.conftest import CACHE, corpus_slice, direct_count
 from tests.integration.netns import Lan, require
 from tests.integration.service_harness import EXACTLY_ONCE, FEEDER, ROOT, WORDCOUNT
 
@@ -99,7 +100,7 @@ class NetCluster:
         return self.brokers[node_id - 1]
 
     def start_postgres(self) -> None:
-        bindir = _pg_bindir()
+        bindir = postgres_bindir()
         assert bindir is not None, "no PostgreSQL server binaries: apt-get install postgresql"
         home = self.pg_home = Path(tempfile.mkdtemp(prefix="squall-pg-"))
         shutil.chown(home, "postgres")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -7,7 +8,7 @@ from hypothesis import strategies as st
 from streams import SquallError
 from streams.exceptions import DecodeError
 from streams.wire.acker import decode_list
-from streams.wire.codec import decode_tuple, encode_rooted, encode_tuple
+from streams.wire.codec import _decode_checked, decode_tuple, encode_batched, encode_rooted, encode_tuple
 
 
 def test_tuple_roundtrip_keeps_64_bit_ids_and_unicode() -> None:
@@ -98,16 +99,18 @@ ids = st.integers(0, 2**64 - 1)
     edge=ids,
 )
 def test_the_one_root_fast_paths_agree_with_the_general_codec(stream: str, task: int, values: list[object], root: int, edge: int) -> None:
-    """encode_rooted is byte-identical to encode_tuple with ``{root: edge}``, and the decoder's
-    fast path returns what the general path returns (the general path is reached with a
-    batch, which the fast path never takes)."""
+    """encode_rooted and encode_batched are byte-identical to encode_tuple with ``{root: edge}``
+    (and a batch), and the decoder's fast paths return what the general path returns."""
     epoch = 1_764_232_345_123
     raw = encode_rooted(stream, "split", task, epoch, values, root, edge)
     assert raw == encode_tuple(stream, "split", task, values, {root: edge}, epoch=epoch)
     got = decode_tuple(raw, component="c", topic="t", partition=0, offset=0)
     assert got == (stream, "split", task, epoch, values, {root: edge}, None, None)
-    with_batch = decode_tuple(encode_tuple(stream, "split", task, values, {root: edge}, (7, 1), epoch=epoch), component="c", topic="t", partition=0, offset=0)
-    assert with_batch[:6] == got[:6] and with_batch[6] == (7, 1)
+    batched = encode_batched(stream, "split", task, epoch, values, root, edge, (7, 1))
+    assert batched == encode_tuple(stream, "split", task, values, {root: edge}, (7, 1), epoch=epoch)
+    with_batch = decode_tuple(batched, component="c", topic="t", partition=0, offset=0)
+    assert with_batch == (*got[:6], (7, 1), None)
+    assert with_batch == _decode_checked(orjson.loads(batched))  # the batch's fast path returns what the general path returns
     tid = (2**31 - 1, 2**40, 2**32 - 1)
     with_id = decode_tuple(encode_rooted(stream, "split", task, epoch, values, root, edge, tid), component="c", topic="t", partition=0, offset=0)
     assert with_id == (*got[:7], tid)
@@ -123,6 +126,10 @@ def test_the_one_root_fast_paths_agree_with_the_general_codec(stream: str, task:
         b'[2,"s","c",0,1,[],[1.5,2]]',
         b'[2,"s","c",0,1.5,[],[1,2]]',
         b'[2,"s","c",0,1,[],[1,2],null,[1,2,-3]]',
+        b'[2,"s","c",0,1,[],[1,2],null]',
+        b'[2,"s","c",0,1,[],[1,2],[7]]',
+        b'[2,"s","c",0,1,[],[1,2],[7,"1"]]',
+        b'[2,"s","c",0,1,[],[1,2],{"txid":7}]',
     ],
 )
 def test_the_fast_path_rejects_what_the_general_path_rejects(raw: bytes) -> None:
