@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--contenders", nargs="+", default=None)
     c.add_argument("--latency-seconds", type=float, default=10.0)
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a topology config key for squall-acked/-unacked (JSON value), repeatable")
+    c.add_argument("--set-eo", action="append", default=[], metavar="KEY=VALUE", help="a topology config key for squall-exactly-once (JSON value), repeatable")
     s = sub.add_parser("spark", help="word count: split as a SparkBolt vs the same as a Python bolt")
     s.add_argument("--smoke", action="store_true", help="tiny input, correctness only")
     s.add_argument("--latency-seconds", type=float, default=10.0)
@@ -76,6 +77,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if hasattr(args, "set"):
         args.set = dict(parse_setting(kv) for kv in args.set)
+    if hasattr(args, "set_eo"):
+        args.set_eo = dict(parse_setting(kv) for kv in args.set_eo)
     if args.command == "acker":
         from bench import acker
 

@@ -644,6 +644,8 @@ def run(args: Any) -> dict[str, Any]:
     settings = getattr(args, "set", None) or {}  # --set KEY=VALUE (squall-acked, squall-unacked)
     if settings:
         result["settings"] = settings
+    if getattr(args, "set_eo", None):  # --set-eo KEY=VALUE (squall-exactly-once)
+        result["settings_exactly_once"] = args.set_eo
     for kind in brokers_of(args):
         with broker(args.bootstrap, "tansu" if kind == "external" else kind) as bootstrap:
             print(f"[bench] broker {kind} at {bootstrap}", file=sys.stderr, flush=True)
@@ -665,10 +667,12 @@ def run_contender(
     workdir: Path,
     settings: dict[str, Any] | None = None,
     on_kafka: bool = False,
+    eo_settings: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One run of contender ``name`` on ``workload``'s ``lines`` (``rate``: records/s offered, None: as fast as it goes); its row.
 
-    ``settings``: topology keys for squall-acked, -unacked and -traced (``--set``). A contender
+    ``settings``: topology keys for squall-acked, -unacked and -traced (``--set``); ``eo_settings``
+    for squall-exactly-once (``--set-eo``). A contender
     with no version of the workload gets a row with a ``note``. Raises what the run raises.
     """
     settings = settings or {}
@@ -680,7 +684,7 @@ def run_contender(
         return run_squall(bootstrap, workload, lines, exp, True, rate, quiet_s, limit_s, workdir, SPARK_EXAMPLES[workload])
     if name == "squall-exactly-once":
         example, state = EXACTLY_ONCE[workload]
-        return run_squall(bootstrap, workload, lines, exp, True, rate, quiet_s, limit_s, workdir, example, state)
+        return run_squall(bootstrap, workload, lines, exp, True, rate, quiet_s, limit_s, workdir, example, state, overrides=eo_settings)
     if name == "squall-stateful":
         if workload not in STATEFUL_EXAMPLES:
             return {"note": f"no stateful version of {workload}"}
@@ -711,7 +715,7 @@ def run_workload(
     for name in contenders:
         print(f"[bench] {kind} {workload}: {name} ...", file=sys.stderr, flush=True)
         try:
-            row = run_contender(name, bootstrap, workload, lines, exp, None, quiet_s, limit_s, workdir, settings, on_kafka)
+            row = run_contender(name, bootstrap, workload, lines, exp, None, quiet_s, limit_s, workdir, settings, on_kafka, getattr(args, "set_eo", None))
         except Exception as exc:  # a contender that breaks is reported, not hidden
             row = {"error": f"{type(exc).__name__}: {exc}", "correct": False}
         if "seconds" in row:
@@ -739,7 +743,9 @@ def run_workload(
                 crate, csample, cexp = rate, sample, sexp
             print(f"[bench] {kind} {workload}: {name} latency at {crate:,.0f} records/s ...", file=sys.stderr, flush=True)
             try:
-                lat = run_contender(name, bootstrap, workload, csample, cexp, crate, quiet_s, limit_s, workdir, settings, on_kafka)
+                lat = run_contender(
+                    name, bootstrap, workload, csample, cexp, crate, quiet_s, limit_s, workdir, settings, on_kafka, getattr(args, "set_eo", None)
+                )
                 rows[name]["p50_s"], rows[name]["p99_s"] = lat.get("p50_s"), lat.get("p99_s")
                 rows[name]["latency_rate"] = crate
                 if lat.get("hops"):

@@ -90,7 +90,11 @@ class StateTx(ABC):
 
     @abstractmethod
     def keys_at(self, txid: int) -> list[str]:
-        """The keys this writer last wrote in batch ``txid``."""
+        """The keys this writer last wrote in batch ``txid``.
+
+        A scan of the state's rows (no index serves it: one would cost every write more); only
+        an opaque replay of the writer's last batch asks.
+        """
 
     @abstractmethod
     def committed(self, txid: int) -> bool:

