@@ -184,7 +184,6 @@ def test_every_dashboard_query_returns_data_and_quantiles_match_squall_run(binar
         eo = f"eo{uuid.uuid4().hex[:6]}"
         cluster.squall("submit", str(EXACTLY_ONCE), "--name", eo)
         cluster.wait_ready(["s1"], 3)
-        cluster.feed(f"squall.{eo}.lines", corpus_slice(corpus, tmp_path / "eo.txt", 5_000), seconds=5)
         # a `squall run` job whose workers serve /metrics themselves (split is a SparkBolt)
         metrics_port = free_port_block(16)
         settings = ServiceSettings(bootstrap_servers=bootstrap, data_dir=tmp_path / "run", metrics_port=metrics_port)
@@ -193,6 +192,8 @@ def test_every_dashboard_query_returns_data_and_quantiles_match_squall_run(binar
         assert job.cluster is not None
         targets = [f"127.0.0.1:{http}"] + [f"127.0.0.1:{metrics_port + i}" for i in range(len(job.cluster.workers))]
         prom = Prometheus(binaries["prometheus"], tmp_path, targets)
+        # fed while Prometheus scrapes: the batch panels' rates need samples before and after
+        cluster.feed(f"squall.{eo}.lines", corpus_slice(corpus, tmp_path / "eo.txt", 5_000), seconds=5)
         job.wait_ready(180)
         job.produce_input()
         deadline = time.monotonic() + 300
