@@ -43,6 +43,7 @@ from service.claim_watch import FENCED_EXIT_CODE
 from service.claims import Claim, ClaimBook, task_refs
 from service.config import ServiceSettings
 from service.control_log import SLOTS, ControlLog, ControlTopics, ControlWriter, EventLog, ensure_control_topics
+from service.event_record import EventRecorder
 from service.hang import heartbeat_mtime, heartbeat_path, heartbeat_stale
 from service.http import HealthServer
 from service.metrics import ProcessStats, StatsCollector, merge_snapshots
@@ -130,6 +131,7 @@ class SupervisorService:
         self.waiting: dict[WorkerKey, str] = {}
         """Workers held back this round, and why (logged when the reason changes)."""
         self.writer: ControlWriter | None = None
+        self.recorder = EventRecorder(self.id, lambda: self.writer)
         self.membership: SlotMembership | None = None
         self.plans: dict[str, TopologyPlan] = {}
         self.plan_errors: dict[str, str] = {}
@@ -189,6 +191,11 @@ class SupervisorService:
             w.proc.wait()
             self._stopped(key, w)
         self.procs.clear()
+        for _ in range(10):  # the exits not confirmed yet: a few more tries before this process is gone
+            self.recorder.retry()
+            if not self.recorder.pending:
+                break
+            time.sleep(TICK_S)
         # No LeaveGroup (see SlotMembership): the slots move after one session timeout.
         if self.control is not None:
             self.control.close()
@@ -228,6 +235,7 @@ class SupervisorService:
         """One round (see the module docstring)."""
         assert self.control is not None and self.events is not None
         self._heartbeat()
+        self.recorder.retry()
         for name in self.control.poll(0):
             self._plan(name)
         for event in self.events.poll(0):
@@ -320,6 +328,7 @@ class SupervisorService:
                 "at": now,
                 "http": f"{self.http.host}:{self.http.port}",
             },
+            keep=False,
         )
         if not recorded:  # a worker whose claim is not in the events could run beside another: it must not run
             log.error("[%s] worker w%d (pid %d): its claim could not be recorded; stopping it", spec.key.topology, spec.key.worker, proc.pid)
@@ -463,22 +472,14 @@ class SupervisorService:
             log.warning("[%s] worker w%d (%s) exited with %s: restarting in %.1f s", key.topology, key.worker, comps, code, delay)
         self._event(key.topology, event)
 
-    def _event(self, topology: str, event: dict[str, Any]) -> bool:
+    def _event(self, topology: str, event: dict[str, Any], keep: bool = True) -> bool:
         """Record a worker start or exit in the events topic (claims, ``status``, ``kill``); it applies to this supervisor's own claims at once.
 
-        Returns whether the broker confirmed it.
+        Returns whether the broker confirmed it; an unconfirmed one is written again each round (:mod:`service.event_record`).
         """
         self.claims.apply({"topology": topology, **event})
-        if self.writer is None:
-            return False
-        try:
-            self.writer.event(topology, event)
-        except Exception as exc:
-            log.warning("[supervisor %s] could not record worker event %s of %s: %s", self.id, event.get("event"), topology, exc)
-            return False
-        return True
+        return self.recorder.record(topology, event, keep)
 
-    # -- metrics ---------------------------------------------------------------------
     def executor_stats(self) -> list[Any]:
         """The live executors of the workers this supervisor runs, from their topologies' stats topics (so one scrape of a supervisor covers its workers)."""
         return merge_snapshots(self.boards.live_of_workers({(k.topology, f"w{k.worker}") for k in self.procs}))

@@ -194,6 +194,29 @@ def set_active(client: Client, name: str, active: bool, now: float) -> str:
     return f"{'activated' if active else 'deactivated'} {name}"
 
 
+def still_running(workers: set[int], seen: list[dict[str, Any]], since: float) -> dict[int, dict[str, Any]]:
+    """The workers of ``workers`` that may still run after a kill at ``since``: worker -> its last ``started`` event.
+
+    A worker is done once it reported ``stopped`` after the kill, or when its last event is
+    not ``started``: it crashed, was fenced or refused, or was stopped before the kill and
+    not started again, or never started (a supervisor starts no worker of a killed topology).
+
+    >>> seen = [{"worker": 0, "event": "started", "at": 1.0, "pid": 7}, {"worker": 1, "event": "crashed", "at": 2.0}]
+    >>> still_running({0, 1, 2}, seen, since=5.0)
+    {0: {'worker': 0, 'event': 'started', 'at': 1.0, 'pid': 7}}
+    >>> still_running({0, 1, 2}, [*seen, {"worker": 0, "event": "stopped", "at": 6.0}], since=5.0)
+    {}
+    """
+    last: dict[int, dict[str, Any]] = {}
+    stopped: set[int] = set()
+    for e in seen:
+        w = int(e["worker"])
+        last[w] = e
+        if e.get("event") == "stopped" and float(e["at"]) >= since:
+            stopped.add(w)
+    return {w: last[w] for w in sorted(workers - stopped) if w in last and last[w].get("event") == "started"}
+
+
 def kill_topology(client: Client, name: str, wait_s: float | None, now: float, sleep: Any = time.sleep) -> str:
     """Deactivate, wait ``wait_s`` (default: the message timeout), stop the workers, remove."""
     client.connect()
@@ -207,16 +230,14 @@ def kill_topology(client: Client, name: str, wait_s: float | None, now: float, s
     # exit is recorded, so the topology is gone when this returns.
     workers = set(range(int(shape["workers"])))
     deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        seen = events(client, name)
-        stopped = {e["worker"] for e in seen if e.get("event") == "stopped" and e["at"] >= now}
-        last = {e["worker"]: e.get("event") for e in seen}
-        stopped |= {w for w, what in last.items() if what == "refused"}  # never started (service.state_placement)
-        if workers <= stopped:
+    while True:
+        left = still_running(workers, events(client, name), now)
+        if not left:
             break
+        if time.monotonic() >= deadline:
+            where = ", ".join(f"w{w} (pid {e.get('pid')} on {e.get('supervisor')})" for w, e in sorted(left.items()))
+            raise ControlError(f"[{name}] workers {where} did not report stopping within 90 s after kill_at; the topology is left KILLED")
         time.sleep(0.5)
-    else:
-        raise ControlError(f"[{name}] workers {sorted(workers - stopped)} did not report stopping within 90 s after kill_at; the topology is left KILLED")
     ControlWriter(client.bootstrap, client.names, client.kafka.get("producer")).remove(name)
     return f"killed {name} (waited {wait:g} s)"
 

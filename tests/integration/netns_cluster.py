@@ -258,10 +258,26 @@ def finish_and_check(cluster: NetCluster, run: Run, feeders: list[subprocess.Pop
         st = json.loads(cluster.squall("status", name, "--json"))
         assert st["contested_tasks"] == [], st["contested_tasks"]
         fenced[name] = (st["fenced_tuples"], st["fenced_acker_ops"], st["fenced_commits"])
-        cluster.squall("kill", name, "-w", "1")
+        try:
+            cluster.squall("kill", name, "-w", "1")
+        except AssertionError:
+            print(kill_diagnosis(cluster, name, hosts))
+            raise
     print(f"late writes of replaced workers dropped (tuples, acker ops, commits undone): {fenced}")
     events = [e for e in every if e.get("topology") in (run.alo, run.eo)]
     return {"events": events, "logs": logs, "over": over, "fenced": fenced}
+
+
+def kill_diagnosis(cluster: NetCluster, name: str, hosts: list[str]) -> str:
+    """What the supervisors and the workers of ``name`` logged last, for a kill that did not finish."""
+    out = [f"--- why [{name}] did not stop: the supervisors' last lines about it, and each worker log's tail"]
+    for h in hosts:
+        serve = cluster.tmp / f"serve-{h}.log"
+        lines = [line[:300] for line in serve.read_text(errors="replace").splitlines() if name in line or "Traceback" in line or "supervisor" in line]
+        out += [f"  serve-{h}: {line}" for line in lines[-25:]]
+        for p in sorted((cluster.tmp / h / "supervisors" / h / "logs").glob(f"{name}-*.log")):
+            out += [f"  {h} {p.name}: {line[:300]}" for line in p.read_text(errors="replace").splitlines()[-12:]]
+    return "\n".join(out)
 
 
 def at_the_cut(events: list[dict[str, Any]], victim: str, cut: float) -> dict[int, tuple[str, int]]:

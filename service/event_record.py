@@ -1,0 +1,107 @@
+"""A supervisor's worker events (started, stopped, crashed, fenced, refused), written to ``squall.__events`` and never lost.
+
+The events topic is what ``squall kill`` waits on (a ``stopped`` per worker), what
+``squall status`` reads, and where the other supervisors learn who claims a task
+(:mod:`service.claims`). A write the broker did not confirm (a broker pause, a lossy
+link) is kept and written again at the next round, oldest first, so a worker's exit is
+recorded as soon as the broker takes writes again.
+
+>>> sent = []
+>>> from streams.exceptions import SquallError
+>>> class Flaky:
+...     down = True
+...     def event(self, topology, event):
+...         if self.down:
+...             raise SquallError("not confirmed")
+...         sent.append((topology, event["event"]))
+>>> writer = Flaky()
+>>> rec = EventRecorder("h1", lambda: writer)
+>>> rec.record("wc", {"event": "stopped", "worker": 0})
+False
+>>> writer.down = False
+>>> rec.retry(), sent
+(1, [('wc', 'stopped')])
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Protocol
+
+log = logging.getLogger("squall.serve")
+
+MAX_KEPT = 10_000
+"""Unconfirmed events kept for the next try; the oldest are dropped (and logged) past this."""
+
+
+class EventWriter(Protocol):
+    """What writes one event (:class:`service.control_log.ControlWriter`)."""
+
+    def event(self, topology: str, event: dict[str, Any]) -> None:
+        """Write ``event`` of ``topology``, confirmed. Raises when it is not."""
+
+
+class EventRecorder:
+    """Writes events through ``writer()`` (None before the supervisor connects) and keeps the unconfirmed ones.
+
+    Args:
+      supervisor: this supervisor's id (log lines).
+      writer: returns the current writer, or None.
+    """
+
+    def __init__(self, supervisor: str, writer: Callable[[], EventWriter | None]) -> None:
+        self.supervisor = supervisor
+        self.writer = writer
+        self.pending: deque[tuple[str, dict[str, Any]]] = deque()
+        """Events not confirmed yet, oldest first."""
+
+    def record(self, topology: str, event: dict[str, Any], keep: bool = True) -> bool:
+        """Write ``event`` of ``topology`` after the older unconfirmed ones; returns whether all of them are confirmed.
+
+        ``keep=False``: an event that is pointless later (a ``started`` whose worker is
+        stopped when it is not confirmed) is not kept.
+        """
+        self.retry()
+        if not self.pending and self._send(topology, event):
+            return True
+        if keep:
+            self._keep(topology, event)
+        return False
+
+    def retry(self) -> int:
+        """Write the kept events, oldest first, until one fails; returns how many were confirmed."""
+        done = 0
+        while self.pending:
+            topology, event = self.pending[0]
+            if not self._send(topology, event):
+                break
+            self.pending.popleft()
+            done += 1
+        if done:
+            log.warning("[supervisor %s] recorded %d worker events late; %d still unconfirmed", self.supervisor, done, len(self.pending))
+        return done
+
+    def _keep(self, topology: str, event: dict[str, Any]) -> None:
+        self.pending.append((topology, event))
+        while len(self.pending) > MAX_KEPT:
+            old_topology, old = self.pending.popleft()
+            log.error("[supervisor %s] dropped unconfirmed worker event %s of %s: over %d kept", self.supervisor, old.get("event"), old_topology, MAX_KEPT)
+
+    def _send(self, topology: str, event: dict[str, Any]) -> bool:
+        writer = self.writer()
+        if writer is None:
+            return False
+        try:
+            writer.event(topology, event)
+        except Exception as exc:  # BrokerError, or the client's own (a full queue): keep it either way
+            log.warning(
+                "[supervisor %s] could not record worker event %s of %s (kept, written again next round): %s",
+                self.supervisor,
+                event.get("event"),
+                topology,
+                exc,
+            )
+            return False
+        return True
