@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "idle":
         from bench import idle
 
-        args.examples = args.examples or idle.EXAMPLES
+        args.examples = [e if e.endswith(".py") else f"{e}.py" for e in args.examples or idle.EXAMPLES]
         idle.run(args)
     elif args.command == "state":
         from bench import state
