@@ -164,3 +164,34 @@ def test_an_upstream_task_that_restarts_mid_batch_breaks_the_batch_here() -> Non
     assert b.received == {10: 1}  # its tuples were not counted
     fresh = t.data(5, 2, source_task=10, epoch=222)  # the replay, a new attempt: clean
     assert fresh is not None and not fresh.broken and t.superseded == [b]
+
+
+@given(
+    st.integers(min_value=1, max_value=50),
+    st.lists(st.tuples(st.integers(min_value=0, max_value=120), st.integers(min_value=0, max_value=120)), min_size=1, max_size=20),
+)
+def test_a_batch_takes_what_has_arrived_up_to_the_cap(cap: int, arrivals: list[tuple[int, int]]) -> None:
+    """``squall.batch.records`` is a cap, not a size: below it a batch takes every record that has arrived, so batches
+    grow only while the input outruns the commits (the default cap, 5,000, binds only at full speed)."""
+    c = BatchCoordinator(CoordinatorState(), opaque=False, max_pending=1, batch_records=cap)
+    tps: list[TP] = [("t", 0), ("t", 1)]
+    highs = dict.fromkeys(tps, 0)
+    cursor = dict.fromkeys(tps, 0)
+    for more in arrivals:  # records arrive, then the spout asks for its next action (one batch in flight at most)
+        for tp, n in zip(tps, more, strict=True):
+            highs[tp] += n
+        a = c.next_action(dict(highs), starts=dict.fromkeys(tps, 0))
+        if all(highs[tp] == cursor[tp] for tp in tps):
+            assert a is None  # nothing new: no empty batch
+            continue
+        assert a is not None and a.kind == "emit"
+        want = {tp: (cursor[tp], min(highs[tp], cursor[tp] + cap)) for tp in tps if highs[tp] > cursor[tp]}
+        assert a.batch.ranges == want
+        for tp, (_, end) in want.items():
+            cursor[tp] = end
+        c.emitted(a.batch)
+        c.batch_acked(a.batch.txid, a.batch.attempt)
+        commit = c.next_action(dict(highs), starts={})
+        assert commit is not None and commit.kind == "commit" and commit.batch.txid == a.batch.txid
+        c.commit_started(commit.batch)
+        assert c.commit_acked(commit.batch.txid, commit.batch.attempt) is not None
