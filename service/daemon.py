@@ -192,7 +192,7 @@ class SupervisorService:
             self._stopped(key, w)
         self.procs.clear()
         for _ in range(10):  # the exits not confirmed yet: a few more tries before this process is gone
-            self.recorder.retry()
+            self.recorder.retry(force=True)
             if not self.recorder.pending:
                 break
             time.sleep(TICK_S)

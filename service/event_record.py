@@ -4,7 +4,9 @@ The events topic is what ``squall kill`` waits on (a ``stopped`` per worker), wh
 ``squall status`` reads, and where the other supervisors learn who claims a task
 (:mod:`service.claims`). A write the broker did not confirm (a broker pause, a lossy
 link) is kept and written again at the next round, oldest first, so a worker's exit is
-recorded as soon as the broker takes writes again.
+recorded as soon as the broker takes writes again. After a failed write the kept events wait
+``retry_every_s`` before the next try, so a broker that is down does not stall every round of the
+supervisor for a write's timeout.
 
 >>> sent = []
 >>> from streams.exceptions import SquallError
@@ -15,7 +17,7 @@ recorded as soon as the broker takes writes again.
 ...             raise SquallError("not confirmed")
 ...         sent.append((topology, event["event"]))
 >>> writer = Flaky()
->>> rec = EventRecorder("h1", lambda: writer)
+>>> rec = EventRecorder("h1", lambda: writer, retry_every_s=0.0)
 >>> rec.record("wc", {"event": "stopped", "worker": 0})
 False
 >>> writer.down = False
@@ -26,6 +28,7 @@ False
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -49,13 +52,21 @@ class EventRecorder:
     Args:
       supervisor: this supervisor's id (log lines).
       writer: returns the current writer, or None.
+      retry_every_s: after a failed write, seconds before the kept events are tried again.
+      clock: monotonic seconds (injectable).
     """
 
-    def __init__(self, supervisor: str, writer: Callable[[], EventWriter | None]) -> None:
+    def __init__(
+        self, supervisor: str, writer: Callable[[], EventWriter | None], retry_every_s: float = 2.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.supervisor = supervisor
         self.writer = writer
+        self.retry_every_s = retry_every_s
+        self.clock = clock
         self.pending: deque[tuple[str, dict[str, Any]]] = deque()
         """Events not confirmed yet, oldest first."""
+        self.next_try = 0.0
+        """When the kept events may be tried again (``clock`` seconds)."""
 
     def record(self, topology: str, event: dict[str, Any], keep: bool = True) -> bool:
         """Write ``event`` of ``topology`` after the older unconfirmed ones; returns whether all of them are confirmed.
@@ -70,8 +81,13 @@ class EventRecorder:
             self._keep(topology, event)
         return False
 
-    def retry(self) -> int:
-        """Write the kept events, oldest first, until one fails; returns how many were confirmed."""
+    def retry(self, force: bool = False) -> int:
+        """Write the kept events, oldest first, until one fails; returns how many were confirmed.
+
+        Before ``next_try`` (a write failed less than ``retry_every_s`` ago) it writes nothing, unless ``force``.
+        """
+        if not self.pending or (not force and self.clock() < self.next_try):
+            return 0
         done = 0
         while self.pending:
             topology, event = self.pending[0]
@@ -95,7 +111,8 @@ class EventRecorder:
             return False
         try:
             writer.event(topology, event)
-        except Exception as exc:  # BrokerError, or the client's own (a full queue): keep it either way
+        except Exception as exc:
+            self.next_try = self.clock() + self.retry_every_s  # BrokerError, or the client's own (a full queue): keep it either way
             log.warning(
                 "[supervisor %s] could not record worker event %s of %s (kept, written again next round): %s",
                 self.supervisor,

@@ -30,7 +30,7 @@ class Writer:
 def test_kept_events_reach_the_topic_once_each_in_the_order_recorded(records: list[tuple[bool, bool]], ups: list[bool]) -> None:
     """``records``: (keep, retry a round after it); ``ups``: which writes the broker confirms, cycled."""
     writer = Writer(ups)
-    rec = EventRecorder("h1", lambda: writer)
+    rec = EventRecorder("h1", lambda: writer, retry_every_s=0.0)
     dropped = []
     for n, (keep, retry) in enumerate(records):
         if not rec.record("wc", {"event": "stopped", "n": n}, keep=keep) and not keep:
@@ -47,11 +47,25 @@ def test_kept_events_reach_the_topic_once_each_in_the_order_recorded(records: li
 
 def test_before_the_writer_exists_events_are_kept_for_it() -> None:
     holder: list[Writer] = []
-    rec = EventRecorder("h1", lambda: holder[0] if holder else None)
+    rec = EventRecorder("h1", lambda: holder[0] if holder else None, retry_every_s=0.0)
     assert rec.record("wc", {"event": "stopped", "n": 0}) is False
     holder.append(Writer([True]))
     assert rec.record("wc", {"event": "stopped", "n": 1}) is True
     assert holder[0].sent == [("wc", 0), ("wc", 1)]
+
+
+def test_after_a_failed_write_the_kept_events_wait_before_the_next_try() -> None:
+    """A broker that is down costs the supervisor one write's timeout per ``retry_every_s``, not one per round."""
+    now = [100.0]
+    writer = Writer([False])
+    rec = EventRecorder("h1", lambda: writer, retry_every_s=2.0, clock=lambda: now[0])
+    assert rec.record("wc", {"event": "stopped", "n": 0}) is False and writer.calls == 1
+    assert rec.record("wc", {"event": "crashed", "n": 1}) is False and writer.calls == 1  # kept behind the first, not tried
+    now[0] = 101.0
+    assert rec.retry() == 0 and writer.calls == 1
+    writer.ups = [True]
+    assert rec.retry(force=True) == 2 and writer.sent == [("wc", 0), ("wc", 1)]
+    assert rec.record("wc", {"event": "stopped", "n": 2}) is True
 
 
 def test_a_kill_waits_only_for_workers_whose_last_event_is_a_start() -> None:
