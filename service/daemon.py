@@ -191,11 +191,7 @@ class SupervisorService:
             w.proc.wait()
             self._stopped(key, w)
         self.procs.clear()
-        for _ in range(10):  # the exits not confirmed yet: a few more tries before this process is gone
-            self.recorder.retry(force=True)
-            if not self.recorder.pending:
-                break
-            time.sleep(TICK_S)
+        self.recorder.last_tries(10, TICK_S)  # the exits not confirmed yet, before this process is gone
         # No LeaveGroup (see SlotMembership): the slots move after one session timeout.
         if self.control is not None:
             self.control.close()
@@ -480,6 +476,7 @@ class SupervisorService:
         self.claims.apply({"topology": topology, **event})
         return self.recorder.record(topology, event, keep)
 
+    # -- metrics ---------------------------------------------------------------------
     def executor_stats(self) -> list[Any]:
         """The live executors of the workers this supervisor runs, from their topologies' stats topics (so one scrape of a supervisor covers its workers)."""
         return merge_snapshots(self.boards.live_of_workers({(k.topology, f"w{k.worker}") for k in self.procs}))

@@ -99,6 +99,14 @@ class EventRecorder:
             log.warning("[supervisor %s] recorded %d worker events late; %d still unconfirmed", self.supervisor, done, len(self.pending))
         return done
 
+    def last_tries(self, tries: int, pause_s: float) -> None:
+        """At shutdown: try the kept events up to ``tries`` times, ``pause_s`` seconds apart, whatever ``next_try`` says."""
+        for _ in range(tries):
+            self.retry(force=True)
+            if not self.pending:
+                return
+            time.sleep(pause_s)
+
     def _keep(self, topology: str, event: dict[str, Any]) -> None:
         self.pending.append((topology, event))
         while len(self.pending) > MAX_KEPT:
@@ -111,13 +119,14 @@ class EventRecorder:
             return False
         try:
             writer.event(topology, event)
-        except Exception as exc:
-            self.next_try = self.clock() + self.retry_every_s  # BrokerError, or the client's own (a full queue): keep it either way
+        except Exception as exc:  # BrokerError, or the client's own (a full queue): kept either way
+            self.next_try = self.clock() + self.retry_every_s
             log.warning(
-                "[supervisor %s] could not record worker event %s of %s (kept, written again next round): %s",
+                "[supervisor %s] could not record worker event %s of %s (kept; tried again in %.0f s): %s",
                 self.supervisor,
                 event.get("event"),
                 topology,
+                self.retry_every_s,
                 exc,
             )
             return False

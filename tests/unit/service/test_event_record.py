@@ -66,6 +66,10 @@ def test_after_a_failed_write_the_kept_events_wait_before_the_next_try() -> None
     writer.ups = [True]
     assert rec.retry(force=True) == 2 and writer.sent == [("wc", 0), ("wc", 1)]
     assert rec.record("wc", {"event": "stopped", "n": 2}) is True
+    writer.ups = [False, False, True]
+    rec.record("wc", {"event": "stopped", "n": 3})
+    rec.last_tries(3, 0.0)  # shutdown: the third try is confirmed
+    assert not rec.pending and writer.sent[-1] == ("wc", 3)
 
 
 def test_a_kill_waits_only_for_workers_whose_last_event_is_a_start() -> None:
