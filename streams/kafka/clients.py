@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from confluent_kafka import OFFSET_BEGINNING, TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -320,14 +320,66 @@ def flush_patiently(producer: Producer, component: str, what: str, warn_every_s:
             log.warning("[%s] %s not yet confirmed by the broker after %.0f s; waiting for it", component, what, waited)
 
 
-def produce_fn(producer: Producer, counter: ProducedBytes | None = None) -> Callable[..., None]:
+class TrackedGeneration(Protocol):
+    """The delivery callback a record is produced with, counting it (:class:`streams.runtime.flush_pipeline.FlushGeneration`)."""
+
+    def produced(self) -> None:
+        """Count one record produced with this callback."""
+
+    def __call__(self, err: Any, msg: Any) -> None:
+        """The record's delivery report."""
+
+
+class Generations(Protocol):
+    """Where the generation open now is (:class:`streams.runtime.flush_pipeline.FlushPipeline`)."""
+
+    @property
+    def current(self) -> TrackedGeneration:
+        """The generation open now."""
+
+
+def wait_patiently(
+    producer: Producer, component: str, what: str, done: Callable[[], bool], warn_every_s: float = 10.0, give_up: Callable[[], bool] | None = None
+) -> None:
+    """Serve the producer's delivery reports until ``done()``, however long the broker takes.
+
+    :func:`flush_patiently` for a caller that waits for some records, not all (an executor
+    waiting for one flush generation: :mod:`streams.runtime.flush_pipeline`). Says so every
+    ``warn_every_s`` seconds, naming ``component`` and ``what``. With ``give_up``, checked every
+    0.5 s: once it returns True, everything queued or in flight is purged (each record's delivery
+    callback sees it fail, which makes ``done()`` true for a caller counting reports) and the wait ends.
+    """
+    started = time.monotonic()
+    next_warning = warn_every_s
+    next_check = 0.5
+    while not done():
+        producer.poll(0.05)
+        waited = time.monotonic() - started
+        if give_up is not None and waited >= next_check:
+            next_check = waited + 0.5
+            if give_up():
+                left = len(producer)
+                producer.purge(in_queue=True, in_flight=True)
+                producer.poll(0)  # serve the purged records' callbacks
+                log.warning("[%s] %s: %d records purged unconfirmed after %.1f s: the worker's lease lapsed", component, what, left, waited)
+                return
+        if waited >= next_warning:
+            next_warning += warn_every_s
+            log.warning("[%s] %s not yet confirmed by the broker after %.0f s; waiting for it", component, what, waited)
+
+
+def produce_fn(producer: Producer, counter: ProducedBytes | None = None, generations: Generations | None = None) -> Callable[..., None]:
     """``produce(topic, value, key=None, partition=-1, headers=None)`` that waits (polls) while the local queue is full instead of raising BufferError.
 
-    With ``counter``, each record's key and value bytes are added to it.
+    With ``counter``, each record's key and value bytes are added to it. With ``generations``,
+    each record is produced with the open generation as its delivery callback, and counted
+    in it (:mod:`streams.runtime.flush_pipeline`); without, the producer's own callback sees it.
     """
     p = producer.produce
     poll = producer.poll
     sent = counter if counter is not None else ProducedBytes()
+    if generations is not None:
+        return _tracked_produce(p, poll, sent, generations)
 
     def produce(topic: str, value: bytes | None, key: bytes | None = None, partition: int = -1, headers: Any = None) -> None:
         sent.total += (len(value) if value else 0) + (len(key) if key else 0)
@@ -337,6 +389,26 @@ def produce_fn(producer: Producer, counter: ProducedBytes | None = None) -> Call
                     p(topic, value, key, partition)
                 else:
                     p(topic, value, key, partition, headers=headers)
+                return
+            except BufferError:
+                poll(0.05)
+
+    return produce
+
+
+def _tracked_produce(p: Callable[..., None], poll: Callable[[float], int], sent: ProducedBytes, generations: Generations) -> Callable[..., None]:
+    """:func:`produce_fn`'s ``produce`` with each record counted in, and reported to, the open generation."""
+
+    def produce(topic: str, value: bytes | None, key: bytes | None = None, partition: int = -1, headers: Any = None) -> None:
+        sent.total += (len(value) if value else 0) + (len(key) if key else 0)
+        gen = generations.current
+        while True:
+            try:
+                if headers is None:
+                    p(topic, value, key, partition, on_delivery=gen)
+                else:
+                    p(topic, value, key, partition, on_delivery=gen, headers=headers)
+                gen.produced()
                 return
             except BufferError:
                 poll(0.05)

@@ -68,6 +68,23 @@ class AckBuffer:
         """Queue a reset of ``root``'s timeout at the acker (Storm's ``__ack_reset_timeout``)."""
         self.resets.add(root)
 
+    def take(self) -> AckBuffer:
+        """Move every buffered op into a new buffer, returned; this one is left empty (a flush's ops, held until its outputs are delivered)."""
+        out = AckBuffer(self.topic, self.ackers)
+        out.headers = self.headers
+        out.acks, self.acks = self.acks, {}
+        out.fails, self.fails = self.fails, {}
+        out.inits, self.inits = self.inits, []
+        out.resets, self.resets = self.resets, set()
+        return out
+
+    def fail_acks(self, why: str) -> int:
+        """Turn every pending ack into a fail saying ``why`` (the outputs of the flush they wait on were lost); returns how many."""
+        roots = list(self.acks)
+        for root in roots:
+            self.fail(root, why)
+        return len(roots)
+
     def drain(self) -> dict[int, list[list[Any]]]:
         """Take every buffered op, grouped by acker partition (inits first): ints, and a fail's ``why`` string."""
         parts: dict[int, list[list[Any]]] = {}

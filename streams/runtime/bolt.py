@@ -3,21 +3,33 @@
 It runs a bolt's tasks: its fixed partitions of ``squall.T.<bolt>`` (:mod:`service.scheduling`).
 Per batch it decodes each record into a :class:`~streams.model.tuple.Tuple` and calls the task's
 ``execute``; a record that does not decode is dead-lettered. Every
-``squall.flush.interval.secs`` it flushes outputs, then acker ops (see
-:mod:`streams.runtime.executor`), and every ``squall.bolt.commit.period.secs`` commits the offsets
-that were flushed.
+``squall.flush.interval.secs`` (and when its input is drained) it seals what it produced since the
+last flush and goes on executing; once those records are delivered, the flush's acker ops are
+sent and its input positions become committable (:mod:`streams.runtime.flush_pipeline`; outputs
+before acks, :mod:`streams.runtime.executor`). Every ``squall.bolt.commit.period.secs`` it commits
+the offsets that were flushed.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from streams.exceptions import DecodeError, FailedException
-from streams.kafka.clients import committed_with_metadata, consumer_config, flush_patiently, new_consumer, reopen_consumer, transit_s
+from streams.kafka.clients import (
+    committed_with_metadata,
+    consumer_config,
+    flush_patiently,
+    new_consumer,
+    produce_fn,
+    reopen_consumer,
+    transit_s,
+    wait_patiently,
+)
 from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.kafka.positions import SpoutPositions
@@ -26,9 +38,11 @@ from streams.model.spec import Topology
 from streams.model.tuple import Tuple, tick_tuple
 from streams.monitoring.bolt_progress import Progress, encode_progress, progress_key, reexecution_window
 from streams.monitoring.progress_store import read_progress
+from streams.runtime.acks import AckBuffer
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.runtime.fencing import EpochFence
+from streams.runtime.flush_pipeline import FlushGeneration, FlushPipeline
 from streams.runtime.routing import Router
 from streams.wire.acker import why_text
 from streams.wire.codec import decode_tuple
@@ -42,6 +56,17 @@ TRANSIT_SAMPLE_MASK = 15
 
 MAX_BUFFERED_ACKER_OPS = 20_000
 """Flush early when this many acker ops are buffered (bounds memory between flushes)."""
+
+DELIVERY_POLL_S = 0.002
+"""While a flush waits for its delivery, the consume call waits at most this long (seconds): its acker ops leave soon after the broker confirmed it."""
+
+
+@dataclass(slots=True)
+class Flushed:
+    """What a flush's delivery releases: its acker ops (None: no ackers) and each task's input position ``{partition: offset}``."""
+
+    acks: AckBuffer | None
+    offsets: dict[int, int]
 
 
 def record_tuple(topology: Topology, component: str, topic: str, value: bytes | None, partition: int, offset: int) -> Tuple:
@@ -91,6 +116,8 @@ class BoltTask:
     next_offset: int = -1
     flushed_offset: int = -1
     committed_offset: int = -1
+    sealed_offset: int = -1
+    """``next_offset`` at the last flush (its delivery makes it the ``flushed_offset``)."""
     reexecute_until: int = -1
     """Input offsets below this were executed by the task's last life (a crash): executing them again is counted (:mod:`streams.monitoring.bolt_progress`)."""
     reexecute_cause: str = ""
@@ -136,6 +163,10 @@ class BoltExecutor(Executor):
         self.fence = EpochFence()
         """Drops tuples an older owner of their sending task wrote late (:mod:`streams.runtime.fencing`)."""
         self._fence_logged: set[tuple[int, int, int]] = set()
+        self.pipeline: FlushPipeline[Flushed] = FlushPipeline(self.delivery)
+        """Flushes waiting for their outputs' delivery (:mod:`streams.runtime.flush_pipeline`)."""
+        self.produce = produce_fn(self.producer, self.produced, self.pipeline)
+        """Every output, dead letter and acker op is produced into the open flush generation."""
 
     # -- tasks -----------------------------------------------------------------------
     def _open_tasks(self, partitions: list[TopicPartition]) -> None:
@@ -281,27 +312,70 @@ class BoltExecutor(Executor):
             self._exec_hist.record(took)
 
     def _flush(self) -> None:
-        before = self.delivery.failures
+        """Seal what was produced since the last flush, with the acker ops buffered now and each task's input position; do not wait.
+
+        Protocol (:mod:`streams.runtime.flush_pipeline`):
+
+        1. Take the buffered acker ops: they ack tuples whose outputs were all produced by now.
+        2. Seal the open generation with them and each task's ``next_offset``; the next
+           records go into a new one.
+        3. If as many flushes wait as may, wait for the oldest (the broker sets the pace).
+        4. Release every flush that was delivered (:meth:`_release_delivered`).
+        """
+        # 1. the acker ops buffered now
+        acks = self.acks.take() if self.acks is not None and len(self.acks) else None
+        # 2. seal
+        offsets = {}
+        for p, task in self.by_partition.items():
+            offsets[p] = task.sealed_offset = task.next_offset
+        self.pipeline.seal(Flushed(acks, offsets))
+        # 3. at most max_pending flushes wait
+        if self.pipeline.full:
+            self._await_delivery(self.pipeline.oldest_delivered)
+        # 4. release
+        self._release_delivered()
+
+    def _await_delivery(self, done: Callable[[], bool]) -> None:
+        """Serve delivery reports until ``done()``, however long the broker takes (a lapsed lease purges what waits: its flushes fail their trees)."""
         lease = self.lease
-        flush_patiently(self.producer, self.component, "outputs", give_up=None if lease is None else lambda: lease.purge_due(time.time()))
-        acks = self.acks
-        if acks is not None and len(acks):
-            if self.delivery.failures != before:
-                log.error("[%s] outputs lost in this flush: failing %d trees instead of acking", self.component, len(acks.acks))
-                why = why_text(self.component, "outputs lost (the broker did not take them)")
-                for root in list(acks.acks):
-                    acks.fail(root, why)
+        give_up = None if lease is None else lambda: lease.purge_due(time.time())
+        wait_patiently(self.producer, self.component, "outputs", done, give_up=give_up)
+
+    def _release_delivered(self) -> None:
+        """Serve delivery reports; for each flush delivered (oldest first): send its acker ops, then make its input positions committable."""
+        self.producer.poll(0)
+        released = self.pipeline.delivered()
+        for gen in released:
+            self._release(gen)
+        if released:
+            self._write_progress()
+
+    def _release(self, gen: FlushGeneration[Flushed]) -> None:
+        flushed = gen.payload
+        assert flushed is not None
+        acks = flushed.acks
+        if acks is not None:
+            if gen.failures:
+                n = acks.fail_acks(why_text(self.component, "outputs lost (the broker did not take them)"))
+                log.error("[%s] %d outputs lost in a flush: failing %d trees instead of acking", self.component, gen.failures, n)
             self.stats.inc("acker_ops", acks.flush(self.produce))
-            self.producer.poll(0)
-        for task in self.by_partition.values():
-            task.flushed_offset = task.next_offset
-        self._write_progress()
+        for p, off in flushed.offsets.items():
+            task = self.by_partition.get(p)
+            if task is not None and off > task.flushed_offset:
+                task.flushed_offset = off
+
+    def _flush_all(self) -> None:
+        """Seal and wait until every flush is delivered and released (the executor is stopping)."""
+        self._flush()
+        self._await_delivery(self.pipeline.all_delivered)
+        self._release_delivered()
+        flush_patiently(self.producer, self.component, "acker ops")
 
     def _unflushed(self) -> bool:
-        """Outputs or acker ops wait for a flush, or executed input waits to become committable."""
-        if (self.acks is not None and len(self.acks)) or len(self.producer):
+        """Outputs or acker ops were made since the last flush, or input was executed since."""
+        if (self.acks is not None and len(self.acks)) or self.pipeline.current.records:
             return True
-        return any(t.next_offset != t.flushed_offset for t in self.by_partition.values())
+        return any(t.next_offset != t.sealed_offset for t in self.by_partition.values())
 
     def _commit(self, consumer: Consumer, sync: bool = False) -> None:
         offsets = [
@@ -398,7 +472,7 @@ class BoltExecutor(Executor):
         commit = Every(conf.bolt_commit_period_secs, now)
         try:
             while not self.stop_event.is_set():
-                msgs = gaps.consume(consumer, conf.batch_size, conf.flush_interval_secs)
+                msgs = gaps.consume(consumer, conf.batch_size, DELIVERY_POLL_S if self.pipeline.waiting else conf.flush_interval_secs)
                 for msg in msgs:
                     self._process(msg)
                 self.stats.counters["refetched"] = gaps.refetched
@@ -409,6 +483,8 @@ class BoltExecutor(Executor):
                 drained = conf.flush_when_idle and len(msgs) < conf.batch_size and self._unflushed()
                 if drained or flush.due(now) or (self.acks is not None and len(self.acks) > MAX_BUFFERED_ACKER_OPS):
                     self._flush()
+                elif self.pipeline.waiting:
+                    self._release_delivered()
                 if commit.due(now):
                     self._commit(consumer)
                     self.purger.maybe_purge()
@@ -419,7 +495,7 @@ class BoltExecutor(Executor):
             # cleanup() first: a bolt that holds tuples (deferred acks, windows) can emit and
             # ack them; the flush and commit then make that durable before the tasks stop.
             self._cleanup(list(self.by_partition.values()))
-            self._flush()
+            self._flush_all()
             self._commit(consumer, sync=True)
             self._write_progress()  # the last confirmed commit too: a replaced owner's late one cannot move it back unseen
             self.purger.close()

@@ -164,3 +164,26 @@ def test_after_slow_start_it_grows_by_the_target_over_the_slowest_latency(latenc
     assert b.adjust(oldest_age_s=oldest) == "grow"
     factor = min(2.0, max(1.3, 1.0 / max(*latencies, oldest)))
     assert b.limit == int(1000 * factor)
+
+
+def test_a_window_of_fast_trees_at_the_bound_starts_slow_start_again() -> None:
+    """A start-up hiccup ended slow start; once every tree of a window is fast while the task is
+    held back, the bound grows per completion again instead of one doubling per window."""
+    clock = Clock()
+    b = AdaptiveBound(initial=1000, target_s=1.0, clock=clock)
+    b.completed(0.8)  # the first tree was slow
+    clock.now = 1.0
+    assert b.adjust(oldest_age_s=0.0) == "keep" and not b.slow_start
+    b.hit()
+    for _ in range(10):
+        b.completed(0.1)
+    clock.now = 2.0
+    assert b.adjust(oldest_age_s=0.1) == "grow" and b.limit == 2000 and b.slow_start
+    b.hit()
+    b.completed(0.1, weight=50)
+    assert b.limit == 2050  # per completion, as in slow start
+    b.completed(0.6)  # slower than half the target: over again
+    assert not b.slow_start
+    clock.now = 3.0
+    b.hit()
+    assert b.adjust(oldest_age_s=0.6) == "grow" and not b.slow_start  # a window that was not all fast does not restart it
