@@ -311,15 +311,23 @@ class BoltExecutor(Executor):
         if t.stream[:2] != "__":  # system tuples (ticks, batch markers, commits) are not counted, as in Storm's UI
             self._exec_hist.record(took)
 
-    def _flush(self) -> None:
-        """Seal what was produced since the last flush, with the acker ops buffered now and each task's input position; do not wait.
+    def _flush(self, drained: bool = False) -> None:
+        """Seal what was produced since the last flush, with the acker ops buffered now and each task's input position.
+
+        At full speed it does not wait: the executor goes on executing while the broker
+        confirms. With its input ``drained`` there is nothing to execute meanwhile, so it waits
+        as a synchronous flush does: librdkafka sends what is queued at once while a flush call
+        lasts (not after ``linger.ms``), and the acker ops leave as soon as the broker confirmed
+        the outputs. Measured on Apache Kafka, the latency workload at half rate: the second and
+        third hops' transit p50 3.4 ms waiting, 6.5-6.8 ms not waiting (one run each).
 
         Protocol (:mod:`streams.runtime.flush_pipeline`):
 
         1. Take the buffered acker ops: they ack tuples whose outputs were all produced by now.
         2. Seal the open generation with them and each task's ``next_offset``; the next
            records go into a new one.
-        3. If as many flushes wait as may, wait for the oldest (the broker sets the pace).
+        3. Drained: wait until everything produced was reported. Else, if as many flushes wait
+           as may, wait for the oldest (the broker sets the pace).
         4. Release every flush that was delivered (:meth:`_release_delivered`).
         """
         # 1. the acker ops buffered now
@@ -329,8 +337,11 @@ class BoltExecutor(Executor):
         for p, task in self.by_partition.items():
             offsets[p] = task.sealed_offset = task.next_offset
         self.pipeline.seal(Flushed(acks, offsets))
-        # 3. at most max_pending flushes wait
-        if self.pipeline.full:
+        # 3. wait: for everything when drained, else for the oldest when too many wait
+        if drained:
+            lease = self.lease
+            flush_patiently(self.producer, self.component, "outputs", give_up=None if lease is None else lambda: lease.purge_due(time.time()))
+        elif self.pipeline.full:
             self._await_delivery(self.pipeline.oldest_delivered)
         # 4. release
         self._release_delivered()
@@ -482,7 +493,7 @@ class BoltExecutor(Executor):
                         self._execute(task, tick_tuple())
                 drained = conf.flush_when_idle and len(msgs) < conf.batch_size and self._unflushed()
                 if drained or flush.due(now) or (self.acks is not None and len(self.acks) > MAX_BUFFERED_ACKER_OPS):
-                    self._flush()
+                    self._flush(drained)
                 elif self.pipeline.waiting:
                     self._release_delivered()
                 if commit.due(now):
