@@ -10,7 +10,9 @@ task). An executor runs on one thread of a worker process (:mod:`service.worker`
 Loop shape (every kind): consume a batch -> run user code -> every
 ``squall.flush.interval.secs`` flush outputs, *then* send the coalesced acker ops -> commit.
 Flushing outputs before acks means a tree is never acked while its outputs may be lost;
-if a delivery fails in the window, the buffered acks are sent as fails instead.
+if a delivery fails in the window, the buffered acks are sent as fails instead. A bolt does
+not stop executing for it at full speed: its acker ops wait with their flush until the broker
+confirmed the outputs (:mod:`streams.runtime.flush_pipeline`).
 
 The kinds live in their own modules, as in Storm's ``executor/`` package:
 :mod:`streams.runtime.spout`, :mod:`streams.runtime.bolt`, and the acker's
