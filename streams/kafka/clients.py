@@ -310,14 +310,25 @@ def flush_patiently(producer: Producer, component: str, what: str, warn_every_s:
     while producer.flush(step) > 0:
         waited += step
         if give_up is not None and give_up():
-            left = len(producer)
-            producer.purge(in_queue=True, in_flight=True)
-            producer.flush(0)  # serve the purged records' callbacks
-            log.warning("[%s] %s: %d records purged unconfirmed after %.1f s: the worker's lease lapsed", component, what, left, waited)
+            _purge(producer, component, what, waited)
             return
-        if waited >= next_warning:
-            next_warning += warn_every_s
-            log.warning("[%s] %s not yet confirmed by the broker after %.0f s; waiting for it", component, what, waited)
+        next_warning = _warn_waiting(component, what, waited, next_warning, warn_every_s)
+
+
+def _purge(producer: Producer, component: str, what: str, waited_s: float) -> None:
+    """Purge what is queued or in flight (each record's delivery callback sees it fail, served here), saying so."""
+    left = len(producer)
+    producer.purge(in_queue=True, in_flight=True)
+    producer.flush(0)  # serve the purged records' callbacks
+    log.warning("[%s] %s: %d records purged unconfirmed after %.1f s: the worker's lease lapsed", component, what, left, waited_s)
+
+
+def _warn_waiting(component: str, what: str, waited_s: float, next_warning: float, warn_every_s: float) -> float:
+    """Say that ``what`` still waits for the broker once ``waited_s`` reached ``next_warning``; returns the next warning's time."""
+    if waited_s < next_warning:
+        return next_warning
+    log.warning("[%s] %s not yet confirmed by the broker after %.0f s; waiting for it", component, what, waited_s)
+    return next_warning + warn_every_s
 
 
 class TrackedGeneration(Protocol):
@@ -339,7 +350,13 @@ class Generations(Protocol):
 
 
 def wait_patiently(
-    producer: Producer, component: str, what: str, done: Callable[[], bool], warn_every_s: float = 10.0, give_up: Callable[[], bool] | None = None
+    producer: Producer,
+    component: str,
+    what: str,
+    done: Callable[[], bool],
+    warn_every_s: float = 10.0,
+    give_up: Callable[[], bool] | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> None:
     """Serve the producer's delivery reports until ``done()``, however long the broker takes.
 
@@ -348,24 +365,20 @@ def wait_patiently(
     ``warn_every_s`` seconds, naming ``component`` and ``what``. With ``give_up``, checked every
     0.5 s: once it returns True, everything queued or in flight is purged (each record's delivery
     callback sees it fail, which makes ``done()`` true for a caller counting reports) and the wait ends.
+    ``clock``: seconds (monotonic), injectable for tests.
     """
-    started = time.monotonic()
+    started = clock()
     next_warning = warn_every_s
     next_check = 0.5
     while not done():
         producer.poll(0.05)
-        waited = time.monotonic() - started
+        waited = clock() - started
         if give_up is not None and waited >= next_check:
             next_check = waited + 0.5
             if give_up():
-                left = len(producer)
-                producer.purge(in_queue=True, in_flight=True)
-                producer.poll(0)  # serve the purged records' callbacks
-                log.warning("[%s] %s: %d records purged unconfirmed after %.1f s: the worker's lease lapsed", component, what, left, waited)
+                _purge(producer, component, what, waited)
                 return
-        if waited >= next_warning:
-            next_warning += warn_every_s
-            log.warning("[%s] %s not yet confirmed by the broker after %.0f s; waiting for it", component, what, waited)
+        next_warning = _warn_waiting(component, what, waited, next_warning, warn_every_s)
 
 
 def produce_fn(producer: Producer, counter: ProducedBytes | None = None, generations: Generations | None = None) -> Callable[..., None]:

@@ -146,6 +146,9 @@ class StuckProducer:
             self.clock[0] += self.step
         return self.queued
 
+    def poll(self, timeout: float = 0.0) -> int:
+        return self.flush(timeout)
+
     def __len__(self) -> int:
         return self.queued
 
@@ -172,3 +175,21 @@ def test_a_blocked_flush_purges_only_once_the_lease_has_been_lapsed_for_purge_af
     start = clock[0]
     flush_patiently(producer, "split", "outputs", give_up=lambda: fenced.purge_due(clock[0]))
     assert producer.purged_at - start <= 0.5  # fenced: at once
+
+
+def test_a_bolt_waiting_for_one_flush_purges_once_the_lease_has_been_lapsed_for_purge_after_s() -> None:
+    """The wait for a flush generation (streams.runtime.flush_pipeline) gives up as a blocked flush does."""
+    from streams.kafka.clients import wait_patiently
+    from streams.runtime.lease import LEASE_S, PURGE_AFTER_S
+
+    clock = [100.0]
+    lease = WorkerLease(now=clock[0])
+    producer = StuckProducer(clock, 0.05)
+    lapsed_at = clock[0] = 100.0 + LEASE_S + 0.1
+    assert lease.check(lapsed_at) == "lapsed"
+    wait_patiently(producer, "split", "outputs", lambda: producer.queued == 0, give_up=lambda: lease.purge_due(clock[0]), clock=lambda: clock[0])
+    assert producer.queued == 0 and PURGE_AFTER_S <= producer.purged_at - lapsed_at < PURGE_AFTER_S + 0.6
+    producer = StuckProducer(clock, 0.05)
+    start = clock[0]
+    wait_patiently(producer, "split", "outputs", lambda: clock[0] - start >= 2.0, clock=lambda: clock[0])  # no lease: until done
+    assert producer.purged_at == -1.0 and producer.queued == 7 and clock[0] - start >= 2.0
