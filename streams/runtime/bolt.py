@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from streams.exceptions import DecodeError, FailedException
+from streams.exceptions import DecodeError
 from streams.kafka.clients import (
     committed_with_metadata,
     consumer_config,
@@ -34,18 +34,17 @@ from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.kafka.positions import SpoutPositions
 from streams.model.bolt import Bolt
-from streams.model.spec import Topology
 from streams.model.tuple import Tuple, tick_tuple
 from streams.monitoring.bolt_progress import Progress, encode_progress, progress_key, reexecution_window
 from streams.monitoring.progress_store import read_progress
 from streams.runtime.acks import AckBuffer
+from streams.runtime.bolt_task import BoltTask, execute_guarded, record_tuple
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.runtime.fencing import EpochFence
 from streams.runtime.flush_pipeline import FlushGeneration, FlushPipeline
 from streams.runtime.routing import Router
 from streams.wire.acker import why_text
-from streams.wire.codec import decode_tuple
 from streams.wire.commits import commit_metadata, resume_at
 from streams.wire.naming import component_group, component_topic, progress_topic
 
@@ -67,68 +66,6 @@ class Flushed:
 
     acks: AckBuffer | None
     offsets: dict[int, int]
-
-
-def record_tuple(topology: Topology, component: str, topic: str, value: bytes | None, partition: int, offset: int) -> Tuple:
-    """The tuple in input record ``topic[partition]@offset`` of ``component`` (a bolt).
-
-    Raises DecodeError naming the component, topic, partition and offset for a record that
-    is not a tuple (the caller dead-letters it).
-    """
-    stream, source, source_task, epoch, values, anchors, batch, tid = decode_tuple(value, component=component, topic=topic, partition=partition, offset=offset)
-    t = Tuple(values, stream, source, source_task, anchors, topology.field_index(source, stream), topic, partition, offset)
-    t.epoch = epoch
-    if batch is not None:
-        t.batch = batch
-    if tid is not None:
-        t.tid = tid
-    return t
-
-
-def execute_guarded(bolt: Bolt, collector: BoltOutputCollectorImpl, t: Tuple) -> Exception | None:
-    """``bolt.execute(t)``, guarded as the bolt executor runs it.
-
-    A raised FailedException fails ``t`` (Storm's ``FailedException``: replay, no error; its
-    message, if any, is the fail's reason); any other exception fails it too and is
-    returned, for the caller to count, report and log.
-    """
-    try:
-        bolt.execute(t)
-    except FailedException as exc:
-        collector.fail(t, str(exc) or None)
-    except Exception as exc:
-        collector.fail_because(t, f"{type(exc).__name__}: {exc}")
-        return exc
-    return None
-
-
-@dataclass(slots=True)
-class BoltTask:
-    """One task of this executor: its bolt copy, collector and input positions.
-
-    ``next_offset``: after the last record executed; ``flushed_offset``: what the last
-    flush made safe to commit; ``committed_offset``: what was committed (-1: nothing yet).
-    """
-
-    task_id: int
-    bolt: Bolt
-    collector: BoltOutputCollectorImpl
-    next_offset: int = -1
-    flushed_offset: int = -1
-    committed_offset: int = -1
-    sealed_offset: int = -1
-    """``next_offset`` at the last flush (its delivery makes it the ``flushed_offset``)."""
-    reexecute_until: int = -1
-    """Input offsets below this were executed by the task's last life (a crash): executing them again is counted (:mod:`streams.monitoring.bolt_progress`)."""
-    reexecute_cause: str = ""
-    written_offset: int = -1
-    """The flushed offset last written to ``squall.T.__progress``."""
-    written_commit: int = -1
-    """The confirmed commit last written to ``squall.T.__progress``."""
-    start_commit: int = -1
-    """The commit this life started from (the group's, or the newer one a replaced owner's late commit hid).
-
-    Its progress records carry it until a commit of its own is confirmed."""
 
 
 class BoltExecutor(Executor):

@@ -6,7 +6,7 @@ them, with the same ``open``/``prepare`` and config), the collectors
 every grouping (:mod:`streams.runtime.routing`), the acker's ledger
 (:class:`acker.durable.DurableLedger`), the spout's tracking, pending bound, timeouts and
 outcomes (:class:`streams.runtime.spout_tasks.SpoutTasks`), the bolt's decode and guarded
-execute (:func:`streams.runtime.bolt.record_tuple`, :func:`~streams.runtime.bolt.execute_guarded`),
+execute (:func:`streams.runtime.bolt_task.record_tuple`, :func:`~streams.runtime.bolt_task.execute_guarded`),
 the wire codecs, windows, stateful bolts and their state stores.
 
 Where it differs, because there is no Kafka:
@@ -50,7 +50,7 @@ from streams.model.context import ExecutorIO, LocalTasks
 from streams.model.spec import Topology
 from streams.model.tuple import Tuple, tick_tuple
 from streams.monitoring.errors import ErrorLog
-from streams.runtime.bolt import execute_guarded, record_tuple
+from streams.runtime.bolt_task import execute_guarded, record_tuple
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.spout_tasks import SpoutTasks
 from streams.testing.ackers import LocalAckers

@@ -18,6 +18,7 @@ import streams.runtime.bolt as bolt_module
 from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.feed import FedTask, SourceFeed
 from streams.kafka.fetch_gaps import FakeRecord, FetchGaps
+from streams.runtime.bolt_task import BoltTask
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -126,7 +127,7 @@ def test_a_bolt_reopens_after_each_tasks_last_executed_record_or_where_it_starte
         return "new"
 
     monkeypatch.setattr(bolt_module, "reopen_consumer", reopen)
-    ex.by_partition = {0: bolt_module.BoltTask(5, None, None, next_offset=42), 1: bolt_module.BoltTask(6, None, None)}  # type: ignore[arg-type]
+    ex.by_partition = {0: BoltTask(5, None, None, next_offset=42), 1: BoltTask(6, None, None)}  # type: ignore[arg-type]
     ex.start_offsets = {0: 10, 1: OFFSET_BEGINNING}
     gaps = FetchGaps("count")
     ex.reopen_due = True

@@ -19,7 +19,7 @@ from streams.model.bolt import BasicBoltExecutor
 from streams.monitoring.errors import ErrorLog, ErrorReport, ErrorThrottle, latest_reports
 from streams.monitoring.stats import ExecutorStats
 from streams.runtime.acks import AckBuffer
-from streams.runtime.bolt import execute_guarded
+from streams.runtime.bolt_task import execute_guarded
 from tests.unit.service.test_metrics import samples
 from tests.unit.sim import Capture, collector
 

@@ -24,7 +24,7 @@ from streams.kafka.source import KafkaMessageId, SourceIO
 from streams.monitoring.spout_ledger import TaskLedger
 from streams.monitoring.stats import ExecutorStats
 from streams.runtime.acks import AckBuffer
-from streams.runtime.bolt import execute_guarded
+from streams.runtime.bolt_task import execute_guarded
 from streams.runtime.inflight import InFlightTrees
 from streams.runtime.pending_bound import FixedBound
 from streams.runtime.spout_tasks import SpoutTask, SpoutTasks

@@ -1,0 +1,80 @@
+"""A bolt task: its state in the executor, and the path of one input record through it.
+
+:func:`record_tuple` (decode) and :func:`execute_guarded` (Storm's ``BoltExecutor`` calling
+``execute`` and turning an exception into a fail) are shared by the bolt executor
+(:mod:`streams.runtime.bolt`) and the test kit (:mod:`streams.testing.local`), so a test runs a
+record exactly as a worker does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streams.exceptions import FailedException
+from streams.model.bolt import Bolt
+from streams.model.spec import Topology
+from streams.model.tuple import Tuple
+from streams.runtime.collectors import BoltOutputCollectorImpl
+from streams.wire.codec import decode_tuple
+
+
+def record_tuple(topology: Topology, component: str, topic: str, value: bytes | None, partition: int, offset: int) -> Tuple:
+    """The tuple in input record ``topic[partition]@offset`` of ``component`` (a bolt).
+
+    Raises DecodeError naming the component, topic, partition and offset for a record that
+    is not a tuple (the caller dead-letters it).
+    """
+    stream, source, source_task, epoch, values, anchors, batch, tid = decode_tuple(value, component=component, topic=topic, partition=partition, offset=offset)
+    t = Tuple(values, stream, source, source_task, anchors, topology.field_index(source, stream), topic, partition, offset)
+    t.epoch = epoch
+    if batch is not None:
+        t.batch = batch
+    if tid is not None:
+        t.tid = tid
+    return t
+
+
+def execute_guarded(bolt: Bolt, collector: BoltOutputCollectorImpl, t: Tuple) -> Exception | None:
+    """``bolt.execute(t)``, guarded as the bolt executor runs it.
+
+    A raised FailedException fails ``t`` (Storm's ``FailedException``: replay, no error; its
+    message, if any, is the fail's reason); any other exception fails it too and is
+    returned, for the caller to count, report and log.
+    """
+    try:
+        bolt.execute(t)
+    except FailedException as exc:
+        collector.fail(t, str(exc) or None)
+    except Exception as exc:
+        collector.fail_because(t, f"{type(exc).__name__}: {exc}")
+        return exc
+    return None
+
+
+@dataclass(slots=True)
+class BoltTask:
+    """One task of this executor: its bolt copy, collector and input positions.
+
+    ``next_offset``: after the last record executed; ``flushed_offset``: what the last
+    flush made safe to commit; ``committed_offset``: what was committed (-1: nothing yet).
+    """
+
+    task_id: int
+    bolt: Bolt
+    collector: BoltOutputCollectorImpl
+    next_offset: int = -1
+    flushed_offset: int = -1
+    committed_offset: int = -1
+    sealed_offset: int = -1
+    """``next_offset`` at the last flush (its delivery makes it the ``flushed_offset``)."""
+    reexecute_until: int = -1
+    """Input offsets below this were executed by the task's last life (a crash): executing them again is counted (:mod:`streams.monitoring.bolt_progress`)."""
+    reexecute_cause: str = ""
+    written_offset: int = -1
+    """The flushed offset last written to ``squall.T.__progress``."""
+    written_commit: int = -1
+    """The confirmed commit last written to ``squall.T.__progress``."""
+    start_commit: int = -1
+    """The commit this life started from (the group's, or the newer one a replaced owner's late commit hid).
+
+    Its progress records carry it until a commit of its own is confirmed."""
