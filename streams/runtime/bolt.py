@@ -276,8 +276,7 @@ class BoltExecutor(Executor):
         self.pipeline.seal(Flushed(acks, offsets))
         # 3. wait: for everything when drained, else for the oldest when too many wait
         if drained:
-            lease = self.lease
-            flush_patiently(self.producer, self.component, "outputs", give_up=None if lease is None else lambda: lease.purge_due(time.time()))
+            flush_patiently(self.producer, self.component, "outputs", give_up=self._lease_lapsed())
         elif self.pipeline.full:
             self._await_delivery(self.pipeline.oldest_delivered)
         # 4. release
@@ -285,9 +284,12 @@ class BoltExecutor(Executor):
 
     def _await_delivery(self, done: Callable[[], bool]) -> None:
         """Serve delivery reports until ``done()``, however long the broker takes (a lapsed lease purges what waits: its flushes fail their trees)."""
+        wait_patiently(self.producer, self.component, "outputs", done, give_up=self._lease_lapsed())
+
+    def _lease_lapsed(self) -> Callable[[], bool] | None:
+        """A wait's ``give_up``: the worker's lease lapsed long enough to purge (:mod:`streams.runtime.lease`); None without a lease."""
         lease = self.lease
-        give_up = None if lease is None else lambda: lease.purge_due(time.time())
-        wait_patiently(self.producer, self.component, "outputs", done, give_up=give_up)
+        return None if lease is None else lambda: lease.purge_due(time.time())
 
     def _release_delivered(self) -> None:
         """Serve delivery reports; for each flush delivered (oldest first): send its acker ops, then make its input positions committable."""
@@ -311,13 +313,6 @@ class BoltExecutor(Executor):
             task = self.by_partition.get(p)
             if task is not None and off > task.flushed_offset:
                 task.flushed_offset = off
-
-    def _flush_all(self) -> None:
-        """Seal and wait until every flush is delivered and released (the executor is stopping)."""
-        self._flush()
-        self._await_delivery(self.pipeline.all_delivered)
-        self._release_delivered()
-        flush_patiently(self.producer, self.component, "acker ops")
 
     def _unflushed(self) -> bool:
         """Outputs or acker ops were made since the last flush, or input was executed since."""
@@ -443,7 +438,7 @@ class BoltExecutor(Executor):
             # cleanup() first: a bolt that holds tuples (deferred acks, windows) can emit and
             # ack them; the flush and commit then make that durable before the tasks stop.
             self._cleanup(list(self.by_partition.values()))
-            self._flush_all()
+            self._flush(drained=True)  # waits for every flush, then releases them all
             self._commit(consumer, sync=True)
             self._write_progress()  # the last confirmed commit too: a replaced owner's late one cannot move it back unseen
             self.purger.close()

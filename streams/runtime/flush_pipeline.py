@@ -122,10 +122,6 @@ class FlushPipeline(Generic[P]):
         """No sealed generation waits, or the oldest one's records were all reported."""
         return not self.pending or self.pending[0].outstanding <= 0
 
-    def all_delivered(self) -> bool:
-        """Every sealed generation's records were all reported."""
-        return all(gen.outstanding <= 0 for gen in self.pending)
-
     @property
     def full(self) -> bool:
         """As many sealed generations wait as may: the executor waits for the oldest before it goes on."""
