@@ -122,7 +122,8 @@ def publish_ledger_stats(ledgers: dict[int, DurableLedger], stats: ExecutorStats
     """Put the acker tasks' state into ``stats`` (both runtimes).
 
     Gauges ``pending`` (trees), ``tasks``, ``table_bytes`` (bytes of the pending-tree
-    tables); counters ``skipped`` (ops already applied, replayed after a crash) and
+    tables); counters ``skipped`` (ops not applied: replayed after a crash, or duplicate inits),
+    ``duplicate_inits`` (inits written twice, ignored: :meth:`acker.ledger.Ledger.init`) and
     ``changelog_written`` (live changelog records).
     """
     stats.gauges["pending"] = sum(len(dl) for dl in ledgers.values())
@@ -130,6 +131,7 @@ def publish_ledger_stats(ledgers: dict[int, DurableLedger], stats: ExecutorStats
     stats.gauges["table_bytes"] = sum(dl.ledger.nbytes for dl in ledgers.values())
     stats.tasks = sorted(ledgers)
     stats.counters["skipped"] = sum(dl.skipped for dl in ledgers.values())
+    stats.counters["duplicate_inits"] = sum(dl.ledger.duplicate_inits for dl in ledgers.values())
     stats.counters["changelog_written"] = sum(dl.written for dl in ledgers.values())
 
 

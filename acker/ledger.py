@@ -144,6 +144,8 @@ class Ledger:
         self._grave_new: dict[int, int | None] = {}
         self._grave_old: dict[int, int | None] = {}
         self._next_rotation = clock() + self.period_s
+        self.duplicate_inits = 0
+        """Inits ignored because their tree already had one (a record written twice; see :meth:`init`)."""
 
     # -- lookups ---------------------------------------------------------------------
     def __len__(self) -> int:
@@ -204,7 +206,15 @@ class Ledger:
         return self._buckets[0].insert(root, val, CompactTable.pack_meta(task, self.clock()), CompactTable.pack_aux(tag, False, failed))
 
     def init(self, root: int, val: int, spout_task: int, tag: int = -1) -> Outcome | None:
-        """Apply ``init(root, val, spout_task)``; returns an Outcome if the tree finished."""
+        """Apply ``init(root, val, spout_task)``; returns an Outcome if the tree finished.
+
+        A tree has exactly one init (its spout sends it once), so an init for a tree whose
+        spout task is already known is a record written twice: it is ignored, counted in
+        :attr:`duplicate_inits`, and returns :data:`SKIP`. Applied, it would XOR the spout's
+        edges out again, and a tree whose bolts had not acked yet would complete at once.
+        With the init applied once, no duplicate of any other op can complete a tree that was
+        not fully processed: each edge must then be acked an odd number of times.
+        """
         table, slot = self._find(root)
         if table is None:
             if self._grave_new or self._grave_old:
@@ -216,6 +226,9 @@ class Ledger:
             return self._check(table, slot, tag) if val == 0 else None
         aux = table.aux[slot]
         if self._applied(aux, tag):
+            return SKIP
+        if CompactTable.task_of(table.meta[slot]) is not None:  # a tree has one init: this one was written twice
+            self.duplicate_inits += 1
             return SKIP
         if CompactTable.failed_of(aux):  # a fail came first: fail the tree now (Storm Acker)
             meta = table.meta[slot]

@@ -33,7 +33,7 @@ from streams.config import TopologyConfig, resolve
 from streams.exceptions import SquallError
 from streams.kafka.changelog_store import SCHEME as CHANGELOG_SCHEME
 from streams.kafka.changelog_store import ChangelogKvStore
-from streams.kafka.clients import new_consumer, new_producer
+from streams.kafka.clients import RELIABLE_PRODUCER, new_consumer, new_producer
 from streams.kafka.spout import KafkaSpout
 from streams.model.checks import check_confs
 from streams.model.loader import load_topology
@@ -202,7 +202,14 @@ class Job:
         topic = topic or component_topic(self.name, spout_id)
         tasks = partitions or self.topology.components[spout_id].input_partitions
         producer = new_producer(
-            {"bootstrap.servers": self.bootstrap, "linger.ms": 50, "batch.num.messages": 10000, "queue.buffering.max.messages": 1_000_000, "log_level": 3}
+            {
+                "bootstrap.servers": self.bootstrap,
+                **RELIABLE_PRODUCER,
+                "linger.ms": 50,
+                "batch.num.messages": 10000,
+                "queue.buffering.max.messages": 1_000_000,
+                "log_level": 3,
+            }
         )
         ends = self.ends.setdefault((spout_id, topic), {})
         errors: list[str] = []

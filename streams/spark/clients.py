@@ -13,7 +13,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer
 
-from streams.kafka.clients import DeliveryTracker, new_consumer, new_producer
+from streams.kafka.clients import RELIABLE_PRODUCER, DeliveryTracker, new_consumer, new_producer
 
 _lock = threading.Lock()
 _consumers: dict[tuple[Any, ...], Consumer] = {}
@@ -46,6 +46,6 @@ def producer(conf: Mapping[str, Any], component: str) -> tuple[Producer, Deliver
         got = _producers.get(key)
         if got is None:
             tracker = DeliveryTracker(component)
-            cfg = {"acks": "all", "queue.buffering.max.messages": 500_000, "batch.num.messages": 10_000, "log_level": 3, **conf, "on_delivery": tracker}
+            cfg = {**RELIABLE_PRODUCER, "queue.buffering.max.messages": 500_000, "batch.num.messages": 10_000, "log_level": 3, **conf, "on_delivery": tracker}
             got = _producers[key] = (new_producer(cfg), tracker)
         return got

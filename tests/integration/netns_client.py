@@ -4,6 +4,7 @@
 ``... committed BOOTSTRAP GROUP TOPIC PARTITIONS`` -> committed offsets;
 ``... counts BOOTSTRAP TOPIC`` -> ``{word: count}`` summed over the counts topic;
 ``... events BOOTSTRAP TOPIC`` -> every record of the events topic;
+``... dlq BOOTSTRAP TOPOLOGY`` -> the headers of each of the topology's dead letters;
 ``... state URL NAME`` -> a transactional state's ``{key: value}``;
 ``... tcp HOST PORT`` -> 0 if a connection is accepted, else the errno;
 ``... brokers BOOTSTRAP`` -> how many brokers each answering node lists (the fewest; 0 if none answers);
@@ -75,6 +76,10 @@ def main(argv: list[str]) -> Any:
         return dict(out)
     if what == "events":
         return read_topic(argv[1], argv[2])
+    if what == "dlq":
+        from service.dlq import read_dead_letters
+
+        return [letter.headers for letter in read_dead_letters(argv[1], argv[2])]
     if what == "state":
         from streams.state import TransactionalState, open_backend
 

@@ -27,6 +27,7 @@ from typing import Any
 from service.apache_kafka import ApacheKafka
 from service.postgres_server import postgres_bindir
 from tests.integration.conftest import CACHE, corpus_slice, direct_count
+from tests.integration.kafka_logs import written_twice
 from tests.integration.netns import Lan, require
 from tests.integration.service_harness import EXACTLY_ONCE, FEEDER, ROOT, WORDCOUNT
 
@@ -248,14 +249,27 @@ def finish_and_check(cluster: NetCluster, run: Run, feeders: list[subprocess.Pop
     over = sum(counts.values()) - words
     print(f"at least once: {words} words, counted {sum(counts.values())}, overcount {over} ({100 * over / words:.2f}%)")
     print(f"exactly once: {sum(state.values())} counted, exact: {state == dict(truth)}")
+    letters = {name: cluster.client("dlq", cluster.bootstrap, name) for name in (run.alo, run.eo)}
+    for name, heads in letters.items():
+        print(f"dead letters of {name}: {len(heads)}" + "".join(f"\n  {h.get('cause')} after {h.get('attempts')}: {h.get('error')}" for h in heads[:5]))
+    statuses = {name: json.loads(cluster.squall("status", name, "--json")) for name in (run.alo, run.eo)}
+    for name, st in statuses.items():
+        keys = ("trees_acked", "trees_failed", "replays", "lease_pauses", "fenced_tuples", "fenced_acker_ops", "fenced_commits")
+        print(f"status of {name}: " + ", ".join(f"{k} {st.get(k)}" for k in keys))
+    twice: dict[str, tuple[int, int, int]] = {}
+    if (cluster.tmp / "kafka").is_dir():  # Apache Kafka: every record ever written is still in the segment files
+        log_dirs = sorted((cluster.tmp / "kafka").glob("node-*/data"))
+        twice = written_twice(log_dirs, [f"squall.{run.alo}.{t}" for t in ("__acker", "__ack_result", "split", "count")])
+        print(f"records of {run.alo} (records, written twice, without idempotence): {twice}")
     missing = {w: n for w, n in truth.items() if counts.get(w, 0) < n}
+    assert not any(dup or plain for _, dup, plain in twice.values()), f"records written twice or by a producer without idempotence: {twice}"
+    assert not any(letters.values()), f"a broker fault dead-lettered records (not poison): {[(n, len(h)) for n, h in letters.items()]}"
     assert not missing, f"{len(missing)} words short at least once, e.g. {list(missing.items())[:5]}"
     wrong = {w: (state.get(w), n) for w, n in truth.items() if state.get(w) != n}
     assert not wrong and len(state) == len(truth), f"exactly once is not exact: {len(wrong)} words differ, e.g. {list(wrong.items())[:5]}"
     assert over <= words * min(1.0, MESSAGE_TIMEOUT_S * RATE / run.lines), f"overcount {over} is more than one message timeout's worth of input"
     fenced = {}
-    for name in (run.alo, run.eo):
-        st = json.loads(cluster.squall("status", name, "--json"))
+    for name, st in statuses.items():
         assert st["contested_tasks"] == [], st["contested_tasks"]
         fenced[name] = (st["fenced_tuples"], st["fenced_acker_ops"], st["fenced_commits"])
         try:

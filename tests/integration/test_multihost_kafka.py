@@ -8,8 +8,10 @@ at-least-once and the exactly-once word count run together on a live feed of 500
 Scenario: the host of the leader of the at-least-once topology's source partition is cut off
 from every other host for 22 s, then healed. The other two nodes elect new leaders; the
 workers follow them. Checked: no word missing at least once, the exactly-once counts exact,
-the overcount reported and at most one message timeout's worth of input, no task with two
-live claimants, and no worker that resumed beside its replacement.
+the overcount reported and at most one message timeout's worth of input, no dead letter, no
+record of the word count's tuples, acker ops or results written twice (read from the nodes' log
+files: a retried batch without idempotence), no task with two live claimants, and no worker that
+resumed beside its replacement.
 
 Needs root and nftables: without them the test fails saying why (it is never skipped).
 """

@@ -8,6 +8,7 @@ anchors (one, several = multi-anchoring), emits a child, and later every tuple i
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -136,3 +137,34 @@ def test_a_fail_anywhere_fails_the_tree(params: tuple[int, int, int, int], rnd: 
     assert victim not in {o.root for o in outs if o.acked}
     assert victim in {o.root for o in outs if not o.acked}
     assert set(roots) - {victim} <= {o.root for o in outs if o.acked}
+
+
+@settings(max_examples=300, deadline=None)
+@given(dag, st.randoms(use_true_random=False), st.data())
+def test_no_tree_completes_before_each_of_its_ops_arrived_whatever_is_written_twice(
+    params: tuple[int, int, int, int], rnd: random.Random, data: st.DataObject
+) -> None:
+    """Records written twice (a producer retry without idempotence) never complete a tree early.
+
+    Any ops, the spout's init included, arrive any number of extra times, in any order. The
+    ledger ignores an init for a tree that has one (:meth:`acker.ledger.Ledger.init`); the first
+    completion of each tree then comes only once every op of it arrived at least once.
+    """
+    ops, roots = build_tree(*params)
+    extra = data.draw(st.lists(st.integers(0, len(ops) - 1), max_size=2 * len(ops)))
+    stream = [*range(len(ops)), *extra]  # indices into ops: a duplicate is the same op again
+    rnd.shuffle(stream)
+    ledger = Ledger(30, Clock())
+    arrived: set[int] = set()
+    first_completion: set[int] = set()
+    for i in stream:
+        arrived.add(i)
+        out = apply_ops(ledger, [ops[i]])
+        for o in out:
+            if o.acked and o.root not in first_completion:
+                first_completion.add(o.root)
+                missing = [j for j, op in enumerate(ops) if op[1] == o.root and j not in arrived]
+                assert not missing, f"tree {o.root} completed before ops {missing} arrived"
+    times = Counter(stream)
+    once = {r for r in roots if all(times[j] == 1 for j, op in enumerate(ops) if op[1] == r and op[0] != OP_INIT)}
+    assert once <= first_completion  # an init written twice is ignored: only a repeated ack can keep a tree from completing (it times out)

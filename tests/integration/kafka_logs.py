@@ -1,0 +1,70 @@
+"""The records a Kafka node's log files hold, read with Kafka's own ``DumpLogSegments`` (from the launcher's jars).
+
+What a consumer can no longer see is still there: Squall purges the topics between its
+components with ``DeleteRecords``, which moves a partition's log start offset but deletes no
+segment file until the whole segment is below it (segments are 1 GB by default). So a test
+can check every record ever written, e.g. that no batch was written twice.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from service.apache_kafka import kafka_jars
+
+_BATCH = re.compile(r"^baseOffset: \d+ .* producerId: (-?\d+) ")
+_RECORD = re.compile(r"^\| offset: (\d+) .* payload: (.*)$")
+
+
+@dataclass(frozen=True)
+class LoggedRecord:
+    """One record of a partition's log: its offset, the producer id of its batch (-1: not idempotent) and its value as text."""
+
+    offset: int
+    producer_id: int
+    payload: str
+
+
+def logged_records(partition_dir: Path) -> list[LoggedRecord]:
+    """Every record in the segment files of one partition directory (``<log.dir>/<topic>-<partition>``), oldest first."""
+    segments = sorted(partition_dir.glob("*.log"))
+    if not segments:
+        return []
+    out = subprocess.run(
+        ["java", "-cp", f"{kafka_jars()}/*", "org.apache.kafka.tools.DumpLogSegments", "--print-data-log", "--files", ",".join(map(str, segments))],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    records: list[LoggedRecord] = []
+    producer = -1
+    for line in out.splitlines():
+        if m := _BATCH.match(line):
+            producer = int(m.group(1))
+        elif m := _RECORD.match(line):
+            records.append(LoggedRecord(int(m.group(1)), producer, m.group(2)))
+    return records
+
+
+def fullest_copy(log_dirs: list[Path], topic: str, partition: int) -> Path | None:
+    """The replica directory of ``topic[partition]`` whose segments hold the most bytes (the most complete copy), or None."""
+    copies = [d / f"{topic}-{partition}" for d in log_dirs if (d / f"{topic}-{partition}").is_dir()]
+    return max(copies, key=lambda c: sum(s.stat().st_size for s in c.glob("*.log")), default=None)
+
+
+def written_twice(log_dirs: list[Path], topics: list[str]) -> dict[str, tuple[int, int, int]]:
+    """Per ``topic[partition]`` of ``topics``: (records, records whose value was written more than once, records from a producer without idempotence)."""
+    found: dict[str, tuple[int, int, int]] = {}
+    for topic in topics:
+        partitions = sorted({int(d.name.rsplit("-", 1)[1]) for log_dir in log_dirs for d in log_dir.glob(f"{topic}-*") if d.name.rsplit("-", 1)[0] == topic})
+        for p in partitions:
+            copy = fullest_copy(log_dirs, topic, p)
+            records = logged_records(copy) if copy is not None else []
+            seen = Counter(r.payload for r in records)
+            found[f"{topic}[{p}]"] = (len(records), sum(n - 1 for n in seen.values() if n > 1), sum(1 for r in records if r.producer_id < 0))
+    return found
