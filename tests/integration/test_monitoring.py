@@ -72,7 +72,7 @@ def binaries() -> dict[str, Path]:
 
 def test_alert_rules_pass_promtool(binaries: dict[str, Path]) -> None:
     check = subprocess.run([str(binaries["promtool"]), "check", "rules", "squall-alerts.yaml"], cwd=RULES, capture_output=True, text=True)
-    assert check.returncode == 0 and "SUCCESS: 10 rules found" in check.stdout, check.stdout + check.stderr
+    assert check.returncode == 0 and "SUCCESS: 11 rules found" in check.stdout, check.stdout + check.stderr
     test = subprocess.run([str(binaries["promtool"]), "test", "rules", "squall-alerts.test.yaml"], cwd=RULES, capture_output=True, text=True)
     print(test.stdout)
     assert test.returncode == 0 and "SUCCESS" in test.stdout, test.stdout + test.stderr
