@@ -58,13 +58,18 @@ def fullest_copy(log_dirs: list[Path], topic: str, partition: int) -> Path | Non
 
 
 def written_twice(log_dirs: list[Path], topics: list[str]) -> dict[str, tuple[int, int, int]]:
-    """Per ``topic[partition]`` of ``topics``: (records, records whose value was written more than once, records from a producer without idempotence)."""
+    """Per ``topic[partition]`` of ``topics``: (records, records one producer wrote again with the same value, records from a producer without idempotence).
+
+    Two producers may write equal values (two bolts failing the same trees for the same
+    reason), so a record written twice is the same value from the same producer id. Without
+    idempotence every producer id is -1, and such records are counted in the third figure.
+    """
     found: dict[str, tuple[int, int, int]] = {}
     for topic in topics:
         partitions = sorted({int(d.name.rsplit("-", 1)[1]) for log_dir in log_dirs for d in log_dir.glob(f"{topic}-*") if d.name.rsplit("-", 1)[0] == topic})
         for p in partitions:
             copy = fullest_copy(log_dirs, topic, p)
             records = logged_records(copy) if copy is not None else []
-            seen = Counter(r.payload for r in records)
+            seen = Counter((r.producer_id, r.payload) for r in records)  # one producer's batch again; two producers may write equal values
             found[f"{topic}[{p}]"] = (len(records), sum(n - 1 for n in seen.values() if n > 1), sum(1 for r in records if r.producer_id < 0))
     return found

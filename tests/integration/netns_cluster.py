@@ -262,9 +262,9 @@ def finish_and_check(cluster: NetCluster, run: Run, feeders: list[subprocess.Pop
         twice = written_twice(log_dirs, [f"squall.{run.alo}.{t}" for t in ("__acker", "__ack_result", "split", "count")])
         print(f"records of {run.alo} (records, written twice, without idempotence): {twice}")
     missing = {w: n for w, n in truth.items() if counts.get(w, 0) < n}
-    assert not any(dup or plain for _, dup, plain in twice.values()), f"records written twice or by a producer without idempotence: {twice}"
-    assert not any(letters.values()), f"a broker fault dead-lettered records (not poison): {[(n, len(h)) for n, h in letters.items()]}"
     assert not missing, f"{len(missing)} words short at least once, e.g. {list(missing.items())[:5]}"
+    assert not any(letters.values()), f"a broker fault dead-lettered records (not poison): {[(n, len(h)) for n, h in letters.items()]}"
+    assert not any(dup or plain for _, dup, plain in twice.values()), f"records written twice or by a producer without idempotence: {twice}"
     wrong = {w: (state.get(w), n) for w, n in truth.items() if state.get(w) != n}
     assert not wrong and len(state) == len(truth), f"exactly once is not exact: {len(wrong)} words differ, e.g. {list(wrong.items())[:5]}"
     assert over <= words * min(1.0, MESSAGE_TIMEOUT_S * RATE / run.lines), f"overcount {over} is more than one message timeout's worth of input"
