@@ -225,15 +225,9 @@ def transit_s(msg: Message, now: float) -> float | None:
 RELIABLE_PRODUCER: dict[str, Any] = {"acks": "all", "enable.idempotence": True}
 """What every producer of tuples, acker ops and outputs sets: each record written once, in order.
 
-Storm's acker needs every op applied exactly once: an ack val is an XOR, so an op applied
-twice cancels itself. Without idempotence a producer retries a batch whose request timed
-out although the leader had appended it, and the batch is written twice: on the three-node
-cluster, with a partition leader's host cut off for 22 s, one run wrote 100 line tuples
-twice. A spout's ``init`` record written twice completes every tree in it whose other ops
-have not arrived yet (init XOR init = 0), so a later fail of those trees finds nothing to
-fail and their lines are lost; the at-least-once word count came out short in 2 of 16 such
-runs. Idempotence also keeps a partition's records in the order they were produced across
-retries (a compacted topic's last value is the last one written)."""
+Storm's acker needs every op applied once (an ack val is an XOR): without idempotence a
+retried batch the leader had appended is written twice, and an ``init`` written twice
+completes its trees early (docs/design.md, "Each record written once: idempotent producers")."""
 
 
 def producer_config(bootstrap: str, conf: TopologyConfig, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:

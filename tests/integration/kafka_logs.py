@@ -66,7 +66,8 @@ def written_twice(log_dirs: list[Path], topics: list[str]) -> dict[str, tuple[in
     """
     found: dict[str, tuple[int, int, int]] = {}
     for topic in topics:
-        partitions = sorted({int(d.name.rsplit("-", 1)[1]) for log_dir in log_dirs for d in log_dir.glob(f"{topic}-*") if d.name.rsplit("-", 1)[0] == topic})
+        suffixes = {d.name[len(topic) + 1 :] for log_dir in log_dirs for d in log_dir.glob(f"{topic}-*")}
+        partitions = sorted(int(x) for x in suffixes if x.isdigit())  # not squall.T.__acker.changelog-0 for squall.T.__acker
         for p in partitions:
             copy = fullest_copy(log_dirs, topic, p)
             records = logged_records(copy) if copy is not None else []
