@@ -78,7 +78,7 @@ def env(topology: Topology, component: str, traced: bool) -> ExecutorEnv:
 def bolt(topology: Topology, component: str, traced: bool, sent: Sent) -> BoltExecutor:
     """A bolt executor of ``component`` with every task open, producing into ``sent``."""
     ex = BoltExecutor(env(topology, component, traced))
-    ex.produce = capture(sent)
+    ex.produce = ex.transfer.send = capture(sent)  # its tuples leave in packs, as in a run
     for p in ex.tasks:
         ex.by_partition[p] = ex._new_task(p)
     return ex
@@ -151,6 +151,7 @@ class Pipeline:
             ex._process(Record(topic, p, off, value, timestamp_ms=now_ms))
             if component == "count" and off % TICK_EVERY == TICK_EVERY - 1:
                 ex._execute(ex.by_partition[p], tick_tuple())
+        ex.transfer.flush()  # the end of the executor's round
 
     def _settle(self, buffer: Executor) -> None:
         """The acker's part: ``buffer``'s ops applied (one acker record per partition), then its trace filter."""

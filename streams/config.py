@@ -246,6 +246,13 @@ class TopologyConfig(BaseModel):
         "(see docs/design.md, 'Linger')",
     )
     batch_size: int = Field(500, alias="squall.consume.batch", ge=1, description="records per consume call (count; default 500)")
+    transfer_batch_size: int = Field(
+        100,
+        alias="squall.transfer.batch.size",
+        ge=1,
+        description="tuples a task sends one partition of a bolt's topic in one Kafka record, at most (count; default 100; "
+        "1: a record per tuple). Storm's topology.transfer.batch.size (see docs/design.md, 'Packs')",
+    )
     topic_replication_factor: int = Field(
         -1,
         alias="squall.topic.replication.factor",

@@ -238,6 +238,11 @@ class Topology:
         return [d for d in self.components.values() if not d.is_spout]
 
     @property
+    def bolt_topics(self) -> frozenset[str]:
+        """The bolts' input topics, ``squall.T.<bolt>`` (where tuples travel, one or a pack a record)."""
+        return frozenset(component_topic(self.name, d.id) for d in self.bolts)
+
+    @property
     def spout_tasks(self) -> int:
         """How many spout tasks there are (partitions of ``__ack_result``)."""
         return sum(d.num_tasks for d in self.spouts)

@@ -38,12 +38,13 @@ from streams.model.tuple import Tuple, tick_tuple
 from streams.monitoring.bolt_progress import Progress, encode_progress, progress_key, reexecution_window
 from streams.monitoring.progress_store import read_progress
 from streams.runtime.acks import AckBuffer
-from streams.runtime.bolt_task import BoltTask, execute_guarded, record_tuple
+from streams.runtime.bolt_task import BoltTask, execute_guarded, record_tuples
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.runtime.fencing import EpochFence
 from streams.runtime.flush_pipeline import FlushGeneration, FlushPipeline
 from streams.runtime.routing import Router
+from streams.runtime.transfer import TupleTransfer
 from streams.wire.acker import why_text
 from streams.wire.commits import commit_metadata, resume_at
 from streams.wire.naming import component_group, component_topic, progress_topic
@@ -104,6 +105,11 @@ class BoltExecutor(Executor):
         """Flushes waiting for their outputs' delivery (:mod:`streams.runtime.flush_pipeline`)."""
         self.produce = produce_fn(self.producer, self.produced, self.pipeline)
         """Every output, dead letter and acker op is produced into the open flush generation."""
+        self.transfer = TupleTransfer(self.produce, self.topology.bolt_topics, max_tuples=self.conf.transfer_batch_size)
+        """The collectors' tuples for a bolt, in packs; flushed at the end of every round, before a seal (:mod:`streams.runtime.transfer`)."""
+        self.tuples_read = 0
+        self.records_read = 0
+        """Tuples and records of input executed: a consume call asks for ``squall.consume.batch`` tuples' worth of records."""
 
     # -- tasks -----------------------------------------------------------------------
     def _open_tasks(self, partitions: list[TopicPartition]) -> None:
@@ -119,7 +125,7 @@ class BoltExecutor(Executor):
     def _new_task(self, partition: int) -> BoltTask:
         """Task ``partition``'s bolt copy with its collector (producing through :attr:`produce`), prepared."""
         task_id, ctx, bolt = self._task_copy(partition, Bolt)
-        collector = BoltOutputCollectorImpl(Router(self.topology, self.component, ctx), task_id, self.produce, self.acks, epoch=self.epoch)
+        collector = BoltOutputCollectorImpl(Router(self.topology, self.component, ctx), task_id, self.transfer.produce, self.acks, epoch=self.epoch)
         collector.process_latency = self._process_hist
         collector.errors = self.errors
         collector.tracer = self.tracer
@@ -193,25 +199,28 @@ class BoltExecutor(Executor):
             if transit is not None:
                 self._transit_hist.record(transit)
         try:
-            t = record_tuple(self.topology, self.component, self.topic, msg.value(), p, off)
+            tuples = record_tuples(self.topology, self.component, self.topic, msg.value(), p, off)
         except DecodeError as exc:
             self.poison(msg, exc, task.task_id)
             task.next_offset = off + 1
             return
-        if not self.fence.admit(p, t.source_task, t.epoch):
-            self._fenced(task, t)
-            task.next_offset = off + 1
-            return
-        t.received_at = time.perf_counter()
+        self.records_read += 1
+        self.tuples_read += len(tuples)
+        now = time.perf_counter()
         tracer = self.tracer
-        if tracer is not None:
-            limit = tracer.limit
-            for root in t.anchors:  # decided once per tuple; execute, ack and fail read t.traced
-                if (root >> 32) < limit:
-                    t.traced = True
-                    tracer.events_of(t, "receive", task.task_id)
-                    break
-        self._execute(task, t)
+        for t in tuples:  # every tuple of a pack executes before the offset moves past its record
+            if not self.fence.admit(p, t.source_task, t.epoch):
+                self._fenced(task, t)
+                continue
+            t.received_at = now
+            if tracer is not None:
+                limit = tracer.limit
+                for root in t.anchors:  # decided once per tuple; execute, ack and fail read t.traced
+                    if (root >> 32) < limit:
+                        t.traced = True
+                        tracer.events_of(t, "receive", task.task_id)
+                        break
+            self._execute(task, t)
         task.next_offset = off + 1
 
     def _fenced(self, task: BoltTask, t: Tuple) -> None:
@@ -267,7 +276,8 @@ class BoltExecutor(Executor):
            as may, wait for the oldest (the broker sets the pace).
         4. Release every flush that was delivered (:meth:`_release_delivered`).
         """
-        # 1. the acker ops buffered now
+        # 1. the acker ops buffered now (their tuples' packs are produced first)
+        self.transfer.flush()
         acks = self.acks.take() if self.acks is not None and len(self.acks) else None
         # 2. seal
         offsets = {}
@@ -316,7 +326,7 @@ class BoltExecutor(Executor):
 
     def _unflushed(self) -> bool:
         """Outputs or acker ops were made since the last flush, or input was executed since."""
-        if (self.acks is not None and len(self.acks)) or self.pipeline.current.records:
+        if (self.acks is not None and len(self.acks)) or self.pipeline.current.records or len(self.transfer):
             return True
         return any(t.next_offset != t.sealed_offset for t in self.by_partition.values())
 
@@ -402,6 +412,12 @@ class BoltExecutor(Executor):
             if high is not None and high >= 0 and position >= 0:
                 lag[f"{self.topic}[{p}]"] = max(0, high - position)
 
+    def _records_wanted(self) -> int:
+        """Records to ask a consume call for: about ``squall.consume.batch`` tuples, at the tuples a record held so far (packs)."""
+        if self.tuples_read <= self.records_read:
+            return self.conf.batch_size
+        return max(1, self.conf.batch_size * self.records_read // self.tuples_read)
+
     def _run(self) -> None:
         conf = self.conf
         cfg = consumer_config(self.bootstrap, component_group(self.topology.name, self.component), conf, self.kafka.get("consumer"))
@@ -415,7 +431,8 @@ class BoltExecutor(Executor):
         commit = Every(conf.bolt_commit_period_secs, now)
         try:
             while not self.stop_event.is_set():
-                msgs = gaps.consume(consumer, conf.batch_size, DELIVERY_POLL_S if self.pipeline.waiting else conf.flush_interval_secs)
+                want = self._records_wanted()
+                msgs = gaps.consume(consumer, want, DELIVERY_POLL_S if self.pipeline.waiting else conf.flush_interval_secs)
                 for msg in msgs:
                     self._process(msg)
                 self.stats.counters["refetched"] = gaps.refetched
@@ -423,7 +440,8 @@ class BoltExecutor(Executor):
                 if ticks.due(now):
                     for task in list(self.by_partition.values()):
                         self._execute(task, tick_tuple())
-                drained = conf.flush_when_idle and len(msgs) < conf.batch_size and self._unflushed()
+                self.transfer.flush()  # the round's packs leave now: a pack waits for no later round
+                drained = conf.flush_when_idle and len(msgs) < want and self._unflushed()
                 if drained or flush.due(now) or (self.acks is not None and len(self.acks) > MAX_BUFFERED_ACKER_OPS):
                     self._flush(drained)
                 elif self.pipeline.waiting:

@@ -1,6 +1,6 @@
 """A bolt task: its state in the executor, and the path of one input record through it.
 
-:func:`record_tuple` (decode) and :func:`execute_guarded` (Storm's ``BoltExecutor`` calling
+:func:`record_tuples` (decode) and :func:`execute_guarded` (Storm's ``BoltExecutor`` calling
 ``execute`` and turning an exception into a fail) are shared by the bolt executor
 (:mod:`streams.runtime.bolt`) and the test kit (:mod:`streams.testing.local`), so a test runs a
 record exactly as a worker does.
@@ -15,23 +15,28 @@ from streams.model.bolt import Bolt
 from streams.model.spec import Topology
 from streams.model.tuple import Tuple
 from streams.runtime.collectors import BoltOutputCollectorImpl
-from streams.wire.codec import decode_tuple
+from streams.wire.codec import decode_tuples
 
 
-def record_tuple(topology: Topology, component: str, topic: str, value: bytes | None, partition: int, offset: int) -> Tuple:
-    """The tuple in input record ``topic[partition]@offset`` of ``component`` (a bolt).
+def record_tuples(topology: Topology, component: str, topic: str, value: bytes | None, partition: int, offset: int) -> list[Tuple]:
+    """The tuples in input record ``topic[partition]@offset`` of ``component`` (a bolt): one, or a pack's, in order.
 
-    Raises DecodeError naming the component, topic, partition and offset for a record that
-    is not a tuple (the caller dead-letters it).
+    Every tuple of a pack carries its record's topic, partition and offset. Raises DecodeError
+    naming the component, topic, partition and offset for a record that is not a tuple or a
+    pack of them (the caller dead-letters it).
     """
-    stream, source, source_task, epoch, values, anchors, batch, tid = decode_tuple(value, component=component, topic=topic, partition=partition, offset=offset)
-    t = Tuple(values, stream, source, source_task, anchors, topology.field_index(source, stream), topic, partition, offset)
-    t.epoch = epoch
-    if batch is not None:
-        t.batch = batch
-    if tid is not None:
-        t.tid = tid
-    return t
+    out = []
+    for stream, source, source_task, epoch, values, anchors, batch, tid in decode_tuples(
+        value, component=component, topic=topic, partition=partition, offset=offset
+    ):
+        t = Tuple(values, stream, source, source_task, anchors, topology.field_index(source, stream), topic, partition, offset)
+        t.epoch = epoch
+        if batch is not None:
+            t.batch = batch
+        if tid is not None:
+            t.tid = tid
+        out.append(t)
+    return out
 
 
 def execute_guarded(bolt: Bolt, collector: BoltOutputCollectorImpl, t: Tuple) -> Exception | None:

@@ -37,6 +37,7 @@ from streams.runtime.inflight import InFlightTrees
 from streams.runtime.pending_bound import PendingBound
 from streams.runtime.routing import Router
 from streams.runtime.spout_tasks import SpoutTask, SpoutTasks, make_bound
+from streams.runtime.transfer import TupleTransfer
 from streams.wire.acker import decode_results
 from streams.wire.codec import encode_json
 from streams.wire.naming import ack_result_topic, component_group, ledger_topic, partition_key
@@ -67,6 +68,8 @@ class SpoutExecutor(Executor):
         drain; results, timeouts and commits go on while it is clear."""
         self.active.set()
         self.draining = False
+        self.transfer = TupleTransfer(self.produce, self.topology.bolt_topics, max_tuples=self.conf.transfer_batch_size)
+        """The collectors' tuples, in a pack per bolt partition; flushed at the end of every round (:mod:`streams.runtime.transfer`)."""
         group = component_group(self.topology.name, self.component)
         overrides = self.kafka.get("consumer")
         self.results = new_consumer(consumer_config(self.bootstrap, group + ".__results", self.conf, overrides))
@@ -112,7 +115,7 @@ class SpoutExecutor(Executor):
             collector = SpoutOutputCollectorImpl(
                 Router(self.topology, self.component, ctx),
                 task_id,
-                self.produce,
+                self.transfer.produce,
                 self.acks,
                 self.core.tracker(task_id, ledger),
                 self.core.untracked(immediate),
@@ -209,7 +212,8 @@ class SpoutExecutor(Executor):
         return self.core.emit(self._commit)
 
     def _flush(self, ledgers: bool = True) -> None:
-        """Send the buffered acker ops, then (``ledgers``) the ledgers that changed."""
+        """Send the tuples held in packs and the buffered acker ops, then (``ledgers``) the ledgers that changed."""
+        self.transfer.flush()
         if self.acks is not None and len(self.acks):
             self.stats.inc("acker_ops", self.acks.flush(self.produce))
         if ledgers:
@@ -297,6 +301,7 @@ class SpoutExecutor(Executor):
                     wait = 0.01 if idle and (len(self.inflight) or self.feed is None) else 0
                     done = self._results(self.result_gaps.consume(self.results, batch, wait))
                 emitted = self._emit()
+                self.transfer.flush()  # the round's tuples leave now (acks and fails may emit too: a transactional spout's next batch)
                 idle = not (fed or done or emitted)
                 if idle and not acked and (self.feed is None or not self.by_task):
                     time.sleep(0.02)
@@ -327,6 +332,7 @@ class SpoutExecutor(Executor):
             self._maybe_stats(time.monotonic(), final=True)
             for task in self.by_task.values():
                 self._close(task)
+            self.transfer.flush()
             self.producer.flush(5)
             if self.feed is not None:
                 self.feed.close()

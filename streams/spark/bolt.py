@@ -47,7 +47,7 @@ from streams.runtime.acks import AckBuffer
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.routing import Router
 from streams.spark.exceptions import SparkBoltError
-from streams.wire.codec import decode_tuple
+from streams.wire.codec import decode_tuples
 from streams.wire.dead_letter import dead_letter_headers
 from streams.wire.naming import acker_topic, component_topic, dead_letter_topic
 
@@ -351,19 +351,18 @@ class _ProcessorState:
                     nxt[p] = off + 1
         for raw, p, off in zip(values, parts, offsets, strict=True):
             try:
-                stream, source, source_task, _epoch, vals, anchors, _batch, _tid = decode_tuple(
-                    raw, component=self.component, topic=self.topic, partition=p, offset=off
-                )
+                envelopes = decode_tuples(raw, component=self.component, topic=self.topic, partition=p, offset=off)
             except DecodeError as exc:
                 stats.poison += 1
                 headers = dead_letter_headers(str(exc), component=self.component, topic=self.topic, partition=p, offset=off, attempts=0)
                 rows.add(KIND_RECORD, dead_letter_topic(self.topology.name), -1, None, raw or b"", json.dumps(headers))
                 log.warning("%s", exc)
                 continue
-            if stream == WARMUP_STREAM:
-                continue
-            t = Tuple(vals, stream, source, source_task, anchors, self.topology.field_index(source, stream), self.topic, p, off)
-            out.append((t, self._collector(p, rows, acks)))
+            for stream, source, source_task, _epoch, vals, anchors, _batch, _tid in envelopes:  # one tuple, or a pack's
+                if stream == WARMUP_STREAM:
+                    continue
+                t = Tuple(vals, stream, source, source_task, anchors, self.topology.field_index(source, stream), self.topic, p, off)
+                out.append((t, self._collector(p, rows, acks)))
         return out
 
     def _fail(self, t: Tuple, collector: Any, stats: _RunStats, exc: BaseException) -> None:

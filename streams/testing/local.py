@@ -6,7 +6,7 @@ them, with the same ``open``/``prepare`` and config), the collectors
 every grouping (:mod:`streams.runtime.routing`), the acker's ledger
 (:class:`acker.durable.DurableLedger`), the spout's tracking, pending bound, timeouts and
 outcomes (:class:`streams.runtime.spout_tasks.SpoutTasks`), the bolt's decode and guarded
-execute (:func:`streams.runtime.bolt_task.record_tuple`, :func:`~streams.runtime.bolt_task.execute_guarded`),
+execute (:func:`streams.runtime.bolt_task.record_tuples`, :func:`~streams.runtime.bolt_task.execute_guarded`),
 the wire codecs, windows, stateful bolts and their state stores.
 
 Where it differs, because there is no Kafka:
@@ -50,7 +50,7 @@ from streams.model.context import ExecutorIO, LocalTasks
 from streams.model.spec import Topology
 from streams.model.tuple import Tuple, tick_tuple
 from streams.monitoring.errors import ErrorLog
-from streams.runtime.bolt_task import execute_guarded, record_tuple
+from streams.runtime.bolt_task import execute_guarded, record_tuples
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.spout_tasks import SpoutTasks
 from streams.testing.ackers import LocalAckers
@@ -374,13 +374,14 @@ class LocalTopology(Lifecycle):
 
     def _execute_record(self, b: BoltRun, rec: Record) -> None:
         try:
-            t = record_tuple(self.topology, b.component, b.topic, rec.value(), rec.partition(), rec.offset())
+            tuples = record_tuples(self.topology, b.component, b.topic, rec.value(), rec.partition(), rec.offset())
         except DecodeError as exc:
             self._errors(b.component).report("poison", b.task_id, exc=exc, where=f"{b.topic}[{rec.partition()}]@{rec.offset()}")
             self._dead_letter_raw(b.component)(rec.value(), rec.key(), str(exc), topic=b.topic, partition=rec.partition(), offset=rec.offset(), attempts=0)
             return
-        b.life_count += 1
-        self._execute(b, t)
+        for t in tuples:
+            b.life_count += 1
+            self._execute(b, t)
 
     def _execute(self, b: BoltRun, t: Tuple) -> None:
         assert b.bolt is not None and b.collector is not None

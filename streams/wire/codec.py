@@ -17,6 +17,9 @@ a batch was ``[txid, attempt, epoch]``) is still read, as epoch 0. JSON keeps th
 readable from any language; the array form keeps it small. Never pickle. Encoding and
 decoding use orjson (about 8x faster than the stdlib here, byte-identical output for these
 shapes); integers must fit in 64 bits (signed or unsigned), as root and edge ids do.
+
+A record may hold several tuples for the same partition, ``[3, envelope, envelope, ...]``
+(a pack: :func:`encode_pack`, read by :func:`decode_tuples`; docs/design.md, "Packs").
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import orjson
 from streams.exceptions import DecodeError
 
 VERSION = 2
+PACK_VERSION = 3
+"""A record of several envelopes: ``[3, envelope, envelope, ...]`` (:func:`encode_pack`)."""
 _dumps = orjson.dumps
 _loads = orjson.loads
 _OPTS = orjson.OPT_NON_STR_KEYS
@@ -90,49 +95,86 @@ def decode_tuple(raw: bytes | None, *, component: str, topic: str, partition: in
     """Decode an envelope into ``(stream, source_component, source_task, epoch, values, anchors, batch, tid)``.
 
     Raises :class:`DecodeError` (naming component, topic, partition, offset) on any
-    malformed record, so the caller can dead-letter it.
+    malformed record, so the caller can dead-letter it. A pack of several tuples is a
+    malformed tuple here: a bolt's input reads :func:`decode_tuples`.
+    """
+    try:
+        if raw is None:
+            raise ValueError("null value")
+        return _decode_msg(_loads(raw))
+    except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as exc:
+        raise DecodeError(str(exc), component=component, topic=topic, partition=partition, offset=offset) from exc
+
+
+def decode_tuples(raw: bytes | None, *, component: str, topic: str, partition: int, offset: int) -> list[Envelope]:
+    """The tuples of one input record: one for an envelope, each one of a pack (:func:`encode_pack`) in order.
+
+    All or nothing: raises :class:`DecodeError` (naming component, topic, partition, offset)
+    if the record, or any envelope in it, is malformed, so the caller dead-letters the record.
     """
     try:
         if raw is None:
             raise ValueError("null value")
         msg = _loads(raw)
-        # Fast path: the common well-formed shapes (no batch; no anchors or one root; a stateful
-        # topology's one root and id; a transactional batch's tuple in one tree), checked with
-        # exact types; anything else takes the full checks.
-        if type(msg) is list and ((n := len(msg)) == 7 or (n == 9 and msg[7] is None) or n == 8):
-            version, stream, source, task, epoch, values, flat = msg[0], msg[1], msg[2], msg[3], msg[4], msg[5], msg[6]
-            if (
-                version == VERSION
-                and type(stream) is str
-                and type(source) is str
-                and type(task) is int
-                and type(epoch) is int
-                and epoch >= 0
-                and type(values) is list
-                and type(flat) is list
-            ):
-                if n == 7 and not flat:
-                    return stream, source, task, epoch, values, {}, None, None
-                if len(flat) == 2:
-                    r, e = flat
-                    if type(r) is int and type(e) is int and 0 <= r < _U64 and 0 <= e < _U64:
-                        if n == 7:
-                            return stream, source, task, epoch, values, {r: e}, None, None
-                        if n == 8:
-                            raw_batch = msg[7]
-                            if type(raw_batch) is list and len(raw_batch) == 2:
-                                txid, attempt = raw_batch
-                                if type(txid) is int and type(attempt) is int:
-                                    return stream, source, task, epoch, values, {r: e}, (txid, attempt), None
-                            return _decode_checked(msg)
-                        raw_id = msg[8]
-                        if type(raw_id) is list and len(raw_id) == 3:
-                            a, b, c = raw_id
-                            if type(a) is int and type(b) is int and type(c) is int and 0 <= a < _U64 and 0 <= b < _U64 and 0 <= c < _U64:
-                                return stream, source, task, epoch, values, {r: e}, None, (a, b, c)
-        return _decode_checked(msg)
+        if type(msg) is list and msg and msg[0] == PACK_VERSION:
+            if len(msg) < 2:
+                raise ValueError("a pack holds at least one envelope")
+            return [_decode_msg(m) for m in msg[1:]]
+        return [_decode_msg(msg)]
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as exc:
         raise DecodeError(str(exc), component=component, topic=topic, partition=partition, offset=offset) from exc
+
+
+def encode_pack(envelopes: list[bytes]) -> bytes:
+    """One record holding several encoded envelopes, ``[3, envelope, envelope, ...]``, in order.
+
+    Storm batches the tuples one worker sends another (``topology.transfer.batch.size``);
+    Squall packs the tuples a task sends one partition of a bolt's topic between two flushes,
+    so a word count's words cost one Kafka record a flush, not one each (docs/design.md, "Packs").
+    The envelopes are joined as bytes, not encoded again. One envelope is returned as it is.
+    """
+    if len(envelopes) == 1:
+        return envelopes[0]
+    return b"[3," + b",".join(envelopes) + b"]"
+
+
+def _decode_msg(msg: Any) -> Envelope:
+    """A parsed envelope's fields (the hot path of :func:`decode_tuple`). Raises ValueError or TypeError."""
+    # Fast path: the common well-formed shapes (no batch; no anchors or one root; a stateful
+    # topology's one root and id; a transactional batch's tuple in one tree), checked with
+    # exact types; anything else takes the full checks.
+    if type(msg) is list and ((n := len(msg)) == 7 or (n == 9 and msg[7] is None) or n == 8):
+        version, stream, source, task, epoch, values, flat = msg[0], msg[1], msg[2], msg[3], msg[4], msg[5], msg[6]
+        if (
+            version == VERSION
+            and type(stream) is str
+            and type(source) is str
+            and type(task) is int
+            and type(epoch) is int
+            and epoch >= 0
+            and type(values) is list
+            and type(flat) is list
+        ):
+            if n == 7 and not flat:
+                return stream, source, task, epoch, values, {}, None, None
+            if len(flat) == 2:
+                r, e = flat
+                if type(r) is int and type(e) is int and 0 <= r < _U64 and 0 <= e < _U64:
+                    if n == 7:
+                        return stream, source, task, epoch, values, {r: e}, None, None
+                    if n == 8:
+                        raw_batch = msg[7]
+                        if type(raw_batch) is list and len(raw_batch) == 2:
+                            txid, attempt = raw_batch
+                            if type(txid) is int and type(attempt) is int:
+                                return stream, source, task, epoch, values, {r: e}, (txid, attempt), None
+                        return _decode_checked(msg)
+                    raw_id = msg[8]
+                    if type(raw_id) is list and len(raw_id) == 3:
+                        a, b, c = raw_id
+                        if type(a) is int and type(b) is int and type(c) is int and 0 <= a < _U64 and 0 <= b < _U64 and 0 <= c < _U64:
+                            return stream, source, task, epoch, values, {r: e}, None, (a, b, c)
+    return _decode_checked(msg)
 
 
 def _decode_checked(msg: Any) -> Envelope:
@@ -153,6 +195,8 @@ def _decode_checked(msg: Any) -> Envelope:
         epoch = msg[6][2] if len(msg) >= 7 and isinstance(msg[6], list) and len(msg[6]) == 3 else 0
         rest = msg[6:]
         batch_items = 3
+    elif version == PACK_VERSION:
+        raise ValueError("a pack of tuples inside a pack, or where one tuple was expected")
     else:
         raise ValueError(f"unknown envelope version {version!r}")
     if type(epoch) is not int or not 0 <= epoch < _U64:

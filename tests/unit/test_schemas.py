@@ -14,7 +14,7 @@ from acker.durable import DurableLedger
 from acker.ledger import Ledger
 from streams.monitoring.stats import ExecutorStats
 from streams.wire.acker import encode_ops, encode_results
-from streams.wire.codec import encode_tuple
+from streams.wire.codec import encode_pack, encode_rooted, encode_tuple
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
@@ -35,6 +35,16 @@ def test_tuple_envelope() -> None:
         "tuple.schema.json", encode_tuple("default", "split", 3, ["word"], {7: 5}, None, (2**31 - 1, 12, 2**32 - 1), epoch=9)
     )  # a stateful topology's tuple id
     for bad in (b'[2,"s","c",0,5,[],[-1,2]]', b'[2,"s","c",0,-5,[],[]]', b'[1,"s","c",0,[],[]]'):  # a bad anchor, a negative epoch, version 1
+        with pytest.raises(jsonschema.ValidationError):
+            check("tuple.schema.json", bad)
+
+
+def test_a_pack_of_tuples() -> None:
+    one = encode_rooted("default", "split", 3, 9, ["to"], 7, 5)
+    two = encode_rooted("default", "split", 3, 9, ["be"], 7, 6)
+    check("tuple.schema.json", encode_pack([one, two, encode_tuple("default", "split", 3, ["x"], {}, epoch=9)]))
+    assert encode_pack([one]) == one  # a pack of one is the envelope itself
+    for bad in (b"[3]", b'[3,[2,"s","c",0,-5,[],[]]]', b'[3,[3,[2,"s","c",0,5,[],[]]]]'):  # empty, a bad envelope inside, a pack in a pack
         with pytest.raises(jsonschema.ValidationError):
             check("tuple.schema.json", bad)
 

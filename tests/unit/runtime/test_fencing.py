@@ -25,7 +25,7 @@ from streams.runtime.executor import ExecutorEnv
 from streams.runtime.fencing import EpochFence
 from streams.testing.memlog import Record
 from streams.wire.acker import OP_ACK, OP_INIT, encode_ops, from_header
-from streams.wire.codec import decode_tuple, encode_rooted
+from streams.wire.codec import Envelope, decode_tuples, encode_rooted
 from streams.wire.naming import acker_topic
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -72,9 +72,14 @@ def bolt(component: str) -> tuple[BoltExecutor, list[tuple[str, bytes]]]:
         ExecutorEnv(topology=topology, component=component, conf=resolve(topology.conf), bootstrap="127.0.0.1:1", workdir=Path("/tmp"), epoch=500)
     )
     sent: list[tuple[str, bytes]] = []
-    ex.produce = lambda topic, value, key=None, partition=-1, **kw: sent.append((topic, value))
+    ex.produce = ex.transfer.send = lambda topic, value, key=None, partition=-1, **kw: sent.append((topic, value))
     ex.by_partition[0] = ex._new_task(0)
     return ex, sent
+
+
+def envelopes(sent: list[tuple[str, bytes]]) -> list[Envelope]:
+    """Every tuple in ``sent``, one record's or a pack's."""
+    return [e for _, v in sent for e in decode_tuples(v, component="t", topic="t", partition=0, offset=0)]
 
 
 def test_a_bolt_drops_counts_and_fails_a_tuple_its_senders_older_life_wrote_after_the_newer_one() -> None:
@@ -87,13 +92,14 @@ def test_a_bolt_drops_counts_and_fails_a_tuple_its_senders_older_life_wrote_afte
     ex._process(line(200, "new life", 2, 1))
     ex._process(line(100, "zombie", 3, 2))  # the old owner again, after: fenced
     ex._process(line(200, "new again", 4, 3))
-    words = [decode_tuple(v, component="t", topic="t", partition=0, offset=0)[4][0] for _, v in sent]
-    assert words == ["old", "life", "new", "life", "new", "again"]
+    ex.transfer.flush()  # the end of the round: its packs leave
+    words = [e[4][0] for e in envelopes(sent)]
+    assert sorted(words) == sorted(["old", "life", "new", "life", "new", "again"])  # in packs: in order per partition, not across
     assert ex.stats.counters["fenced_tuples"] == 1 and ex.by_partition[0].next_offset == 4
     assert ex.acks is not None
     fails = dict(ex.acks.fails)
     assert list(fails) == [3] and "fenced" in fails[3] and "[split]" in fails[3]  # its tree is replayed now, not at the timeout
-    assert {decode_tuple(v, component="t", topic="t", partition=0, offset=0)[3] for _, v in sent} == {500}  # what it sends carries its own epoch
+    assert {e[3] for e in envelopes(sent)} == {500}  # what it sends carries its own epoch
 
 
 def test_an_acker_drops_and_counts_a_record_its_senders_older_life_flushed_after_the_newer_one() -> None:

@@ -16,6 +16,7 @@ from streams.runtime.bolt import BoltExecutor
 from streams.runtime.executor import ExecutorEnv
 from streams.runtime.flush_pipeline import FlushGeneration, FlushPipeline
 from streams.wire.acker import OP_FAIL, decode_ops
+from streams.wire.codec import decode_tuples
 
 STEP = st.one_of(st.just(("produce",)), st.just(("seal",)), st.tuples(st.just("report"), st.integers(0, 10_000), st.booleans()))
 
@@ -90,25 +91,28 @@ def test_the_bolt_executor_goes_on_while_a_flush_waits_and_fails_its_trees_when_
         sent.append((topic, value, partition))
         tracked(topic, value, key, partition, headers)
 
-    ex.produce = produce
+    ex.produce = ex.transfer.send = produce
     try:
         task = ex.by_partition[0] = ex._new_task(0)
         root, edge = random.getrandbits(64), random.getrandbits(64)
         t = Tuple(["to be or not"], "default", "lines", 0, {root: edge}, ex.topology.field_index("lines", "default"), ex.topic, 0, 41)
         ex._execute(task, t)  # Split emits four words anchored to t, then acks it
         task.next_offset = 42
-        assert len(sent) == 4 and ex.acks is not None and len(ex.acks) == 1
+        assert len(ex.transfer) == 4 and not sent and ex.acks is not None and len(ex.acks) == 1  # the words wait in packs
         started = time.monotonic()
         ex._flush()
         assert time.monotonic() - started < 0.25  # it did not wait for the broker
-        assert len(ex.acks) == 0 and len(sent) == 4 and task.flushed_offset == -1  # the ack waits with the flush
+        records = len(sent)  # the packs left first: one record per count partition the words went to
+        words = [e[4][0] for _, v, p in sent for e in decode_tuples(v, component="count", topic="t", partition=p, offset=0)]
+        assert sorted(words) == ["be", "not", "or", "to"] and records <= 4
+        assert len(ex.acks) == 0 and task.flushed_offset == -1  # the ack waits with the flush
         ex._await_delivery(ex.pipeline.oldest_delivered)  # the one flush waiting
         ex._release_delivered()
         acker = [(value, p) for topic, value, p in sent if topic == ex.acks.topic]
         assert len(acker) == 1 and acker[0][0] is not None
         ops = decode_ops(acker[0][0], component="acker", topic=ex.acks.topic, partition=acker[0][1], offset=0)
         assert [op[:2] for op in ops] == [[OP_FAIL, root]] and "outputs lost" in str(ops[0][2])
-        assert task.flushed_offset == 42 and ex.delivery.failures == 4
+        assert task.flushed_offset == 42 and ex.delivery.failures == records
     finally:
         ex.producer.purge()
         ex.producer.flush(0)

@@ -15,7 +15,7 @@ from acker.ledger import Ledger
 from streams.exceptions import DecodeError
 from streams.monitoring.ledger_store import parse_ledger
 from streams.wire.acker import decode_ops, decode_results, encode_ops, root_key
-from streams.wire.codec import decode_tuple, encode_tuple
+from streams.wire.codec import decode_tuple, decode_tuples, encode_tuple
 
 WHERE: dict[str, Any] = {"component": "split", "topic": "squall.t.x", "partition": 3, "offset": 41}
 NAMED = "[split] cannot decode record squall.t.x[3]@41: "
@@ -91,6 +91,23 @@ def test_tuple_envelopes_decode_or_name_the_record(raw: bytes | None) -> None:
         assert isinstance(stream, str) and isinstance(source, str) and isinstance(task, int) and isinstance(values, list)
         assert all(0 <= k < 2**64 and 0 <= v < 2**64 for k, v in anchors.items()) and 0 <= epoch < 2**64
         assert decode_tuple(encode_tuple(stream, source, task, values, anchors, batch, tid, epoch=epoch), **WHERE) == env
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        raw_bytes,
+        st.lists(st.lists(json_values, min_size=7, max_size=9).map(lambda v: [2, *v[1:]]), max_size=4).map(lambda v: json.dumps([3, *v]).encode()),
+        st.lists(json_values, max_size=4).map(lambda v: json.dumps([3, *v]).encode()),
+    )
+)
+def test_packs_decode_whole_or_name_the_record(raw: bytes | None) -> None:
+    """A record is a tuple or a pack of them, all or nothing: each envelope decodes as it would alone."""
+    envs = decoded_or_named(decode_tuples, raw)
+    if envs is not None:
+        assert envs, "a pack holds at least one envelope"
+        again = [decode_tuple(encode_tuple(s, c, t, v, a, b, i, epoch=e), **WHERE) for s, c, t, e, v, a, b, i in envs]
+        assert again == envs
 
 
 @settings(max_examples=300, deadline=None)

@@ -1,0 +1,129 @@
+"""Packs (:mod:`streams.runtime.transfer`): the tuples a task sends one bolt partition travel in one record,
+in order, bounded, and are executed one by one before the bolt moves past the record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streams.config import resolve
+from streams.exceptions import DecodeError
+from streams.model.loader import load_topology
+from streams.runtime.bolt import BoltExecutor
+from streams.runtime.executor import ExecutorEnv
+from streams.runtime.transfer import TupleTransfer
+from streams.testing.memlog import Record
+from streams.wire.codec import decode_tuple, decode_tuples, encode_pack, encode_rooted
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+BOLTS = ("squall.t.split", "squall.t.count")
+WHERE: dict[str, Any] = {"component": "count", "topic": "squall.t.count", "partition": 2, "offset": 41}
+
+sends = st.lists(
+    st.one_of(
+        st.tuples(st.sampled_from(BOLTS), st.integers(0, 3), st.text(max_size=30)),  # a tuple for a bolt's task
+        st.tuples(st.just("out"), st.integers(-1, 1), st.text(max_size=5)),  # not a bolt's topic: straight through
+        st.just("flush"),  # the executor's round ends
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(sends, st.integers(1, 6), st.integers(1, 400))
+def test_every_tuple_arrives_once_in_its_partitions_order_in_bounded_packs(steps: list[Any], max_tuples: int, max_bytes: int) -> None:
+    sent: list[tuple[str, bytes, int]] = []
+    transfer = TupleTransfer(
+        lambda topic, value, key=None, partition=-1: sent.append((topic, value, partition)), BOLTS, max_tuples=max_tuples, max_bytes=max_bytes
+    )
+    wanted: dict[tuple[str, int], list[str]] = {}
+    passed: list[bytes] = []
+    for n, step in enumerate(steps):
+        if step == "flush":
+            transfer.flush()
+            assert len(transfer) == 0
+            continue
+        topic, partition, word = step
+        value = encode_rooted("default", "split", 1, 9, [word], n + 1, 7)
+        transfer.produce(topic, value, partition=partition)
+        if topic in BOLTS:
+            wanted.setdefault((topic, partition), []).append(word)
+        else:
+            passed.append(value)
+    transfer.flush()
+    got: dict[tuple[str, int], list[str]] = {}
+    for topic, value, partition in sent:
+        if topic not in BOLTS:
+            continue
+        envs = decode_tuples(value, **WHERE)
+        assert len(envs) <= max_tuples
+        assert len(envs) == 1 or sum(len(encode_rooted(*e[:3], e[3], e[4], *next(iter(e[5].items())))) for e in envs[:-1]) < max_bytes  # full only at its bound
+        got.setdefault((topic, partition), []).extend(e[4][0] for e in envs)
+    assert got == wanted
+    assert [v for t, v, _ in sent if t not in BOLTS] == passed  # other records untouched, in order
+    assert transfer.tuples == sum(map(len, wanted.values())) and transfer.records == sum(1 for t, _, _ in sent if t in BOLTS)
+
+
+def test_a_pack_decodes_to_its_envelopes_in_order_and_one_tuple_is_not_packed() -> None:
+    a, b = encode_rooted("default", "split", 1, 9, ["to"], 11, 5), encode_rooted("default", "split", 1, 9, ["be"], 12, 6)
+    assert encode_pack([a]) == a
+    assert decode_tuples(encode_pack([a, b]), **WHERE) == [decode_tuple(a, **WHERE), decode_tuple(b, **WHERE)]
+    assert decode_tuples(a, **WHERE) == [decode_tuple(a, **WHERE)]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"[3]", b'[3,[2,"s","c",0,-5,[],[]]]', b"[3," + encode_pack([b'[2,"s","c",0,5,[],[]]', b'[2,"s","c",0,5,[],[]]']) + b"]"],
+    ids=["empty", "a bad envelope", "a pack in a pack"],
+)
+def test_a_malformed_pack_is_a_decode_error_naming_the_record(raw: bytes) -> None:
+    with pytest.raises(DecodeError, match=r"^\[count\] cannot decode record squall.t.count\[2\]@41"):
+        decode_tuples(raw, **WHERE)
+    with pytest.raises(DecodeError):  # where one tuple is expected, a pack is not one
+        decode_tuple(encode_pack([b'[2,"s","c",0,5,[],[]]', b'[2,"s","c",0,5,[],[]]']), **WHERE)
+
+
+def split_executor() -> tuple[BoltExecutor, list[tuple[str, bytes | None, int]]]:
+    topology = load_topology(EXAMPLES / "wordcount.py", "packs")
+    ex = BoltExecutor(ExecutorEnv(topology=topology, component="split", conf=resolve(topology.conf), bootstrap="127.0.0.1:1", workdir=Path("/tmp")))
+    sent: list[tuple[str, bytes | None, int]] = []
+    ex.produce = ex.transfer.send = lambda topic, value, key=None, partition=-1, **kw: sent.append((topic, value, partition))
+    ex.by_partition[0] = ex._new_task(0)
+    return ex, sent
+
+
+def test_a_bolt_executes_every_tuple_of_a_pack_then_moves_past_its_record() -> None:
+    ex, sent = split_executor()
+    lines = [encode_rooted("default", "lines", 0, 1, [text], root, 77) for text, root in (("to be", 1), ("or not", 2), ("to be", 3))]
+    ex._process(Record(ex.topic, 0, 40, encode_pack(lines)))
+    assert ex.by_partition[0].next_offset == 41 and ex.records_read == 1 and ex.tuples_read == 3
+    assert ex.acks is not None and set(ex.acks.acks) == {1, 2, 3}  # each line acked, its words anchored
+    ex.transfer.flush()
+    words = [e[4][0] for t, v, p in sent if t in ex.topology.bolt_topics for e in decode_tuples(v, component="count", topic=t, partition=p, offset=0)]
+    assert sorted(words) == sorted(["to", "be", "or", "not", "to", "be"])
+    assert len(sent) == len({p for _, _, p in sent}) < 6  # a record per count task the words went to, not one per word
+    assert ex._records_wanted() == max(1, ex.conf.batch_size // 3)  # a consume call asks for about squall.consume.batch tuples
+
+
+def test_a_pack_with_a_bad_envelope_is_dead_lettered_whole_and_nothing_of_it_executes() -> None:
+    ex, sent = split_executor()
+    good = encode_rooted("default", "lines", 0, 1, ["to be"], 1, 77)
+    ex._process(Record(ex.topic, 0, 7, b"[3," + good + b',[2,"s","c",0,-5,[],[]]]'))
+    assert ex.by_partition[0].next_offset == 8 and ex.acks is not None and not ex.acks.acks
+    dead = [t for t, _, _ in sent if t.endswith(".__dlq")]
+    assert len(dead) == 1 and ex.stats.counters["poison"] == 1
+
+
+def test_transfer_batch_size_one_sends_a_record_per_tuple() -> None:
+    topology = load_topology(EXAMPLES / "wordcount.py", "packs")
+    conf = resolve(topology.conf, {"squall.transfer.batch.size": 1})
+    ex = BoltExecutor(ExecutorEnv(topology=topology, component="split", conf=conf, bootstrap="127.0.0.1:1", workdir=Path("/tmp")))
+    sent: list[bytes | None] = []
+    ex.produce = ex.transfer.send = lambda topic, value, key=None, partition=-1, **kw: sent.append(value)
+    ex.by_partition[0] = ex._new_task(0)
+    ex._process(Record(ex.topic, 0, 0, encode_rooted("default", "lines", 0, 1, ["to be or not"], 1, 77)))
+    assert len(sent) == 4 and all(v is not None and v.startswith(b"[2,") for v in sent)  # sent at once, one envelope each
