@@ -394,7 +394,7 @@ class BoltExecutor(Executor):
         self._input_lag()
 
     def _input_lag(self) -> None:
-        """Each task's input lag, ``"topic[p]" -> high watermark - next offset`` (backpressure: tuples waiting to execute).
+        """Each task's input lag, ``"topic[p]" -> high watermark - next offset`` (backpressure: records waiting to execute, each one tuple or a pack of them).
 
         The high watermark is the one the last Fetch response reported (no request is made).
         """

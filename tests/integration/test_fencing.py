@@ -19,7 +19,7 @@ from service.config import ServiceSettings
 from service.runner import Job
 from streams.kafka.clients import new_producer
 from streams.wire.acker import OP_INIT, encode_ops, from_header, read_from
-from streams.wire.codec import decode_tuple, encode_rooted
+from streams.wire.codec import decode_tuples, encode_rooted
 from streams.wire.naming import acker_topic, component_topic
 from tests.integration.conftest import EXAMPLES, assert_at_least, corpus_slice, direct_count
 
@@ -39,8 +39,8 @@ def live_senders(bootstrap: str, topic: str, n: int = 200) -> dict[int, int]:
             if origin is not None:
                 out[origin[0]] = origin[1]
             elif not topic.endswith("__acker"):
-                _, _, task, epoch, *_ = decode_tuple(msg.value(), component="probe", topic=topic, partition=0, offset=msg.offset() or 0)
-                out[task] = epoch
+                for _, _, task, epoch, *_ in decode_tuples(msg.value(), component="probe", topic=topic, partition=0, offset=msg.offset() or 0):
+                    out[task] = epoch
     finally:
         c.close()
     return out

@@ -24,7 +24,7 @@ def test_a_slow_bolt_holds_the_spout_back_instead_of_timing_trees_out(settings: 
     src = corpus_slice(corpus, tmp_path / "in.txt", 2500)
     job = Job(TOPOLOGIES / "slow_bolt.py", src, tmp_path / "counts.json", settings)
     samples: list[tuple[float, float, float]] = []  # (trees in flight, bound per task, tasks) per spout snapshot
-    split_lag: list[int] = []  # the split's input lag (tuples waiting), per snapshot
+    split_lag: list[int] = []  # the split's input lag (records waiting), per snapshot
 
     def sample(j: Job) -> None:
         assert j.board is not None
