@@ -326,7 +326,7 @@ class BoltExecutor(Executor):
 
     def _unflushed(self) -> bool:
         """Outputs or acker ops were made since the last flush, or input was executed since."""
-        if (self.acks is not None and len(self.acks)) or self.pipeline.current.records or len(self.transfer):
+        if (self.acks is not None and len(self.acks)) or self.pipeline.current.records:
             return True
         return any(t.next_offset != t.sealed_offset for t in self.by_partition.values())
 

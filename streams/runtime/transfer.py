@@ -29,8 +29,6 @@ What stays as it was:
     >>> t.flush()
     >>> sent
     [('squall.wc.count', 0, b'[3,"a","b","c"]'), ('out', -1, b'{}'), ('squall.wc.count', 0, b'"d"'), ('squall.wc.count', 1, b'"e"')]
-    >>> t.records, t.tuples
-    (3, 5)
 """
 
 from __future__ import annotations
@@ -59,7 +57,6 @@ class TupleTransfer:
     ``produce``: the executor's ``produce(topic, value, key=None, partition=-1, headers=None)``;
     ``topics``: the bolts' input topics, whose keyless, header-less records with a partition are
     tuples; ``max_tuples`` (count, >= 1) and ``max_bytes`` (bytes) bound a pack.
-    ``records`` and ``tuples`` count what :meth:`flush` and full packs sent.
     """
 
     def __init__(self, produce: ProduceFn, topics: Collection[str], *, max_tuples: int, max_bytes: int = DEFAULT_MAX_PACK_BYTES) -> None:
@@ -70,21 +67,14 @@ class TupleTransfer:
         self.max_tuples = max_tuples
         self.max_bytes = max_bytes
         self.packs: dict[tuple[str, int], _Pack] = {}
-        self.records = 0
-        self.tuples = 0
 
     def produce(self, topic: str, value: bytes | None, key: bytes | None = None, partition: int = -1, headers: Any = None) -> None:
         """Hold ``value`` for its partition's pack if it is a tuple for a bolt; else produce it now."""
-        if key is not None or headers is not None or partition < 0 or value is None or topic not in self.topics:
-            if headers is None:
+        if self.max_tuples == 1 or key is not None or headers is not None or partition < 0 or value is None or topic not in self.topics:
+            if headers is None:  # not a tuple for a bolt, or packing off: as it is
                 self.send(topic, value, key, partition)
             else:
                 self.send(topic, value, key, partition, headers)
-            return
-        if self.max_tuples == 1:  # packing off: the envelope as it is
-            self.records += 1
-            self.tuples += 1
-            self.send(topic, value, None, partition)
             return
         where = (topic, partition)
         pack = self.packs.get(where)
@@ -109,6 +99,4 @@ class TupleTransfer:
         return sum(len(p.envelopes) for p in self.packs.values())
 
     def _send(self, topic: str, partition: int, pack: _Pack) -> None:
-        self.records += 1
-        self.tuples += len(pack.envelopes)
         self.send(topic, encode_pack(pack.envelopes), None, partition)

@@ -65,7 +65,6 @@ def test_every_tuple_arrives_once_in_its_partitions_order_in_bounded_packs(steps
         got.setdefault((topic, partition), []).extend(e[4][0] for e in envs)
     assert got == wanted
     assert [v for t, v, _ in sent if t not in BOLTS] == passed  # other records untouched, in order
-    assert transfer.tuples == sum(map(len, wanted.values())) and transfer.records == sum(1 for t, _, _ in sent if t in BOLTS)
 
 
 def test_a_pack_decodes_to_its_envelopes_in_order_and_one_tuple_is_not_packed() -> None:
