@@ -37,6 +37,13 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--broker", choices=["kafka", "tansu", "both"], default="both", help="Apache Kafka (single node), the embedded broker, or both in one run")
     c.add_argument("--contenders", nargs="+", default=None)
     c.add_argument("--latency-seconds", type=float, default=10.0)
+    c.add_argument(
+        "--latency-settle",
+        type=float,
+        default=3.0,
+        metavar="SECONDS",
+        help="latency workload: seconds at half rate before its latency is counted (a new topology's start is not its steady state)",
+    )
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a topology config key for squall-acked/-unacked (JSON value), repeatable")
     c.add_argument("--set-eo", action="append", default=[], metavar="KEY=VALUE", help="a topology config key for squall-exactly-once (JSON value), repeatable")
     s = sub.add_parser("spark", help="word count: split as a SparkBolt vs the same as a Python bolt")
@@ -73,6 +80,9 @@ def main(argv: list[str] | None = None) -> None:
     for p in (a, c, s, t, pr, i):
         p.add_argument("--json", default=None, help="write results as JSON here")
         p.add_argument("--bootstrap", default=None, help="use this Kafka instead of starting brokers")
+        p.add_argument(
+            "--broker-warmup", type=float, default=30.0, metavar="SECONDS", help="traffic to warm a fresh Apache Kafka's JIT before measuring (0: none)"
+        )
         p.add_argument("--workdir", default=tempfile.mkdtemp(prefix="squall-bench-"))
     args = parser.parse_args(argv)
     if hasattr(args, "set"):

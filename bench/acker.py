@@ -187,7 +187,7 @@ def run(args: Any) -> dict[str, Any]:
     workdir = Path(args.workdir)
     out: dict[str, Any] = {}
     memory = {rt: memory_per_pending_tree(args.pending, faust_table=rt == "faust") for rt in args.runtimes}
-    with broker(args.bootstrap) as bootstrap:
+    with broker(args.bootstrap, warmup_s=args.broker_warmup) as bootstrap:
         for runtime in args.runtimes:
             row: dict[str, Any] = {"runtime": runtime}
             try:

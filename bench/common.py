@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench.warmup import warm_broker
 from service.apache_kafka import ApacheKafka
 from service.broker import EmbeddedBroker
 from service.scheduling import WorkerPlan
@@ -24,13 +25,20 @@ BROKERS = ("kafka", "tansu")
 
 
 @contextmanager
-def broker(bootstrap: str | None = None, kind: str = "tansu") -> Iterator[str]:
-    """``bootstrap`` if given, else a fresh broker of ``kind`` (``kafka`` or ``tansu``) for the run."""
+def broker(bootstrap: str | None = None, kind: str = "tansu", warmup_s: float = 0.0) -> Iterator[str]:
+    """``bootstrap`` if given, else a fresh broker of ``kind`` (``kafka`` or ``tansu``) for the run.
+
+    A fresh Apache Kafka gets ``warmup_s`` seconds of neutral traffic first (:func:`bench.warmup.warm_broker`: its
+    JIT compiles the request paths before anything is measured); an outside broker or the embedded one gets none.
+    """
     if bootstrap:
         yield bootstrap
         return
     if kind == "kafka":
         with ApacheKafka(nodes=1) as k:
+            if warmup_s > 0:
+                print(f"[bench] warming Apache Kafka's JVM: {warmup_s:g} s of traffic before measuring", file=sys.stderr, flush=True)
+                warm_broker(k.bootstrap, warmup_s)
             yield k.bootstrap
         return
     with EmbeddedBroker() as b:

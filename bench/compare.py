@@ -40,6 +40,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -500,10 +501,21 @@ def produced_bytes(job: Job) -> int:
 
 
 def run_latency(
-    bootstrap: str, lines: list[bytes], rate: float | None, limit_s: float, workdir: Path, overrides: dict[str, Any] | None = None
+    bootstrap: str,
+    lines: list[bytes],
+    rate: float | None,
+    limit_s: float,
+    workdir: Path,
+    overrides: dict[str, Any] | None = None,
+    settle_s: float = 0.0,
 ) -> dict[str, Any]:
     """The latency workload (``bench/topologies/latency.py``): every line through three
-    pass-through bolts; done when the last bolt executed every line and every tree was acked."""
+    pass-through bolts; done when the last bolt executed every line and every tree was acked.
+
+    ``settle_s``: with a ``rate``, the latency quantiles (``p50_s``, ``p99_s``, ``hops``) count
+    only the trees settled after the first ``settle_s`` seconds at that rate, the steady state a
+    long-running service shows; ``p99_with_start_s`` counts every tree of the run.
+    """
     settings = ServiceSettings(bootstrap_servers=bootstrap, data_dir=workdir, log_level="WARNING")
     job = Job(LATENCY_TOPOLOGY, Path("/dev/null"), None, settings, topology_overrides=overrides or None)
     try:
@@ -520,47 +532,83 @@ def run_latency(
             if time.monotonic() > warm_deadline:
                 raise RuntimeError("the latency topology acked no warm-up tree in 120 s")
         start = time.monotonic()
-        produce(bootstrap, topic, lines[1:], wrap=False, rate=rate, partitions=tasks)
+        feeder = threading.Thread(target=produce, args=(bootstrap, topic, lines[1:]), kwargs={"wrap": False, "rate": rate, "partitions": tasks})
+        feeder.start()
         want, deadline = len(lines), start + limit_s
+        baseline: dict[str, LogHistogram] = {}
+        settled = not (rate and settle_s > 0)
         while (board.total("spout", "acked") < want or board.total("bolt", "executed", "hop3") < want) and time.monotonic() < deadline:
             board.poll(0.1)
+            if not settled and time.monotonic() >= start + settle_s:
+                baseline, settled = latency_hists(job), True
         end = time.monotonic()
+        feeder.join()
         board.poll(1.5)
         executed, acked = int(board.total("bolt", "executed", "hop3")), int(board.total("spout", "acked"))
-        hist = board.hist("spout", "complete_latency")
+        whole = board.hist("spout", "complete_latency")
+        hist = minus(whole, baseline.get(COMPLETE_ROW))
         return {
             **measured(end - start, 0, 0.0, executed == want and acked == want, max(0, executed - want)),
             "p50_s": hist.quantile(0.5),
             "p99_s": hist.quantile(0.99),
-            "hops": hop_breakdown(job),
+            "p99_with_start_s": whole.quantile(0.99),
+            "settle_s": settle_s if baseline else 0.0,
+            "hops": hop_breakdown(job, baseline),
             "produced_bytes": produced_bytes(job),
         }
     finally:
         job.close()
 
 
-def hop_breakdown(job: Job) -> list[dict[str, Any]]:
-    """Where a tree's time goes, hop by hop (p50 and p99, seconds): each bolt's input transit
-    (producer timestamp to receipt: the sender's flush wait + broker + fetch wait) and its
-    process latency (receipt to ack: execute, plus any wait for a tick), the acker's input
-    transit, the ack results' transit back to the spout, and the complete latency."""
+def minus(hist: LogHistogram, base: LogHistogram | None) -> LogHistogram:
+    """``hist``'s observations that ``base`` (an earlier snapshot of the same histogram) does not hold."""
+    if base is None:
+        return hist
+    out = LogHistogram()
+    for i, c in hist.counts.items():
+        if (d := c - base.counts.get(i, 0)) > 0:
+            out.counts[i] = d
+            out.count += d
+    out.total = max(hist.total - base.total, 0.0)
+    return out
+
+
+COMPLETE_ROW = "complete latency (a tree)"
+
+
+def latency_hists(job: Job) -> dict[str, LogHistogram]:
+    """Each row of :func:`hop_breakdown` as its histogram now, by row name."""
     assert job.board is not None
     b = job.board
-    rows: list[tuple[str, Any]] = []
+    rows: dict[str, LogHistogram] = {}
     for c in job.topology.components.values():
         if c.id in {s.id for s in job.topology.spouts}:
             continue
-        rows.append((f"-> {c.id} (transit)", b.hist("bolt", "transit_latency", c.id)))
-        rows.append((f"{c.id} (receipt to ack)", b.hist("bolt", "process_latency", c.id)))
+        rows[f"-> {c.id} (transit)"] = b.hist("bolt", "transit_latency", c.id)
+        rows[f"{c.id} (receipt to ack)"] = b.hist("bolt", "process_latency", c.id)
         if job.topology.transactional:
-            rows.append((f"{c.id}: finish_batch + markers, per task", b.hist("bolt", "finish_batch_latency", c.id)))
-    rows.append(("-> acker (transit of acker ops)", b.hist("acker", "transit_latency")))
-    rows.append(("acker -> spout (transit of results)", b.hist("spout", "transit_latency")))
-    rows.append(("complete latency (a tree)", b.hist("spout", "complete_latency")))
+            rows[f"{c.id}: finish_batch + markers, per task"] = b.hist("bolt", "finish_batch_latency", c.id)
+    rows["-> acker (transit of acker ops)"] = b.hist("acker", "transit_latency")
+    rows["acker -> spout (transit of results)"] = b.hist("spout", "transit_latency")
+    rows[COMPLETE_ROW] = b.hist("spout", "complete_latency")
     if job.topology.transactional:  # a batch's phases, in the transactional spout (streams.transactional.spout.BATCH_PHASES)
         for name, label in BATCH_PHASE_ROWS:
-            rows.append((label, b.hist("spout", name)))
-    return [{"hop": name, "p50_s": h.quantile(0.5), "p99_s": h.quantile(0.99), "count": h.count} for name, h in rows]
+            rows[label] = b.hist("spout", name)
+    return rows
+
+
+def hop_breakdown(job: Job, since: dict[str, LogHistogram] | None = None) -> list[dict[str, Any]]:
+    """Where a tree's time goes, hop by hop (p50 and p99, seconds): each bolt's input transit
+    (producer timestamp to receipt: the sender's flush wait + broker + fetch wait) and its
+    process latency (receipt to ack: execute, plus any wait for a tick), the acker's input
+    transit, the ack results' transit back to the spout, and the complete latency.
+
+    ``since``: :func:`latency_hists` taken earlier; only what was recorded after it counts."""
+    since = since or {}
+    return [
+        {"hop": name, "p50_s": (d := minus(h, since.get(name))).quantile(0.5), "p99_s": d.quantile(0.99), "count": d.count}
+        for name, h in latency_hists(job).items()
+    ]
 
 
 BATCH_PHASE_ROWS = (
@@ -647,7 +695,7 @@ def run(args: Any) -> dict[str, Any]:
     if getattr(args, "set_eo", None):  # --set-eo KEY=VALUE (squall-exactly-once)
         result["settings_exactly_once"] = args.set_eo
     for kind in brokers_of(args):
-        with broker(args.bootstrap, "tansu" if kind == "external" else kind) as bootstrap:
+        with broker(args.bootstrap, "tansu" if kind == "external" else kind, args.broker_warmup) as bootstrap:
             print(f"[bench] broker {kind} at {bootstrap}", file=sys.stderr, flush=True)
             result["brokers"][kind] = {"workloads": {w: run_workload(args, kind, bootstrap, w, settings, quiet_s, limit_s, workdir) for w in args.workloads}}
     print_results(result)
@@ -772,10 +820,12 @@ def run_latency_workload(
                 row["bytes_per_record"] = row["produced_bytes"] / len(lines)
             if not args.smoke and row.get("records_per_s"):
                 rate = row["records_per_s"] / 2
-                sample = lines[: max(200, int(rate * args.latency_seconds))]
-                print(f"[bench] {kind} latency: {name} at {rate:,.0f} records/s ...", file=sys.stderr, flush=True)
-                lat = run_latency(bootstrap, sample, rate, limit_s, workdir, overrides)
+                settle = args.latency_settle
+                sample = lines[: max(200, int(rate * (settle + args.latency_seconds)))]
+                print(f"[bench] {kind} latency: {name} at {rate:,.0f} records/s (measured after {settle:g} s) ...", file=sys.stderr, flush=True)
+                lat = run_latency(bootstrap, sample, rate, limit_s, workdir, overrides, settle)
                 row["p50_s"], row["p99_s"], row["latency_rate"], row["latency_hops"] = lat["p50_s"], lat["p99_s"], rate, lat["hops"]
+                row["p99_with_start_s"], row["latency_settle_s"] = lat["p99_with_start_s"], lat["settle_s"]
                 row["latency_correct"] = lat["correct"]
         except Exception as exc:
             row = {"error": f"{type(exc).__name__}: {exc}", "correct": False}
@@ -853,11 +903,15 @@ def print_workload(title: str, workload: str, rows: dict[str, Any]) -> None:
         ],
     )
     acked = rows.get("squall-acked", {})
+    if acked.get("latency_settle_s"):
+        whole = acked["p99_with_start_s"] * 1000
+        print(f"{title}: squall-acked complete latency p99 with the first {acked['latency_settle_s']:g} s counted too: {whole:.1f} ms")
     if "reliability_overhead" in acked:
         print(f"{title}: reliability overhead 1 - acked/unacked = {acked['reliability_overhead']:.1%}")
     for contender, what in (("squall-acked", "tree"), ("squall-exactly-once", "batch")):
         row = rows.get(contender, {})
-        for label, key in (("at full speed", "hops"), (f"at {fmt(row.get('latency_rate'))} rec/s", "latency_hops")):
+        settle = f", after its first {row['latency_settle_s']:g} s" if row.get("latency_settle_s") else ""
+        for label, key in (("at full speed", "hops"), (f"at {fmt(row.get('latency_rate'))} rec/s{settle}", "latency_hops")):
             if row.get(key):
                 print_table(
                     f"{title}: where a {contender} {what}'s time goes, {label}",

@@ -72,7 +72,7 @@ def run(args: Any) -> dict[str, Any]:
     """Every ``--examples`` topology idle for ``--seconds`` on one broker; prints the table, writes ``--json``."""
     workdir = Path(tempfile.mkdtemp(prefix="squall-bench-"))
     result: dict[str, Any] = {"broker": args.broker, "seconds": args.seconds, "target": TARGET, "topologies": {}}
-    with broker(args.bootstrap, args.broker) as bootstrap:
+    with broker(args.bootstrap, args.broker, args.broker_warmup) as bootstrap:
         for example in args.examples:
             print(f"[bench] idle: {example} ...", file=sys.stderr, flush=True)
             result["topologies"][example] = idle_cpu(bootstrap, example, args.seconds, workdir)

@@ -109,7 +109,7 @@ def run(args: Any) -> dict[str, Any]:
     lines = load_input(args.workload, args.smoke)
     exp = normalise(args.workload, expected(args.workload, lines))
     records = len(lines) - (0 if args.workload == "wordcount" else 1)  # a header is no record
-    with broker(args.bootstrap, args.broker) as bootstrap:
+    with broker(args.bootstrap, args.broker, args.broker_warmup) as bootstrap:
 
         def run_one(pair: int, name: str) -> Row:
             row = run_contender(name, bootstrap, args.workload, lines, exp, None, quiet_s, limit_s, workdir, on_kafka=args.broker != "tansu")

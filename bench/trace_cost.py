@@ -91,7 +91,7 @@ def run(args: Any) -> dict[str, Any]:
     lines = load_input("wordcount", args.smoke)
     exp = normalise("wordcount", expected("wordcount", lines))
     records = len(lines)
-    with broker(args.bootstrap, args.broker) as bootstrap:
+    with broker(args.bootstrap, args.broker, args.broker_warmup) as bootstrap:
 
         def run_one(pair: int, name: str) -> dict[str, Any]:
             traced = name == "squall-traced"

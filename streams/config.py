@@ -84,8 +84,9 @@ class TopologyConfig(BaseModel):
         True,
         alias="squall.flush.when.idle",
         description="an executor also flushes as soon as its input is drained (a consume call returned less than "
-        "squall.consume.batch records), instead of waiting for squall.flush.interval.secs: below full speed a hop then "
-        "costs its round trip, not the flush interval (default true; see docs/design.md, 'Latency below full speed')",
+        "squall.consume.batch records), instead of waiting for squall.flush.interval.secs, and sends what its producer "
+        "holds at once instead of after squall.kafka.linger.ms: below full speed a hop then costs its round trip, not the "
+        "flush interval or the linger (default true; see docs/design.md, 'Latency below full speed')",
     )
     consumer_reopen_after_secs: float = Field(
         30.0,

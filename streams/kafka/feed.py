@@ -208,11 +208,15 @@ class SourceFeed:
                 log.warning("[%s] cannot look for new source partitions now (tried again in %.0f s): %s", self.component, self.REFRESH_SECS, exc)
 
     # -- data ------------------------------------------------------------------------
+    def buffered(self) -> int:
+        """Records fetched and not emitted yet, over every task's source."""
+        return sum(t.source.buffered for t in self.tasks.values())
+
     def poll(self, timeout_s: float) -> int:
         """Fetch up to ``batch`` records and hand each to its task; returns how many."""
         if not self.owner:
             return 0
-        if sources_full(sum(t.source.buffered for t in self.tasks.values()), self.batch):
+        if sources_full(self.buffered(), self.batch):
             return 0
         n = 0
         owner = self.owner

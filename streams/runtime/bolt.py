@@ -33,6 +33,7 @@ from streams.kafka.clients import (
 from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.kafka.positions import SpoutPositions
+from streams.kafka.send_now import send_now
 from streams.model.bolt import Bolt
 from streams.model.tuple import Tuple, tick_tuple
 from streams.monitoring.bolt_progress import Progress, encode_progress, progress_key, reexecution_window
@@ -274,7 +275,8 @@ class BoltExecutor(Executor):
            records go into a new one.
         3. Drained: wait until everything produced was reported. Else, if as many flushes wait
            as may, wait for the oldest (the broker sets the pace).
-        4. Release every flush that was delivered (:meth:`_release_delivered`).
+        4. Release every flush that was delivered (:meth:`_release_delivered`). Drained: send
+           the acker ops it released at once (:func:`~streams.kafka.send_now.send_now`).
         """
         # 1. the acker ops buffered now (their tuples' packs are produced first)
         self.transfer.flush()
@@ -291,6 +293,8 @@ class BoltExecutor(Executor):
             self._await_delivery(self.pipeline.oldest_delivered)
         # 4. release
         self._release_delivered()
+        if drained:  # the acker ops just released leave now, not after linger.ms
+            send_now(self.producer)
 
     def _await_delivery(self, done: Callable[[], bool]) -> None:
         """Serve delivery reports until ``done()``, however long the broker takes (a lapsed lease purges what waits: its flushes fail their trees)."""

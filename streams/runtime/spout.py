@@ -27,6 +27,7 @@ from streams.exceptions import DecodeError
 from streams.kafka.clients import consumer_config, new_consumer, transit_s, true_end_offsets
 from streams.kafka.feed import SourceFeed
 from streams.kafka.fetch_gaps import FetchGaps
+from streams.kafka.send_now import send_now
 from streams.kafka.source import KafkaMessageId, SourceIO, kafka_source
 from streams.model.spout import Spout
 from streams.monitoring.ledger_store import ledger_key, read_ledgers
@@ -220,6 +221,17 @@ class SpoutExecutor(Executor):
             self._write_ledgers()
         self.producer.poll(0)
 
+    def _caught_up(self, fed: int, emitted: int) -> bool:
+        """The round found no new input and holds none back: what it produced may leave at once (:mod:`streams.kafka.send_now`).
+
+        With a feed: it brought nothing and every record fetched was emitted (a spout held at
+        its pending bound is not caught up: its downstream sets the pace, not its input). A
+        spout without one (transactional, a user's own): it emitted nothing.
+        """
+        if self.feed is None:
+            return not emitted
+        return not fed and not self.feed.buffered()
+
     def _write_ledgers(self) -> None:
         """Write each task's ledger that changed (after the flush's tuples and acker ops, on the same producer).
 
@@ -318,6 +330,8 @@ class SpoutExecutor(Executor):
                     self._flush()
                 elif conf.flush_when_idle and not fed and self.acks is not None and len(self.acks) > 0:
                     self._flush(ledgers=False)  # the ledgers keep their interval
+                if conf.flush_when_idle and self._caught_up(fed, emitted):
+                    send_now(self.producer)  # the tuples and inits held leave now, not after linger.ms
                 if commit.due(now):
                     self._commit()
                     self.purger.maybe_purge()

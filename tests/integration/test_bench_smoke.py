@@ -31,6 +31,8 @@ def test_bench_smoke_every_contender_runs_and_is_correct(bootstrap: str, broker_
         contenders=CONTENDERS,
         json=None,
         latency_seconds=1.0,
+        latency_settle=0.0,
+        broker_warmup=0.0,  # the fixture's broker serves the whole session; the smoke run measures nothing
     )
     result = compare.run(args)
     assert list(result["brokers"]) == [kind]
