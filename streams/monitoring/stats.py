@@ -44,12 +44,12 @@ class LogHistogram:
         self.count = 0
         self.total = 0.0
 
-    def record(self, seconds: float) -> None:
-        """Count one observation of ``seconds``."""
+    def record(self, seconds: float, weight: int = 1) -> None:
+        """Count an observation of ``seconds``, ``weight`` times (a sample standing for ``weight`` observations)."""
         i = int(math.log(seconds / self.MIN) / self._LOG) if seconds > self.MIN else 0
-        self.counts[i] = self.counts.get(i, 0) + 1
-        self.count += 1
-        self.total += seconds
+        self.counts[i] = self.counts.get(i, 0) + weight
+        self.count += weight
+        self.total += seconds * weight
 
     def merge(self, other: LogHistogram) -> None:
         """Add ``other``'s observations to this histogram."""

@@ -100,8 +100,10 @@ class BoltOutputCollectorImpl(_Emitter):
         self.acked = 0
         self.failed = 0
         self.process_latency: LogHistogram | None = None
-        """When set (by the executor): receipt-to-ack time of every acked tuple (Storm UI's
-        "process latency"), in seconds."""
+        """When set (by the executor): receipt-to-ack time of every acked tuple with a
+        ``received_at`` (Storm UI's "process latency"), in seconds, recorded ``latency_weight`` times."""
+        self.latency_weight = 1
+        """How many tuples a timed one stands for (the executor's sample: :data:`streams.runtime.bolt.LATENCY_SAMPLE`)."""
         self.errors: ErrorLog | None = None
         """When set (by the executor): where :meth:`report_error` and a fail's reason go."""
 
@@ -211,8 +213,8 @@ class BoltOutputCollectorImpl(_Emitter):
         tuple.settled = True
         if tuple.stream[:2] != "__":  # system tuples are not counted (Storm's UI)
             self.acked += 1
-            if self.process_latency is not None and tuple.received_at:
-                self.process_latency.record(time.perf_counter() - tuple.received_at)
+            if self.process_latency is not None and tuple.received_at:  # a sampled tuple (streams.runtime.bolt.LATENCY_SAMPLE)
+                self.process_latency.record(time.perf_counter() - tuple.received_at, self.latency_weight)
         acks = self.acks
         if acks is not None:
             ack_val = tuple.ack_val
