@@ -45,3 +45,5 @@ def test_the_first_tuple_and_then_one_in_sample_are_timed_each_standing_for_the_
     assert ex._exec_hist.count == timed * LATENCY_SAMPLE
     assert ex._process_hist.count == timed * LATENCY_SAMPLE  # each timed tuple was acked by the split
     assert ex._busy_s > 0 and ex.tuples_read == n
+    ex._update_gauges()
+    assert ex.stats.counters["executed"] == n  # counted, not estimated from the sample
