@@ -38,6 +38,13 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--contenders", nargs="+", default=None)
     c.add_argument("--latency-seconds", type=float, default=10.0)
     c.add_argument(
+        "--input-copies",
+        type=int,
+        default=1,
+        metavar="N",
+        help="word count and flights: the input N times over, so that start-up and the final drain weigh less (a sustained rate)",
+    )
+    c.add_argument(
         "--latency-settle",
         type=float,
         default=3.0,

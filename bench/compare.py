@@ -135,6 +135,21 @@ def load_input(workload: str, smoke: bool) -> list[bytes]:
     return lines[:2001] if smoke else lines
 
 
+def repeated(workload: str, lines: list[bytes], copies: int) -> list[bytes]:
+    """``lines`` ``copies`` times over, for a sustained rate (``--input-copies``); a CSV's header once.
+
+    Only the word count and the flights: the windows' event time would go back at each copy.
+
+    >>> repeated("flights", [b"h", b"a", b"b"], 2), repeated("wordcount", [b"a"], 3)
+    ([b'h', b'a', b'b', b'a', b'b'], [b'a', b'a', b'a'])
+    """
+    if copies <= 1 or workload not in ("wordcount", "flights"):
+        return lines
+    if workload == "flights":
+        return lines[:1] + lines[1:] * copies
+    return lines * copies
+
+
 def expected(workload: str, lines: list[bytes]) -> dict[str, Any]:
     if workload == "windows":
         return {k: v for k, v in expected_windows(lines).items() if unlate(k) is not None}
@@ -693,7 +708,7 @@ def run_workload(
     args: Any, kind: str, bootstrap: str, workload: str, settings: dict[str, Any], quiet_s: float, limit_s: float, workdir: Path
 ) -> dict[str, Any]:
     """Every contender on one workload and broker: a throughput run each, then a latency run at half rate."""
-    lines = load_input(workload, args.smoke)
+    lines = repeated(workload, load_input(workload, args.smoke), getattr(args, "input_copies", 1))
     if workload == "latency":
         return run_latency_workload(args, kind, bootstrap, lines, limit_s, workdir, settings)
     exp = normalise(workload, expected(workload, lines))

@@ -52,8 +52,6 @@ from streams.wire.naming import component_group, component_topic, progress_topic
 
 log = logging.getLogger("squall.executor.bolt")
 
-TRANSIT_SAMPLE_MASK = 15
-"""Input records whose transit time is recorded: one in 16 (``transit_latency``)."""
 
 LATENCY_SAMPLE = 16
 """Input tuples whose execute and process latency are measured: the first, then one in 16, each
@@ -89,7 +87,6 @@ class BoltExecutor(Executor):
         self.by_partition: dict[int, BoltTask] = {}
         self._exec_hist = self.stats.hist("execute_latency")
         self._transit_hist = self.stats.hist("transit_latency")
-        self._seen = 0
         self._executed = 0
         """Input tuples executed, system tuples not counted (``executed``; the execute-latency histogram's count is an estimate)."""
         self._sampled = 0
@@ -206,11 +203,12 @@ class BoltExecutor(Executor):
         off = msg.offset() or 0
         if off < task.reexecute_until:
             self.stats.inc("reexecuted_" + task.reexecute_cause)
-        self._seen += 1
-        if not self._seen & TRANSIT_SAMPLE_MASK:
-            transit = transit_s(msg, time.time())
-            if transit is not None:
-                self._transit_hist.record(transit)
+        # Every record's transit is recorded: a record is a pack of up to squall.transfer.batch.size
+        # tuples, so its cost per tuple is small, and one in 16 (as before packs) left the first
+        # hop's p99 to the slowest of about 100 samples in a 10 s latency run.
+        transit = transit_s(msg, time.time())
+        if transit is not None:
+            self._transit_hist.record(transit)
         try:
             tuples = record_tuples(self.topology, self.component, self.topic, msg.value(), p, off)
         except DecodeError as exc:
