@@ -1,0 +1,59 @@
+"""The bench's process-tree view (bench/procs.py) reads /proc and starts no process of its own."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench import procs
+from bench.procs import children, descendants
+
+
+@pytest.fixture
+def tree() -> Iterator[subprocess.Popen[bytes]]:
+    """A shell with two children: a sleep, and a shell with a sleep of its own."""
+    p = subprocess.Popen(["bash", "-c", "sleep 30 & bash -c 'sleep 30 & wait' & wait"])
+    deadline = time.monotonic() + 10
+    while len(descendants(p.pid)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    yield p
+    for q in [*descendants(p.pid), p.pid]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(q, 9)
+    p.wait()
+
+
+def test_children_and_descendants_are_read_from_proc(tree: subprocess.Popen[bytes]) -> None:
+    kids = children(tree.pid)
+    assert len(kids) == 2
+    below = descendants(tree.pid)
+    assert len(below) == 3  # the sleep, the inner bash, and its sleep
+    assert set(kids) <= set(below)
+    assert tree.pid in descendants(os.getpid())
+    comms = sorted(Path(f"/proc/{q}/comm").read_text().strip() for q in below)
+    assert comms == ["bash", "sleep", "sleep"]
+
+
+def test_a_sample_forks_nothing(tree: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pgrep per worker every 0.1 s took CPU from the contender being measured."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("bench.procs started a process")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    assert len(descendants(tree.pid)) == 3
+    assert procs.tree_cpu_seconds(tree.pid) >= 0.0
+
+
+def test_a_process_gone_has_no_children() -> None:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    assert children(p.pid) == []
+    assert descendants(p.pid) == []
