@@ -14,8 +14,8 @@ that are deleted afterwards:
 * idempotent producers (``acks=all``) of 100-byte records at a few thousand a second, a
   transactional producer committing every 20 records, and a consumer group committing its
   offsets (``read_committed``);
-* a producer at full speed with large batches (the benches' input producer's settings), a
-  consumer reading it at full speed, and ``DeleteRecords`` below what it read every 0.5 s;
+* a producer of large batches at 100,000 records a second (the benches' input producer's
+  settings), a consumer reading it at full speed, and ``DeleteRecords`` below what it read every 0.5 s;
 * a compacted topic (``cleanup.policy=compact``) written with keys.
 
 The trickle alone was not enough: the throughput workloads push large batches at up to 100,000
@@ -39,6 +39,8 @@ from service.admin import ensure_topics
 PARTITIONS = 4
 RATE = 2_000
 """Records a second of each plain producer (two of them)."""
+FAST_RATE = 100_000
+"""Records a second of the large-batch producer: about the fastest workload's rate (flights), 10 MB/s."""
 
 
 def _produce(bootstrap: str, topic: str, until: float, stop: threading.Event) -> None:
@@ -66,15 +68,20 @@ def _transact(bootstrap: str, topic: str, until: float, stop: threading.Event) -
 
 
 def _blast(bootstrap: str, topic: str, until: float, stop: threading.Event) -> None:
-    """Full speed, large batches (as ``bench.compare.produce`` writes a workload's input)."""
+    """Large batches at :data:`FAST_RATE` (as ``bench.compare.produce`` writes a workload's input)."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000, "queue.buffering.max.messages": 200_000, "log_level": 0})
-    value, n = b"b" * 100, 0
+    value, n, start = b"b" * 100, 0, time.monotonic()
     while time.monotonic() < until and not stop.is_set():
         try:
             p.produce(topic, value, partition=n % PARTITIONS)
             n += 1
         except BufferError:
             p.poll(0.01)
+        if n % 1000 == 0:
+            p.poll(0)
+            ahead = start + n / FAST_RATE - time.monotonic()
+            if ahead > 0:
+                time.sleep(ahead)
     p.flush(10)
 
 
@@ -170,6 +177,8 @@ def warm_broker(bootstrap: str, seconds: float) -> None:
         t.start()
     for t in threads:
         t.join(seconds + 60)
-    AdminClient({"bootstrap.servers": bootstrap}).delete_topics([topic, fast, keyed])
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    for done in admin.delete_topics([topic, fast, keyed]).values():
+        done.result(30)  # waited for, with the client kept: one dropped at once may never send the request
     if errors:
         raise RuntimeError(f"warming the broker at {bootstrap} failed: {errors[0]!r}")
