@@ -43,17 +43,27 @@ FAST_RATE = 100_000
 """Records a second of the large-batch producer: about the fastest workload's rate (flights), 10 MB/s."""
 
 
+def _paced(p: Producer, topic: str, value: bytes, rate: float, until: float, stop: threading.Event, every: int = 1) -> None:
+    """Produce ``value`` over the partitions at ``rate`` records a second until ``until``, serving and pacing every ``every`` records."""
+    n, start = 0, time.monotonic()
+    while time.monotonic() < until and not stop.is_set():
+        try:
+            p.produce(topic, value, partition=n % PARTITIONS)
+        except BufferError:
+            p.poll(0.01)
+            continue
+        n += 1
+        if n % every == 0:
+            p.poll(0)
+            ahead = start + n / rate - time.monotonic()
+            if ahead > 0:
+                time.sleep(ahead)
+    p.flush(10)
+
+
 def _produce(bootstrap: str, topic: str, until: float, stop: threading.Event) -> None:
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 1, "log_level": 0})
-    value, n, start = b"w" * 100, 0, time.monotonic()
-    while time.monotonic() < until and not stop.is_set():
-        p.produce(topic, value, partition=n % PARTITIONS)
-        n += 1
-        p.poll(0)
-        ahead = start + n / RATE - time.monotonic()
-        if ahead > 0:
-            time.sleep(ahead)
-    p.flush(10)
+    _paced(p, topic, b"w" * 100, RATE, until, stop)
 
 
 def _transact(bootstrap: str, topic: str, until: float, stop: threading.Event) -> None:
@@ -70,19 +80,7 @@ def _transact(bootstrap: str, topic: str, until: float, stop: threading.Event) -
 def _blast(bootstrap: str, topic: str, until: float, stop: threading.Event) -> None:
     """Large batches at :data:`FAST_RATE` (as ``bench.compare.produce`` writes a workload's input)."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000, "queue.buffering.max.messages": 200_000, "log_level": 0})
-    value, n, start = b"b" * 100, 0, time.monotonic()
-    while time.monotonic() < until and not stop.is_set():
-        try:
-            p.produce(topic, value, partition=n % PARTITIONS)
-            n += 1
-        except BufferError:
-            p.poll(0.01)
-        if n % 1000 == 0:
-            p.poll(0)
-            ahead = start + n / FAST_RATE - time.monotonic()
-            if ahead > 0:
-                time.sleep(ahead)
-    p.flush(10)
+    _paced(p, topic, b"b" * 100, FAST_RATE, until, stop, every=1000)
 
 
 def _drain(bootstrap: str, topic: str, until: float, stop: threading.Event) -> None:
