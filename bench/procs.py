@@ -27,9 +27,9 @@ def rss_hwm(pid: int) -> int:
 def children(pid: int) -> list[int]:
     """``pid``'s child processes, from ``/proc/<pid>/task/<tid>/children`` (Linux 3.5+).
 
-    No subprocess: the bench samples its contenders' trees every 0.1 s, and a ``pgrep`` a
-    worker a sample (a fork of the bench's own process each) took CPU from the contender
-    it measured, more the more workers it has. [] when ``pid`` is gone.
+    No subprocess: the bench reads its contenders' trees while it measures them, and a
+    ``pgrep`` per worker per reading (a fork of the bench's own process each) took CPU from the
+    contender it measured, more the more workers it has. [] when ``pid`` is gone.
     """
     out: list[int] = []
     try:
