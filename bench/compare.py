@@ -47,10 +47,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypedDict
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from typing_extensions import override
 
 from bench.common import BROKERS, ROOT, broker, fmt, print_table, write_json
+from bench.feeder import produce
 from bench.hops import COMPLETE_ROW, hop_breakdown, latency_hists, minus
 from bench.peers.workloads import expected_flights, expected_windows, expected_wordcount, words
 from bench.procs import children, cpu_seconds, descendants, rss_hwm
@@ -328,29 +329,6 @@ def run_until(
 def measured(seconds: float, peak_rss_bytes: int, cpu_s: float, correct: bool, duplicates: int) -> dict[str, Any]:
     """The fields every contender's throughput run reports (see bench/README.md, JSON)."""
     return {"seconds": seconds, "peak_rss_bytes": peak_rss_bytes, "cpu_s": cpu_s, "correct": correct, "duplicates": duplicates}
-
-
-def produce(bootstrap: str, topic: str, lines: Iterable[bytes], wrap: bool, rate: float | None = None, partitions: int = 1) -> int:
-    """Produce ``lines`` (as ``{"v", "ts"}`` JSON when ``wrap``), optionally paced to ``rate``/s."""
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000, "queue.buffering.max.messages": 1_000_000, "log_level": 0})
-    start = time.monotonic()
-    n = 0
-    for line in lines:
-        value = json.dumps({"v": line.decode("utf-8", "replace"), "ts": time.time()}).encode() if wrap else line
-        while True:
-            try:
-                p.produce(topic, value, partition=n % partitions)
-                break
-            except BufferError:
-                p.poll(0.05)
-        n += 1
-        if rate:
-            ahead = start + n / rate - time.monotonic()
-            if ahead > 0:
-                p.poll(0)
-                time.sleep(ahead)
-    p.flush(60)
-    return n
 
 
 # -- contenders -----------------------------------------------------------------------

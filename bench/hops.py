@@ -14,6 +14,15 @@ from typing import Any
 from service.runner import Job
 from streams.monitoring.stats import LogHistogram
 
+COMPLETE_ROW = "complete latency (a tree)"
+BATCH_PHASE_ROWS = (
+    ("batch_save_latency", "batch: coordinator state write + confirm (x3 a batch)"),
+    ("batch_emit_latency", "batch: read its records, emit them and the end markers"),
+    ("batch_process_latency", "batch: emit to its tree's ack"),
+    ("batch_commit_wait_latency", "batch: acked, waiting for earlier txids to commit"),
+    ("batch_commit_latency", "batch: commit tuple to commit acked"),
+)
+
 
 def minus(hist: LogHistogram, base: LogHistogram | None) -> LogHistogram:
     """``hist``'s observations that ``base`` (an earlier snapshot of the same histogram) does not hold."""
@@ -28,16 +37,14 @@ def minus(hist: LogHistogram, base: LogHistogram | None) -> LogHistogram:
     return out
 
 
-COMPLETE_ROW = "complete latency (a tree)"
-
-
 def latency_hists(job: Job) -> dict[str, LogHistogram]:
     """Each row of :func:`hop_breakdown` as its histogram now, by row name."""
     assert job.board is not None
     b = job.board
     rows: dict[str, LogHistogram] = {}
+    spouts = {s.id for s in job.topology.spouts}
     for c in job.topology.components.values():
-        if c.id in {s.id for s in job.topology.spouts}:
+        if c.id in spouts:
             continue
         rows[f"-> {c.id} (transit)"] = b.hist("bolt", "transit_latency", c.id)
         rows[f"{c.id} (receipt to ack)"] = b.hist("bolt", "process_latency", c.id)
@@ -64,12 +71,3 @@ def hop_breakdown(job: Job, since: dict[str, LogHistogram] | None = None) -> lis
         {"hop": name, "p50_s": (d := minus(h, since.get(name))).quantile(0.5), "p99_s": d.quantile(0.99), "count": d.count}
         for name, h in latency_hists(job).items()
     ]
-
-
-BATCH_PHASE_ROWS = (
-    ("batch_save_latency", "batch: coordinator state write + confirm (x3 a batch)"),
-    ("batch_emit_latency", "batch: read its records, emit them and the end markers"),
-    ("batch_process_latency", "batch: emit to its tree's ack"),
-    ("batch_commit_wait_latency", "batch: acked, waiting for earlier txids to commit"),
-    ("batch_commit_latency", "batch: commit tuple to commit acked"),
-)

@@ -29,41 +29,31 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from bench.feeder import produce
 from service.admin import ensure_topics
 
 PARTITIONS = 4
 RATE = 2_000
 """Records a second of each plain producer (two of them)."""
+TRICKLE = {"acks": "all", "enable.idempotence": True, "linger.ms": 1}
+"""The plain producers' settings, over the input producer's (:data:`bench.feeder.BATCHING`): idempotent, small batches."""
 FAST_RATE = 100_000
 """Records a second of the large-batch producer: about the fastest workload's rate (flights), 10 MB/s."""
 
 
-def _paced(p: Producer, topic: str, value: bytes, rate: float, until: float, stop: threading.Event, every: int = 1) -> None:
-    """Produce ``value`` over the partitions at ``rate`` records a second until ``until``, serving and pacing every ``every`` records."""
-    n, start = 0, time.monotonic()
+def _until(value: bytes, until: float, stop: threading.Event) -> Iterator[bytes]:
+    """``value`` again and again until ``until`` (monotonic seconds) or ``stop``."""
     while time.monotonic() < until and not stop.is_set():
-        try:
-            p.produce(topic, value, partition=n % PARTITIONS)
-        except BufferError:
-            p.poll(0.01)
-            continue
-        n += 1
-        if n % every == 0:
-            p.poll(0)
-            ahead = start + n / rate - time.monotonic()
-            if ahead > 0:
-                time.sleep(ahead)
-    p.flush(10)
+        yield value
 
 
 def _produce(bootstrap: str, topic: str, until: float, stop: threading.Event) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 1, "log_level": 0})
-    _paced(p, topic, b"w" * 100, RATE, until, stop)
+    produce(bootstrap, topic, _until(b"w" * 100, until, stop), wrap=False, rate=RATE, partitions=PARTITIONS, conf=TRICKLE)
 
 
 def _transact(bootstrap: str, topic: str, until: float, stop: threading.Event) -> None:
@@ -78,9 +68,8 @@ def _transact(bootstrap: str, topic: str, until: float, stop: threading.Event) -
 
 
 def _blast(bootstrap: str, topic: str, until: float, stop: threading.Event) -> None:
-    """Large batches at :data:`FAST_RATE` (as ``bench.compare.produce`` writes a workload's input)."""
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10000, "queue.buffering.max.messages": 200_000, "log_level": 0})
-    _paced(p, topic, b"b" * 100, FAST_RATE, until, stop, every=1000)
+    """Large batches at :data:`FAST_RATE`, as the benches write a workload's input (:func:`bench.feeder.produce`)."""
+    produce(bootstrap, topic, _until(b"b" * 100, until, stop), wrap=False, rate=FAST_RATE, partitions=PARTITIONS)
 
 
 def _drain(bootstrap: str, topic: str, until: float, stop: threading.Event) -> None:
