@@ -1,7 +1,7 @@
 """The native acker runtime (the default): a confluent-kafka batch loop.
 
 One :class:`acker.durable.DurableLedger` per acker task it owns (a fixed partition of
-``__acker``, :mod:`service.scheduling`).
+``__acker``, :mod:`service.control.scheduling`).
 Per batch: apply ops. Per flush (``squall.flush.interval.secs``), in this order:
 ack results -> wait for the broker -> changelog records -> wait -> commit input offsets
 below the first op of every tree not yet in the changelog -> done-record tombstones (see

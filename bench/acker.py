@@ -23,8 +23,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from acker.durable import DurableLedger
 from acker.ledger import Ledger
 from bench.common import ROOT, broker, print_table, spawn_worker, wait_until, write_json
-from service.admin import ensure_topology_topics
-from service.scheduling import ExecutorAssignment, worker_plan
+from service.brokers.admin import ensure_topology_topics
+from service.control.scheduling import ExecutorAssignment, worker_plan
 from streams.config import resolve
 from streams.model.loader import load_topology
 from streams.monitoring.stats import LogHistogram

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.warmup import warm_broker
-from service.apache_kafka import ApacheKafka
-from service.broker import EmbeddedBroker
-from service.scheduling import WorkerPlan
+from service.brokers.apache_kafka import ApacheKafka
+from service.brokers.embedded import EmbeddedBroker
+from service.control.scheduling import WorkerPlan
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.runner import Job
+from service.run.runner import Job
 from streams.monitoring.stats import LogHistogram
 
 COMPLETE_ROW = "complete latency (a tree)"

@@ -38,7 +38,7 @@ from acker.ledger import Ledger, Outcome
 from acker.runtime_native import AckerExecutor
 from bench.common import ROOT, print_table, write_json
 from bench.compare import CACHE, TRACED
-from service.corpus import read_lines, shakespeare_texts
+from service.run.corpus import read_lines, shakespeare_texts
 from streams.config import resolve
 from streams.model.loader import load_topology
 from streams.model.spec import Topology

@@ -46,7 +46,7 @@ import yaml
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from service.restarts import RestartPolicy
+from service.process.restarts import RestartPolicy
 from streams.config import env_layer
 from streams.exceptions import ConfigError
 from streams.kafka.clients import SECURITY_ENV

@@ -4,7 +4,7 @@ Lifecycle (Storm's ``IBolt`` Javadoc, on Kafka):
 
 1. **One copy per task.** The object given to ``set_spout``/``set_bolt`` is a prototype.
    When an executor starts, it makes a deep copy of the prototype for each of its fixed
-   tasks (partitions of the component's input topic, :mod:`service.scheduling`), as Storm
+   tasks (partitions of the component's input topic, :mod:`service.control.scheduling`), as Storm
    deserialises one instance per task. Tasks never share an instance; state on ``self``
    is per task.
 2. **open / prepare at start.** ``Spout.open`` or ``Bolt.prepare`` runs once on the new

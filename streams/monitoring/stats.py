@@ -1,6 +1,6 @@
 """Executor statistics.
 
-Plain counters on the hot path, read by Prometheus at scrape time (:mod:`service.metrics`)
+Plain counters on the hot path, read by Prometheus at scrape time (:mod:`service.worker.metrics`)
 and published as JSON snapshots on ``squall.T.__metrics``.
 """
 

@@ -1,6 +1,6 @@
 """The bolt executor (Storm's ``executor/bolt/BoltExecutor``).
 
-It runs a bolt's tasks: its fixed partitions of ``squall.T.<bolt>`` (:mod:`service.scheduling`).
+It runs a bolt's tasks: its fixed partitions of ``squall.T.<bolt>`` (:mod:`service.control.scheduling`).
 Per batch it decodes each record into a :class:`~streams.model.tuple.Tuple` and calls the task's
 ``execute``; a record that does not decode is dead-lettered. Every
 ``squall.flush.interval.secs`` (and when its input is drained) it seals what it produced since the

@@ -1,10 +1,10 @@
 """The executor base: what every executor (spout, bolt, acker, Spark driver) shares.
 
-An executor owns a fixed range of its component's tasks (:mod:`service.scheduling`),
+An executor owns a fixed range of its component's tasks (:mod:`service.control.scheduling`),
 which are partitions of the component's input topic; it reads them with ``assign()`` and
 commits its offsets to the group ``squall.T.<component>`` (used for offsets only, never
 for membership). One copy of the component runs per task (as Storm deserialises one per
-task). An executor runs on one thread of a worker process (:mod:`service.worker`), from
+task). An executor runs on one thread of a worker process (:mod:`service.worker.process`), from
 :meth:`Executor.run` until :meth:`Executor.stop`.
 
 Loop shape (every kind): consume a batch -> run user code -> every
@@ -86,7 +86,7 @@ class ExecutorEnv:
     """What an executor of any kind is built from.
 
     One typed path: the worker makes one per executor and looks the kind's class up in one
-    table, ``service.worker.EXECUTOR_KINDS``.
+    table, ``service.worker.process.EXECUTOR_KINDS``.
 
     Attributes:
       topology: the validated topology (every worker loads the same one).
@@ -205,7 +205,7 @@ class Executor:
     def run(self) -> None:
         """Run until :meth:`stop`; a fatal error is logged with the component id and kept in ``error``."""
         try:
-            self._maybe_stats(time.monotonic())  # alive from the start (service.claims reads it)
+            self._maybe_stats(time.monotonic())  # alive from the start (service.control.claims reads it)
             self._run()
         except BaseException as exc:
             self.error = exc
@@ -343,7 +343,7 @@ class Executor:
         """Publish a stats snapshot to ``squall.T.__metrics`` every ``squall.stats.interval.secs``.
 
         Called once per round of the executor's loop: it is also the executor's heartbeat
-        (:attr:`beat`, read by the worker's hang check, :mod:`service.hang`), and where the
+        (:attr:`beat`, read by the worker's hang check, :mod:`service.process.hang`), and where the
         loop stops while the worker's lease is not held (:meth:`_await_lease`).
         """
         self.beat = now
@@ -375,7 +375,7 @@ class Executor:
         A snapshot that is not delivered counts as a lost diagnostic, not a lost output.
         """
         if self.lease is not None:
-            self.stats.gauges["lease_held"] = 1.0 if self.lease.held else 0.0  # a held executor processes nothing (service.claims.ClaimBook.contested)
+            self.stats.gauges["lease_held"] = 1.0 if self.lease.held else 0.0  # a held executor processes nothing (service.control.claims.ClaimBook.contested)
         snap = self.stats.snapshot(final)
         lease, taken = self.lease, float(snap["time"])
 

@@ -2,12 +2,12 @@
 
 Every tuple and every acker record carries its sending task's *epoch*: the claim epoch of the
 worker that runs it (milliseconds; under ``squall serve`` the supervisor gives each worker
-one larger than every earlier claim on any of its tasks, :meth:`service.claims.ClaimBook.next_epoch`;
+one larger than every earlier claim on any of its tasks, :meth:`service.control.claims.ClaimBook.next_epoch`;
 elsewhere the worker's start time). It is Kafka's producer epoch and leader epoch, checked
 by whoever reads the partition.
 
 In a normal handover, the old owner drains its outputs and exits before the new one may start
-(:mod:`service.claims`), so in every partition the old epoch's records come before the new
+(:mod:`service.control.claims`), so in every partition the old epoch's records come before the new
 one's. A record from an *older* epoch after one from a newer epoch of the same sending task
 was written by a worker that was replaced while it was cut off (its lease lapsed, or its
 writes were in flight at the cut and landed after the heal): it is dropped, failed (so its

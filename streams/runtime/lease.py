@@ -1,6 +1,6 @@
 """A worker's lease on its tasks, and the one timeout design that keeps a task from running twice (pure, injected clock).
 
-Under ``squall serve`` supervisors coordinate only through Kafka (:mod:`service.claims`): a
+Under ``squall serve`` supervisors coordinate only through Kafka (:mod:`service.control.claims`): a
 worker's claim on its tasks holds for the other supervisors while its executors' stats
 snapshots are fresh. A worker cut off from the broker keeps running, so without a lease it
 would come back after the cut as a zombie beside its replacement (Storm avoids this with
@@ -12,7 +12,7 @@ less than :data:`LEASE_S` ago (measured from the snapshot's own ``time``, on the
 clock). When it lapses, every executor stops at the top of its next round (no consume, emit,
 acker op or offset commit: :meth:`streams.runtime.executor.Executor._maybe_stats`) and keeps
 only publishing snapshots. A confirmed snapshot does not give the lease back by itself:
-the worker first reads the supervisors' events to their end (:mod:`service.claim_watch`);
+the worker first reads the supervisors' events to their end (:mod:`service.worker.claim_watch`);
 if another process claimed any of its tasks meanwhile, the worker is *fenced* and exits
 without committing anything; otherwise it goes on where it stopped.
 
@@ -23,14 +23,14 @@ The timeline of a cut, ``t`` = the ``time`` of the worker's last confirmed snaps
 ``t + CLAIM_LIVE_S`` (5 s)           the other supervisors see its claim lapse (its newest
                                      snapshot is older than that, on *their* clocks)
 session timeout (6 s) + settle (2 s) its slot moves and the new owner may start a replacement,
-                                     only once the claim has lapsed (:mod:`service.slots`)
+                                     only once the claim has lapsed (:mod:`service.control.slots`)
 ===================================  ==========================================================
 
 So each step waits for the one before it: ``LEASE_S + MAX_CLOCK_SKEW_S + one executor round
 < CLAIM_LIVE_S`` (asserted here for a round of :data:`PAUSED_SNAPSHOT_S`), and a supervisor
-starts a replacement only once the claim has lapsed (:meth:`service.claims.ClaimBook.blocking`),
+starts a replacement only once the claim has lapsed (:meth:`service.control.claims.ClaimBook.blocking`),
 whatever the session timeout. A round of user code longer than the margin (1 s) can still
-overlap; :mod:`service.claim_watch` fences it when it comes round. The stats interval
+overlap; :mod:`service.worker.claim_watch` fences it when it comes round. The stats interval
 must leave a lapse impossible in normal running (``squall.stats.interval.secs`` at most
 ``LEASE_S / 2``); :func:`check_timeouts` says so at start-up.
 

@@ -1,6 +1,6 @@
 """The spout executor (Storm's ``executor/spout/SpoutExecutor``): it knows only :class:`Spout`.
 
-It runs a spout's fixed tasks (:mod:`service.scheduling`), and reads the
+It runs a spout's fixed tasks (:mod:`service.control.scheduling`), and reads the
 ``squall.T.__ack_result`` partitions whose numbers are its task ids.
 
 Like Storm's, it tracks every tree in flight (:class:`streams.runtime.inflight.InFlightTrees`),

@@ -2,7 +2,7 @@
 
 The broker matrix:
 
-* every test runs on a single-node **Apache Kafka** (:class:`service.apache_kafka.ApacheKafka`);
+* every test runs on a single-node **Apache Kafka** (:class:`service.brokers.apache_kafka.ApacheKafka`);
 * tests marked ``embedded`` (what a user does on the embedded broker: the README job, a
   served topology, exactly once, chaos) run on **tansu** too, except those also marked
   ``kafka_only`` and PostgreSQL-state runs (:func:`pytest_collection_modifyitems`);
@@ -34,13 +34,13 @@ from typing import Any
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-from service.apache_kafka import ApacheKafka
-from service.broker import EMBEDDED_LAYER, EmbeddedBroker
+from service.brokers.apache_kafka import ApacheKafka
+from service.brokers.embedded import EMBEDDED_LAYER, EmbeddedBroker
+from service.brokers.postgres import local_postgres, postgres_bindir
 from service.config import ServiceSettings
-from service.corpus import read_lines, shakespeare_texts
-from service.postgres_server import local_postgres, postgres_bindir
-from service.runner import Job
-from service.summary import Summary
+from service.run.corpus import read_lines, shakespeare_texts
+from service.run.runner import Job
+from service.run.summary import Summary
 from streams.testing import RunResult
 from streams.wire.naming import dead_letter_topic
 from tests.integration.service_harness import Cluster

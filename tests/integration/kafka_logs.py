@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from service.apache_kafka import kafka_jars
+from service.brokers.apache_kafka import kafka_jars
 
 _BATCH = re.compile(r"^baseOffset: \d+ .* producerId: (-?\d+) ")
 _RECORD = re.compile(r"^\| offset: (\d+) .* payload: (.*)$")

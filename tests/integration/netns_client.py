@@ -23,7 +23,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from service.admin import read_topic
+from service.brokers.admin import read_topic
 
 
 def main(argv: list[str]) -> Any:
@@ -77,7 +77,7 @@ def main(argv: list[str]) -> Any:
     if what == "events":
         return read_topic(argv[1], argv[2])
     if what == "dlq":
-        from service.dlq import read_dead_letters
+        from service.query.dlq import read_dead_letters
 
         return [letter.headers for letter in read_dead_letters(argv[1], argv[2])]
     if what == "state":

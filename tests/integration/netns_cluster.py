@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from service.apache_kafka import ApacheKafka
-from service.postgres_server import postgres_bindir
+from service.brokers.apache_kafka import ApacheKafka
+from service.brokers.postgres import postgres_bindir
 from tests.integration.conftest import CACHE, corpus_slice, direct_count
 from tests.integration.kafka_logs import written_twice
 from tests.integration.netns import Lan, require

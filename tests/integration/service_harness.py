@@ -20,7 +20,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
-from service.admin import read_topic
+from service.brokers.admin import read_topic
 from streams.kafka.clients import committed_offsets
 from streams.monitoring.board import LEDGER_TOTALS, StatsBoard
 

@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
-from service.admin import ensure_topology_topics
+from service.brokers.admin import ensure_topology_topics
 from service.config import ServiceSettings
-from service.scheduling import ExecutorAssignment, worker_plan
+from service.control.scheduling import ExecutorAssignment, worker_plan
 from streams.config import resolve
 from streams.kafka.clients import new_consumer, new_producer
 from streams.model.loader import load_topology

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from service.config import ServiceSettings
-from service.runner import Job
+from service.run.runner import Job
 from tests.integration.conftest import TOPOLOGIES, assert_at_least, corpus_slice, crash_and_recover, direct_count
 
 pytestmark = pytest.mark.broker

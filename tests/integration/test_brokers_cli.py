@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from service.apache_kafka import free_ports
+from service.brokers.apache_kafka import free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPOLOGIES = Path(__file__).parent / "topologies"

@@ -9,7 +9,7 @@ import uuid
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
-from service.admin import ensure_topics
+from service.brokers.admin import ensure_topics
 from streams.kafka.changelog_store import ChangelogKvStore, changelog_topic
 from streams.state.backend import KvCommit
 from tests.integration.conftest import TestBroker

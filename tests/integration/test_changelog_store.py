@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.broker, pytest.mark.embedded]
 
 def fresh_state(broker: TestBroker, tasks: int = 2) -> str:
     """A new state name and its compacted topic (partition = task)."""
-    from service.admin import COMPACTED, ensure_topics
+    from service.brokers.admin import COMPACTED, ensure_topics
 
     name = f"t{uuid.uuid4().hex[:8]}.count"
     topic = changelog_topic(name)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from service.config import ServiceSettings
-from service.runner import Job
+from service.run.runner import Job
 from streams.kafka.clients import new_producer
 from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_changelog_topic, acker_topic, component_topic
 from tests.integration.conftest import EXAMPLES, TestBroker, assert_at_least, corpus_slice, dead_letters, direct_count, run_killing_random_workers
@@ -133,7 +133,7 @@ def test_a_10s_broker_pause_under_the_service_holds_the_workers_and_resumes_them
     """Under ``squall serve`` a worker's lease lapses 3 s into a broker pause (streams.runtime.lease):
     its executors hold. Nobody could claim its tasks meanwhile, so once the broker answers it reads
     the claims, holds its lease again and goes on: the same processes, no replacement, nothing missing."""
-    from service.admin import read_topic
+    from service.brokers.admin import read_topic
     from tests.integration.service_harness import Cluster, worker_pids
 
     src = corpus_slice(corpus, tmp_path / "in.txt", 10_000)

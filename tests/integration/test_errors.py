@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from service.config import ServiceSettings
-from service.errors_view import read_errors
-from service.runner import Job
+from service.query.errors import read_errors
+from service.run.runner import Job
 from tests.integration.conftest import EXAMPLES, TOPOLOGIES, assert_at_least, corpus_slice, dead_letters, direct_count, run_job
 
 pytestmark = pytest.mark.broker

@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from service.config import ServiceSettings
-from service.runner import Job
+from service.run.runner import Job
 from streams.wire.naming import ACKER_COMPONENT, coordinator_topic
 from tests.integration.conftest import EXAMPLES, TOPOLOGIES, corpus_slice, direct_count, kill_workers, kit_run
 

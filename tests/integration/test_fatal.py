@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from service.config import ServiceSettings
-from service.errors_view import read_errors
 from service.exceptions import WorkerDied
-from service.runner import Job
+from service.query.errors import read_errors
+from service.run.runner import Job
 from tests.integration.conftest import TOPOLOGIES
 
 pytestmark = pytest.mark.broker

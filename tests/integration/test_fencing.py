@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
 from service.config import ServiceSettings
-from service.runner import Job
+from service.run.runner import Job
 from streams.kafka.clients import new_producer
 from streams.wire.acker import OP_INIT, encode_ops, from_header, read_from
 from streams.wire.codec import decode_tuples, encode_rooted

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from service.admin import read_topic
+from service.brokers.admin import read_topic
 from service.config import ServiceSettings
-from service.runner import Job
+from service.run.runner import Job
 from tests.integration.conftest import TOPOLOGIES
 
 pytestmark = pytest.mark.broker

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import NewTopic
 
-from service.admin import read_records
-from service.apache_kafka import ApacheKafka
+from service.brokers.admin import read_records
+from service.brokers.apache_kafka import ApacheKafka
 from service.config import ServiceSettings
-from service.runner import Job
+from service.run.runner import Job
 from streams.kafka.clients import new_admin
 from tests.integration.conftest import CACHE, EXAMPLES, TOPOLOGIES, corpus_slice, kit_run
 

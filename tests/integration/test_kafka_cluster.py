@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from service.config import ServiceSettings
-from service.runner import Job
+from service.run.runner import Job
 from streams.wire.naming import acker_topic, component_topic
 from tests.integration.conftest import EXAMPLES, TestBroker, assert_at_least, assert_exact, corpus_slice, direct_count
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import NewTopic
 
-from service.admin import read_records
+from service.brokers.admin import read_records
 from service.config import ServiceSettings
-from service.runner import Job
+from service.run.runner import Job
 from streams.exceptions import FatalError, TopologyError
 from streams.kafka.clients import new_admin
 from streams.transactional.kafka_sink import TransactionalWriter

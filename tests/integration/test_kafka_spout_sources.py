@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-from service.admin import ensure_topics
+from service.brokers.admin import ensure_topics
 from service.config import ServiceSettings
-from service.runner import Job
+from service.run.runner import Job
 from streams.kafka.source import task_of
 from tests.integration.conftest import TOPOLOGIES, TestBroker
 

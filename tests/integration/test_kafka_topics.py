@@ -13,9 +13,9 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-from service.admin import COMPACTED, topology_topics
+from service.brokers.admin import COMPACTED, topology_topics
 from service.config import ServiceSettings
-from service.runner import Job
+from service.run.runner import Job
 from streams.kafka.clients import new_consumer, new_producer
 from streams.wire.naming import acker_changelog_topic, acker_topic, component_topic
 from tests.integration.conftest import EXAMPLES, TestBroker, assert_at_least, corpus_slice, direct_count, run_job

@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 from service.config import ServiceSettings
-from service.metrics import BUCKETS
-from service.runner import Job
+from service.run.runner import Job
+from service.worker.metrics import BUCKETS
 from tests.integration.conftest import CACHE, EXAMPLES, corpus_slice, free_port_block
 from tests.integration.service_harness import EXACTLY_ONCE, Cluster
 
@@ -249,7 +249,7 @@ def test_the_board_reads_to_now_while_executors_keep_publishing(bootstrap: str) 
     keep coming, and sees every snapshot written before it."""
     import threading
 
-    from service.admin import ensure_topics
+    from service.brokers.admin import ensure_topics
     from streams.kafka.clients import new_producer
     from streams.monitoring.board import StatsBoard
     from streams.monitoring.stats import ExecutorStats

@@ -11,7 +11,7 @@ topology, from the client host:
 
 A cut-off worker's lease lapses before its claim does (:mod:`streams.runtime.lease`); the
 other supervisors start replacements; after a heal the old worker is fenced
-(:mod:`service.claim_watch`) and never processes beside its replacement. Checked from the
+(:mod:`service.worker.claim_watch`) and never processes beside its replacement. Checked from the
 workers' own logs, with: no word missing at least once, the exactly-once counts exact, the
 overcount reported and at most one message timeout's worth of input.
 

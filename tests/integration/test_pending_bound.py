@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from service.config import ServiceSettings
-from service.runner import Job
+from service.run.runner import Job
 from streams.config import TopologyConfig
 from tests.integration.conftest import TOPOLOGIES, corpus_slice, direct_count
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from service.admin import read_topic
+from service.brokers.admin import read_topic
 from service.config import ServiceSettings
-from service.runner import Job
-from service.summary import Summary
+from service.run.runner import Job
+from service.run.summary import Summary
 from streams.wire.naming import acker_topic
 from tests.integration.conftest import TOPOLOGIES, corpus_slice, dead_letters, direct_count, run_job
 

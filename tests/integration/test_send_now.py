@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from service.admin import ensure_topics
+from service.brokers.admin import ensure_topics
 from service.config import ServiceSettings
-from service.runner import Job
+from service.run.runner import Job
 from streams.kafka.send_now import send_now
 
 pytestmark = [pytest.mark.broker, pytest.mark.embedded]

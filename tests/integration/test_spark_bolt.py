@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from service.config import ServiceSettings
-from service.runner import Job
+from service.run.runner import Job
 from streams.kafka.clients import true_end_offsets
 from streams.state import TransactionalState, open_backend
 from streams.wire.naming import component_topic

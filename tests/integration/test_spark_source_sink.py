@@ -9,7 +9,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from service.admin import ensure_topics
+from service.brokers.admin import ensure_topics
 from tests.integration.conftest import wait_idle
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from service.config import ServiceSettings
-from service.runner import Job
+from service.run.runner import Job
 from tests.integration.conftest import EXAMPLES, TOPOLOGIES, corpus_slice, direct_count, kit_run, run_job
 
 pytestmark = [pytest.mark.broker, pytest.mark.embedded]

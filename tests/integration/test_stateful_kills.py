@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from service.config import ServiceSettings
-from service.runner import Job
+from service.run.runner import Job
 from tests.integration.conftest import EXAMPLES, TOPOLOGIES, corpus_slice, direct_count, run_killing_random_workers
 from tests.integration.test_stateful import registered
 

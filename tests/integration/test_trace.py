@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from service.config import ServiceSettings
-from service.trace_view import read_trees
+from service.query.trace import read_trees
 from streams.monitoring.trace import diagnose, outcome
 from tests.integration.conftest import TOPOLOGIES, run_job
 from tests.integration.topologies.why import fails

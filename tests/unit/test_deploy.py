@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from service.config import ServiceSettings
-from service.http import HEALTH_PATH, METRICS_PATH, READY_PATH
+from service.supervisor.http import HEALTH_PATH, METRICS_PATH, READY_PATH
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 SETTINGS = {f"SQUALL_{name.upper()}" for name in ServiceSettings.model_fields} | {"SQUALL_CONFIG"}
@@ -54,7 +54,7 @@ def test_compose_has_kafka_two_supervisors_prometheus_and_grafana() -> None:
     services = compose["services"]
     assert {"kafka", "supervisor-1", "supervisor-2", "prometheus", "grafana"} <= set(services)
     assert "KRaft" in (DEPLOY / "compose" / "docker-compose.yaml").read_text() and "broker,controller" in str(services["kafka"])
-    from service.apache_kafka import KAFKA_VERSION
+    from service.brokers.apache_kafka import KAFKA_VERSION
 
     assert services["kafka"]["image"] == f"apache/kafka:{KAFKA_VERSION}"  # the version the tests run
     for sup in ("supervisor-1", "supervisor-2"):

@@ -94,7 +94,7 @@ def test_every_schema_is_a_valid_draft_2020_12_schema(path: Path) -> None:
 
 
 def test_control_record_and_events() -> None:
-    from service.control import TopologyRecord, kill, rebalance
+    from service.control.record import TopologyRecord, kill, rebalance
 
     rec = TopologyRecord.new("wc", "def topology(): ...", "wc.py", {"topology.workers": 3}, now=10.0)
     check("control.schema.json", rec.encode())
@@ -147,7 +147,7 @@ def test_spout_ledger() -> None:
 
 
 def test_worker_plan_schema_is_the_model_s_and_a_real_plan_validates(tmp_path: Path) -> None:
-    from service.scheduling import WorkerPlan, worker_plan
+    from service.control.scheduling import WorkerPlan, worker_plan
     from streams.config import resolve
     from streams.model.loader import load_topology
 

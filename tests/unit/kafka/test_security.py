@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[3]
 CLIENTS = {"Consumer", "Producer", "AdminClient"}
 ALLOWED = {
     "streams/kafka/clients.py",  # the factories
-    "service/broker.py",  # the embedded broker's readiness probe: a local plaintext broker by construction
-    "service/apache_kafka.py",  # the launcher's readiness and leader probes: a local plaintext cluster by construction
+    "service/brokers/embedded.py",  # the embedded broker's readiness probe: a local plaintext broker by construction
+    "service/brokers/apache_kafka.py",  # the launcher's readiness and leader probes: a local plaintext cluster by construction
 }
 SCRAM = {
     "SQUALL_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
@@ -88,7 +88,7 @@ def test_librdkafka_accepts_the_settings(monkeypatch: pytest.MonkeyPatch, tmp_pa
 def test_workers_inherit_the_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import subprocess
 
-    from service import spawn
+    from service.process import spawn
 
     seen: dict[str, Any] = {}
     monkeypatch.setattr(subprocess, "Popen", lambda *a, **kw: seen.update(kw))

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from service.errors_view import BRIEF_NOTE, error_lines
-from service.metrics import StatsCollector, merge_snapshots
+from service.query.errors import BRIEF_NOTE, error_lines
+from service.worker.metrics import StatsCollector, merge_snapshots
 from streams import BasicBolt, BasicOutputCollector, Tuple
 from streams.exceptions import FailedException
 from streams.model.bolt import BasicBoltExecutor

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from acker.durable import DurableLedger
 from acker.ledger import Ledger
 from acker.runtime_native import AckerExecutor
-from service.claims import ClaimBook
+from service.control.claims import ClaimBook
 from streams.config import resolve
 from streams.model.loader import load_topology
 from streams.runtime.bolt import BoltExecutor

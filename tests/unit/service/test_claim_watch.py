@@ -1,4 +1,4 @@
-"""A worker fences itself on a later claim of its tasks by another process, and only then (service.claim_watch)."""
+"""A worker fences itself on a later claim of its tasks by another process, and only then (service.worker.claim_watch)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.claim_watch import ClaimWatch, Me
-from service.claims import ClaimBook
+from service.control.claims import ClaimBook
+from service.worker.claim_watch import ClaimWatch, Me
 from streams.runtime.lease import WorkerLease
 
 ME = Me("wc", "h1/42", 42, {("split", 0), ("split", 1), ("__acker", 0)})
@@ -77,7 +77,7 @@ def test_a_fenced_worker_closes_its_claim_and_two_live_claims_are_contested() ->
 
 
 def test_status_counts_a_task_contested_only_while_both_claimants_process() -> None:
-    from service.verbs import contested_tasks
+    from service.query.status import contested_tasks
 
     events = [started("h1", 42, [["split", 0]], worker=2), started("h2", 7, [["split", 0]], worker=2)]
 

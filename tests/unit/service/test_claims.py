@@ -7,9 +7,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.claims import Claim, ClaimBook, task_refs
-from service.scheduling import ExecutorAssignment
-from service.slots import SlotTable
+from service.control.claims import Claim, ClaimBook, task_refs
+from service.control.scheduling import ExecutorAssignment
+from service.control.slots import SlotTable
 
 
 def started(pid: int, worker: int, tasks: list[tuple[str, int]], at: float, sup: str = "s1") -> dict[str, Any]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.dlq import DeadLetter, choose, explain, replay, show_lines
 from service.exceptions import UsageError
+from service.query.dlq import DeadLetter, choose, explain, replay, show_lines
 from streams.monitoring.errors import ErrorReport
 from streams.wire.dead_letter import dead_letter_headers, read_dead_letter_headers
 

@@ -1,4 +1,4 @@
-"""A supervisor's worker events are never lost or reordered when the broker does not confirm a write (service.event_record)."""
+"""A supervisor's worker events are never lost or reordered when the broker does not confirm a write (service.control.events)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.event_record import EventRecorder
+from service.control.client import still_running
+from service.control.events import EventRecorder
 from service.exceptions import BrokerError
-from service.verbs import still_running
 
 
 class Writer:

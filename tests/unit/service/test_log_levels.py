@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from service.control import TopologyRecord, set_log_levels
+from service.control.log_levels import LevelSetter, effective, parse_level
+from service.control.record import TopologyRecord, set_log_levels
 from service.exceptions import UsageError
-from service.log_levels import LevelSetter, effective, parse_level
-from service.worker_logs import last_started, read_log
+from service.query.logs import last_started, read_log
 
 
 def test_specs_parse_with_storms_level_names_and_bad_ones_are_one_line_errors() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from service.metrics import StatsCollector
+from service.worker.metrics import StatsCollector
 from streams.monitoring.stats import ExecutorStats
 
 
@@ -82,7 +82,7 @@ def test_spark_bolt_metrics_are_exposed() -> None:
 
 
 def test_a_supervisor_merges_its_workers_snapshots_per_component_and_worker() -> None:
-    from service.metrics import merge_snapshots
+    from service.worker.metrics import merge_snapshots
 
     a = ExecutorStats("wc", "count", "bolt", "w1")
     a.inc("executed", 5)
@@ -101,7 +101,7 @@ def test_a_supervisor_merges_its_workers_snapshots_per_component_and_worker() ->
 
 def test_a_metric_a_task_registered_reaches_metrics_as_its_own_counter() -> None:
     """TopologyContext.register_metric promised squall_<name>_total; only known counters were exported (issue 25)."""
-    from service.metrics import merge_snapshots
+    from service.worker.metrics import merge_snapshots
 
     bolt = ExecutorStats("fl", "hourly", "bolt", "w1")
     bolt.counters.update({"window_late": 20.0, "acked": 5.0, "restored_trees": 3.0})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.monitor import rate_lines, totals
+from service.query.monitor import rate_lines, totals
 
 
 class Board:

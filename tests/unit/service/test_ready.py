@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.runner import settled
+from service.run.runner import settled
 
 
 def test_settled_needs_every_task_once_and_every_executor_busy() -> None:

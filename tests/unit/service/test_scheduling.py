@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.scheduling import ExecutorAssignment, WorkerPlan, executor_tasks, plan_workers, worker_plan
+from service.control.scheduling import ExecutorAssignment, WorkerPlan, executor_tasks, plan_workers, worker_plan
 from streams.config import resolve
 from streams.model.loader import load_topology
 from streams.wire.naming import ACKER_COMPONENT

@@ -8,15 +8,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from service.cli import app
-from service.control import Status, TopologyRecord, activate, deactivate, kill, rebalance, rebalanced
-from service.drain import draining_elsewhere
+from service.cli.main import app
+from service.control.client import parse_conf, parse_executors
+from service.control.record import Status, TopologyRecord, activate, deactivate, kill, rebalance, rebalanced
+from service.control.scheduling import ExecutorAssignment
+from service.control.slots import slot_of
 from service.exceptions import ControlError, UsageError
-from service.reconcile import Running, WorkerKey, WorkerSpec, decide, desired_workers
-from service.restarts import CrashHistory, RestartPolicy
-from service.scheduling import ExecutorAssignment
-from service.slots import slot_of
-from service.verbs import parse_conf, parse_executors
+from service.process.restarts import CrashHistory, RestartPolicy
+from service.supervisor.reconcile import Running, WorkerKey, WorkerSpec, decide, desired_workers
+from service.worker.drain import draining_elsewhere
 
 TASKS = {"lines": 2, "split": 1, "count": 4}
 

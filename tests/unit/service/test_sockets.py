@@ -1,4 +1,4 @@
-"""A fenced worker's exit resets its connections (service.sockets): nothing it sent during a cut reaches the broker later."""
+"""A fenced worker's exit resets its connections (service.worker.sockets): nothing it sent during a cut reaches the broker later."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import textwrap
 CHILD = textwrap.dedent(
     """
     import os, socket, sys
-    from service.sockets import abort_tcp_connections
+    from service.worker.sockets import abort_tcp_connections
     s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
     s.sendall(b"hello")
     print(abort_tcp_connections(), flush=True)

@@ -8,7 +8,7 @@ import pytest
 
 from examples.wordcount_exactly_once import topology as exactly_once
 from examples.wordcount_stateful import topology as stateful
-from service.state_placement import local_state_components, refusal
+from service.supervisor.state_placement import local_state_components, refusal
 from streams.config import TopologyConfig
 
 SQLITE = "sqlite:///data/state/wc.db"

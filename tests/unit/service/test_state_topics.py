@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from examples.wordcount_stateful import topology
-from service.admin import COMPACTED, topology_topics
+from service.brokers.admin import COMPACTED, topology_topics
 from streams.config import TopologyConfig
 
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from service.exceptions import ControlError
-from service.storm_api import StormApi, pretty
+from service.supervisor.storm_api import StormApi, pretty
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[3] / "schemas" / "storm-ui-api.openapi.yaml").read_text())
 

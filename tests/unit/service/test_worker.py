@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from service.scheduling import worker_plan
-from service.worker import EXECUTOR_KINDS, build_executors, executor_class, executor_kind
+from service.control.scheduling import worker_plan
+from service.worker.process import EXECUTOR_KINDS, build_executors, executor_class, executor_kind
 from streams.config import resolve
 from streams.model.loader import load_topology
 from streams.runtime.bolt import BoltExecutor

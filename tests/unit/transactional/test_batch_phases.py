@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from examples import wordcount_exactly_once
-from service.metrics import HISTS, StatsCollector
+from service.worker.metrics import HISTS, StatsCollector
 from streams.exceptions import TopologyError
 from streams.model.context import ExecutorIO, TopologyContext
 from streams.monitoring.stats import ExecutorStats

@@ -7,7 +7,7 @@ from typing import Any, cast
 import pytest
 
 from examples.wordcount_exactly_once_sink import topology
-from service.admin import topology_topics
+from service.brokers.admin import topology_topics
 from streams.config import TopologyConfig
 from streams.exceptions import TopologyError
 from streams.model.checks import check_confs

@@ -31,7 +31,7 @@ def test_the_acker_component_is_spelled_only_in_wire_naming() -> None:
 
 
 def test_the_topic_partition_alias_is_defined_once() -> None:
-    # service.claims.TaskRef is also tuple[str, int], but a (component, task) pair: another concept.
+    # service.control.claims.TaskRef is also tuple[str, int], but a (component, task) pair: another concept.
     defs = [
         f"{p.relative_to(ROOT)}:{n.lineno}"
         for pkg in ("streams", "acker", "service")

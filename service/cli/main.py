@@ -1,0 +1,269 @@
+"""The ``squall`` command line (typer): Storm's verbs on Kafka.
+
+A user's mistake prints one line (``error: ...``, naming the file, line, component, key,
+topology or broker) and exits 2; ``--verbose`` also prints the traceback. Verbs other than
+``run``, ``broker`` and ``serve`` talk to a running service through ``bootstrap.servers``
+(``--bootstrap-servers``, ``SQUALL_BOOTSTRAP_SERVERS``, ``squall.yaml``; default
+127.0.0.1:9092, where ``squall serve --embedded-broker`` listens).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from service.brokers.apache_kafka import KAFKA_VERSION, ApacheKafka
+from service.brokers.embedded import EMBEDDED_WARNING, EmbeddedBroker
+from service.cli.app import DEFAULT_BOOTSTRAP, Bootstrap, app, client, settings, user_errors
+from service.cli.ops import register_diagnosis_verbs
+from service.control.client import kill_topology, parse_conf, parse_executors, rebalance_topology, set_active, submit
+from service.query.status import list_topologies, status
+from service.run.progress import Progress
+from service.run.runner import Job
+from streams.monitoring.errors import ErrorReport
+
+
+@app.command()
+@user_errors
+def run(
+    topology_file: Annotated[Path, typer.Argument(help="Python file defining topology()")],
+    input: Annotated[Path | None, typer.Option("--input", help="text file or folder of .txt files (default: Shakespeare)")] = None,  # noqa: A002
+    output: Annotated[Path | None, typer.Option("--output", help="JSON file for the results")] = None,
+    show: Annotated[list[str] | None, typer.Option("--show", help="print the tuples of COMPONENT[:STREAM] as JSON lines (repeatable)")] = None,
+    timeout: Annotated[float, typer.Option(help="give up after this many seconds")] = 3600.0,
+    progress: Annotated[bool, typer.Option(help="show live progress")] = True,
+    bootstrap_servers: Bootstrap = None,
+) -> None:
+    """Run a topology on real input until every source record is acked, then summarise."""
+    s = settings(bootstrap_servers)
+    logging.basicConfig(level=s.log_level if s.log_level != "INFO" else "WARNING", format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    job = Job(topology_file, input, output, s, show=show)
+    bar = Progress() if progress else None
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        job.start()
+        summary = job.wait(timeout, on_progress=bar)
+        shown = job.shown()
+    finally:
+        if bar is not None:
+            bar.close()
+        job.close()
+    for stream, tuples in shown.items():
+        for t in tuples:
+            typer.echo(json.dumps({"stream": stream, "tuple": t}, ensure_ascii=False))
+    typer.echo("\n".join(summary.lines()))
+
+
+@app.command()
+@user_errors
+def broker(
+    port: Annotated[int, typer.Option(help="TCP port (of the first node, with --kafka)")] = 9092,
+    kafka: Annotated[bool, typer.Option("--kafka", help="run Apache Kafka (KRaft, from Maven Central) instead of the embedded broker")] = False,
+    nodes: Annotated[int, typer.Option(help="with --kafka: how many nodes (3 gives replication 3, min.insync.replicas 2)")] = 1,
+    data_dir: Annotated[Path | None, typer.Option(help="with --kafka: where its logs and data go (default: a temporary folder, removed on exit)")] = None,
+) -> None:
+    """Run a broker in the foreground until SIGTERM or Ctrl-C: the embedded one (memory only, for trying Squall) or Apache Kafka."""
+    # Block the signals first: sigwait only receives a blocked signal; unblocked, SIGTERM's
+    # default action would end this process and leave the broker running.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    server: EmbeddedBroker | ApacheKafka
+    if kafka:
+        server = ApacheKafka(nodes=nodes, workdir=data_dir, config={}, ports_from=port)
+        where = server.start()
+        typer.echo(f"Apache Kafka {KAFKA_VERSION} at {where} ({nodes} node{'s' if nodes > 1 else ''}); Ctrl-C to stop", err=True)
+    else:
+        server = EmbeddedBroker(port=port)
+        where = server.start()
+        typer.echo(f"embedded broker at {where} (memory only: for trying Squall, not for production); Ctrl-C to stop", err=True)
+    try:
+        got = signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        typer.echo(f"stopping the broker ({signal.Signals(got).name})", err=True)
+    finally:
+        server.stop()
+
+
+@app.command()
+@user_errors
+def serve(
+    embedded_broker: Annotated[bool, typer.Option("--embedded-broker", help="also run the embedded broker (memory storage)")] = False,
+    broker_port: Annotated[int, typer.Option(help="the embedded broker's port")] = 9092,
+    http_port: Annotated[int | None, typer.Option(help="/healthz, /readyz, /metrics port (default 9470)")] = None,
+    http_host: Annotated[str | None, typer.Option(help="HTTP bind address (default 127.0.0.1)")] = None,
+    bootstrap_servers: Bootstrap = None,
+) -> None:
+    """Run a supervisor until SIGTERM: it runs its share of every submitted topology's workers."""
+    from service.supervisor.daemon import SupervisorService
+
+    s = settings(bootstrap_servers)
+    if http_port is not None:
+        s.http_port = http_port
+    if http_host is not None:
+        s.http_host = http_host
+    logging.basicConfig(level=s.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    embedded = EmbeddedBroker(port=broker_port) if embedded_broker else None
+    bootstrap = embedded.start() if embedded is not None else (s.resolved_bootstrap() or DEFAULT_BOOTSTRAP)
+    if embedded is not None:
+        typer.echo(f"warning: {EMBEDDED_WARNING}", err=True)
+    service = SupervisorService(s, bootstrap, embedded=embedded)
+    signal.signal(signal.SIGTERM, lambda *_: service.stop())
+    signal.signal(signal.SIGINT, lambda *_: service.stop())
+    typer.echo(f"supervisor {service.id}: bootstrap {bootstrap}, http://{service.http.host}:{service.http.port}", err=True)
+    try:
+        service.run()
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
+@app.command("submit")
+@user_errors
+def submit_cmd(
+    topology_file: Annotated[Path, typer.Argument(help="Python file defining topology()")],
+    name: Annotated[str | None, typer.Option("--name", help="topology name (default: the file's)")] = None,
+    conf: Annotated[list[str] | None, typer.Option("-c", help="config override key=value (repeatable)")] = None,
+    bootstrap_servers: Bootstrap = None,
+) -> None:
+    """Store a topology in the control topic and start it (storm jar)."""
+    typer.echo(submit(client(bootstrap_servers), topology_file, name, parse_conf(conf or []), time.time()))
+
+
+@app.command("list")
+@user_errors
+def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False, bootstrap_servers: Bootstrap = None) -> None:
+    """Each topology's status, uptime, workers, executors and tasks (storm list)."""
+    rows = list_topologies(client(bootstrap_servers), time.time())
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    typer.echo(f"{'NAME':<24} {'STATUS':<12} {'UPTIME':>9} {'WORKERS':>7} {'EXECUTORS':>9} {'TASKS':>6}")
+    for r in rows:
+        typer.echo(f"{r['name']:<24} {r['status']:<12} {r['uptime_s']:>8.0f}s {r['workers']:>7} {r['executors']:>9} {r['tasks']:>6}")
+
+
+@app.command("kill")
+@user_errors
+def kill_cmd(
+    name: Annotated[str, typer.Argument(help="topology name")],
+    wait: Annotated[float | None, typer.Option("-w", "--wait", help="seconds to let trees in flight finish (default: the message timeout)")] = None,
+    bootstrap_servers: Bootstrap = None,
+) -> None:
+    """Deactivate, wait, stop the workers and remove the topology (storm kill -w)."""
+    typer.echo(kill_topology(client(bootstrap_servers), name, wait, time.time()))
+
+
+@app.command("activate")
+@user_errors
+def activate_cmd(name: Annotated[str, typer.Argument(help="topology name")], bootstrap_servers: Bootstrap = None) -> None:
+    """Resume the spouts (storm activate)."""
+    typer.echo(set_active(client(bootstrap_servers), name, True, time.time()))
+
+
+@app.command("deactivate")
+@user_errors
+def deactivate_cmd(name: Annotated[str, typer.Argument(help="topology name")], bootstrap_servers: Bootstrap = None) -> None:
+    """Pause the spouts; bolts keep draining (storm deactivate)."""
+    typer.echo(set_active(client(bootstrap_servers), name, False, time.time()))
+
+
+@app.command("rebalance")
+@user_errors
+def rebalance_cmd(
+    name: Annotated[str, typer.Argument(help="topology name")],
+    workers: Annotated[int | None, typer.Option("-n", help="worker processes")] = None,
+    executors: Annotated[list[str] | None, typer.Option("-e", help="COMPONENT=EXECUTORS (repeatable)")] = None,
+    bootstrap_servers: Bootstrap = None,
+) -> None:
+    """Change workers and executors of a running topology; tasks stay fixed (storm rebalance)."""
+    typer.echo(rebalance_topology(client(bootstrap_servers), name, workers, parse_executors(executors or []), time.time()))
+
+
+@app.command("status")
+@user_errors
+def status_cmd(
+    name: Annotated[str, typer.Argument(help="topology name")],
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False,
+    bootstrap_servers: Bootstrap = None,
+) -> None:
+    """The Storm UI's topology page: per component counts, latency, capacity, lag; errors."""
+    st = status(client(bootstrap_servers), name, time.time())
+    if as_json:
+        typer.echo(json.dumps(st, indent=2))
+        return
+    typer.echo(f"{st['name']}  {st['status']}  up {st['uptime_s']:.0f}s  workers {st['workers']}  pending {st['pending']}")
+    p50, p99 = ms(st["complete_latency_p50_s"]), ms(st["complete_latency_p99_s"])
+    typer.echo(f"acked {st['trees_acked']}, failed {st['trees_failed']} message ids; complete latency p50 {p50} ms, p99 {p99} ms")
+    r = st["replays"]
+    typer.echo(f"replayed {sum(r.values())} (fail {r['fail']}, timeout {r['timeout']}, restart {r['restart']})")
+    if st.get("batches"):
+        b = st["batches"]
+        typer.echo(f"batches committed {b['committed']}, replayed {b['replayed']}; last txid {b['last_txid']}")
+    typer.echo(
+        f"{'COMPONENT':<16} {'EXEC':>4} {'TASKS':>5} {'EMITTED':>9} {'EXECUTED':>9} {'ACKED':>9} {'FAILED':>7} {'EXEC p99 ms':>11} {'CAPACITY':>8} {'LAG':>7}"
+    )
+    for comp, c in st["components"].items():
+        typer.echo(
+            f"{comp:<16} {c['executors']:>4} {c['tasks']:>5} {c['emitted']:>9} {c['executed']:>9} {c['acked']:>9} {c['failed']:>7} "
+            f"{ms(c['execute_latency_p99_s']):>11} {c['capacity']:>8.3f} {c['lag']:>7}"
+        )
+    for o in st["outputs"]:
+        typer.echo(f"output topic        {o['topic']} (written by {o['component']}, {o['kind']})")
+    broker = st.get("embedded_broker")
+    if broker:
+        typer.echo(f"embedded broker (supervisor {broker['supervisor']}): {broker['rss_bytes'] / 2**20:,.0f} MB resident and growing (for trying Squall only)")
+    for comp, c in st["components"].items():
+        if sum(c.get("reexecuted", {}).values()):
+            counts = ", ".join(f"{cause} {n}" for cause, n in c["reexecuted"].items())
+            typer.echo(f"bolt {comp} executed {sum(c['reexecuted'].values())} tuples again after crashes ({counts})")
+        if c.get("held_back_s"):
+            typer.echo(f"spout {comp} held back {c['held_back_s']:.1f} s at its pending bound (backpressure; bolt input lag is in LAG)")
+    for comp, c in st["components"].items():
+        if c["errors"]:
+            counts = ", ".join(f"{cause} {n}" for cause, n in c["errors"].items())
+            typer.echo(f"errors of {comp:<9} {counts}")
+    if st["component_errors"]:
+        typer.echo(f"last errors (squall errors {st['name']} shows more):")
+        for r in st["component_errors"]:
+            typer.echo("  " + ErrorReport(**r).line())
+    if st.get("lease_pauses"):
+        typer.echo(f"executors paused {st['lease_pauses']} times: their worker's lease lapsed (cut off from the broker; see the worker logs)")
+    if st.get("fenced_tuples") or st.get("fenced_acker_ops") or st.get("fenced_commits"):
+        typer.echo(
+            f"fenced writes: {st.get('fenced_tuples', 0)} tuples and {st.get('fenced_acker_ops', 0)} acker ops"
+            f" from replaced workers were dropped (their trees replayed), and {st.get('fenced_commits', 0)} of their late offset commits undone"
+        )
+    if st.get("contested_tasks"):
+        typer.echo(f"ALERT: tasks claimed by two live workers: {', '.join(st['contested_tasks'])}")
+    for e in st["errors"]:
+        if e.get("event") == "refused":
+            typer.echo(f"supervisor {e['supervisor']}: {e['reason']}")
+            continue
+        if e.get("event") == "fenced":
+            typer.echo(f"worker w{e['worker']} ({e['components']}) on {e['supervisor']} was fenced: another process claimed its tasks")
+            continue
+        typer.echo(f"worker w{e['worker']} ({e['components']}) on {e['supervisor']} exited with {e['exit_code']}{' (gave up)' if e['gave_up'] else ''}")
+
+
+def ms(seconds: float | None) -> str:
+    """Seconds as milliseconds for the status table ("-" when unknown)."""
+    return "-" if seconds is None else f"{seconds * 1000:.1f}"
+
+
+register_diagnosis_verbs()
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """The ``squall`` entry point: a user's mistake prints one line and exits 2."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

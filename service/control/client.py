@@ -1,0 +1,260 @@
+"""The writing verbs against a running service: submit, kill, activate, deactivate, rebalance and set_log_level.
+
+Each writes the topology's control record (:mod:`service.control.log`); ``kill`` and
+``rebalance`` then wait for the workers to follow (the events topic, the stats topic).
+:mod:`service.cli.main` only parses and prints; the reading verbs (list, status) are
+:mod:`service.query.status`.
+
+Every user mistake raises a :class:`~streams.exceptions.SquallError` whose message is the
+one line the CLI prints: it names the file and line, the component, the config key, the
+topology or the broker address.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from service.brokers.admin import ensure_topology_topics, read_topic
+from service.control.log import ControlLog, ControlTopics, ControlWriter, ensure_control_topics, probe
+from service.control.log_levels import parse_level
+from service.control.plan import load_record
+from service.control.record import TopologyRecord, activate, deactivate, kill, rebalance, rebalanced, set_log_levels
+from service.exceptions import ControlError, UsageError
+from streams.config import KEYS, resolve
+from streams.model.loader import load_topology
+from streams.model.spec import Topology
+from streams.monitoring.board import StatsBoard
+from streams.transactional.coordinated_bolt import CoordinatedBolt
+
+
+@dataclass
+class Client:
+    """A CLI session: the broker, the service-level config, Kafka client overrides."""
+
+    bootstrap: str
+    service_conf: dict[str, Any]
+    kafka: dict[str, Any]
+    names: ControlTopics
+
+    def connect(self) -> None:
+        """Raise BrokerError (one line) if no broker answers; create the control topics."""
+        probe(self.bootstrap)
+        ensure_control_topics(self.bootstrap, self.names)
+
+    def records(self) -> dict[str, TopologyRecord]:
+        """Every topology record, read to the end of the control topic."""
+        log = ControlLog(self.bootstrap, self.names, self.kafka.get("consumer"))
+        try:
+            return dict(log.catch_up())
+        finally:
+            log.close()
+
+    def record(self, name: str) -> TopologyRecord:
+        """Raises ControlError naming ``name`` if there is no such topology."""
+        rec = self.records().get(name)
+        if rec is None:
+            raise ControlError(f"[{name}] no such topology (see: squall list)")
+        return rec
+
+    def put(self, rec: TopologyRecord) -> None:
+        """Write ``rec`` to the control topic. Raises BrokerError."""
+        ControlWriter(self.bootstrap, self.names, self.kafka.get("producer")).put(rec)
+
+
+def parse_conf(pairs: list[str]) -> dict[str, Any]:
+    """``-c key=value`` pairs; values are YAML scalars (``4`` is an int).
+
+    Raises UsageError naming an unknown key or a pair without ``=``.
+    """
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"-c {pair!r}: expected key=value")
+        if key not in KEYS and not key.startswith("spark."):
+            raise UsageError(f"-c {key}: unknown config key (known: topology.*, squall.* keys of docs, or spark.*)")
+        out[key] = yaml.safe_load(raw) if raw else raw
+    return out
+
+
+def submit(client: Client, path: Path, name: str | None, conf: dict[str, Any], now: float) -> str:
+    """Store the topology in the control topic (``storm jar``). Returns the printed line."""
+    if not path.is_file():
+        raise UsageError(f"[{path}] topology file not found")
+    source = path.read_text()
+    topology = load_topology(path)  # raises TopologyError naming the file and line
+    name = name or topology.name
+    resolve(client.service_conf, topology.conf, conf, where=name)  # a wrong type: ConfigError naming the key
+    client.connect()
+    if name in client.records():
+        raise ControlError(f"[{name}] a topology of that name is running; kill it first or give --name")
+    rec = TopologyRecord.new(name, source, path.name, conf, now)
+    with tempfile.TemporaryDirectory() as tmp:
+        _, loaded, resolved = load_record(rec, Path(tmp), client.service_conf)
+        ensure_topology_topics(client.bootstrap, loaded, resolved)
+        executors = sum(c.parallelism for c in loaded.components.values())
+        tasks = sum(c.num_tasks for c in loaded.components.values())
+    client.put(rec)
+    return f"submitted {name}: {resolved.workers} workers, {executors} executors, {tasks} tasks"
+
+
+def events(client: Client, name: str) -> list[dict[str, Any]]:
+    """Worker exits of topology ``name`` recorded in the events topic, oldest first."""
+    return [e for e in read_topic(client.bootstrap, client.names.events) if e.get("topology") == name]
+
+
+def component_kinds(client: Client, name: str) -> dict[str, str]:
+    """``component -> spout or bolt`` of running topology ``name`` (ControlError if it is not running)."""
+    client.connect()
+    rec = client.record(name)
+    with tempfile.TemporaryDirectory() as tmp:
+        _, topology, _ = load_record(rec, Path(tmp), client.service_conf)
+    return {c.id: "spout" if c.is_spout else "bolt" for c in topology.components.values()}
+
+
+def spout_ids(client: Client, name: str) -> set[str]:
+    """The spouts of running topology ``name`` (ControlError if it is not running)."""
+    return {c for c, kind in component_kinds(client, name).items() if kind == "spout"}
+
+
+def topology_shape(client: Client, rec: TopologyRecord) -> dict[str, Any]:
+    """Topology ``rec``'s outputs, workers, executors and tasks per component, and message timeout (s), from its stored source."""
+    with tempfile.TemporaryDirectory() as tmp:
+        _, topology, conf = load_record(rec, Path(tmp), client.service_conf)
+    comps = topology.components.values()
+    return {
+        "outputs": output_topics(topology),
+        "workers": conf.workers,
+        "executors": {c.id: c.parallelism for c in comps},
+        "tasks": {c.id: c.num_tasks for c in comps},
+        "message_timeout_secs": conf.message_timeout_secs,
+    }
+
+
+def output_topics(topology: Topology) -> list[dict[str, str]]:
+    """Where the topology's results go: each ``set_output`` topic and each KafkaBolt's fixed topic, with the component that writes it."""
+    out = [{"topic": o.topic_for(topology.name), "component": o.component, "kind": "set_output"} for o in topology.outputs]
+    for c in topology.components.values():
+        if (topic := c.obj.sink_topic(topology.name)) is not None:
+            kind = type(c.obj.inner if isinstance(c.obj, CoordinatedBolt) else c.obj).__name__
+            out.append({"topic": topic, "component": c.id, "kind": kind})
+    return out
+
+
+def set_log_level(client: Client, name: str, specs: list[str], resets: list[str], now: float) -> str:
+    """``squall set_log_level NAME -l logger=LEVEL[:SECONDS] -r logger``. Raises UsageError (a bad spec), ControlError (an unknown topology)."""
+    if not specs and not resets:
+        raise UsageError(f"[{name}] set_log_level: give -l LOGGER=LEVEL[:SECONDS] or -r LOGGER")
+    levels = dict(parse_level(spec, now) for spec in specs)
+    client.connect()
+    rec = set_log_levels(client.record(name), levels, resets, now)
+    client.put(rec)
+    parts = [f"{logger}={v['level']}" + (f" for {v['until'] - now:g} s" if v["until"] else "") for logger, v in levels.items()]
+    parts += [f"{logger} reset" for logger in resets]
+    return f"{name}: " + ", ".join(parts)
+
+
+def set_active(client: Client, name: str, active: bool, now: float) -> str:
+    """Activate or deactivate topology ``name`` (Storm's verbs). Raises ControlError for an unknown one."""
+    client.connect()
+    rec = client.record(name)
+    client.put(activate(rec, now) if active else deactivate(rec, now))
+    return f"{'activated' if active else 'deactivated'} {name}"
+
+
+def still_running(workers: set[int], seen: list[dict[str, Any]], since: float) -> dict[int, dict[str, Any]]:
+    """The workers of ``workers`` that may still run after a kill at ``since``: worker -> its last ``started`` event.
+
+    A worker is done once it reported ``stopped`` after the kill, or when its last event is
+    not ``started``: it crashed, was fenced or refused, or was stopped before the kill and
+    not started again, or never started (a supervisor starts no worker of a killed topology).
+
+    >>> seen = [{"worker": 0, "event": "started", "at": 1.0, "pid": 7}, {"worker": 1, "event": "crashed", "at": 2.0}]
+    >>> still_running({0, 1, 2}, seen, since=5.0)
+    {0: {'worker': 0, 'event': 'started', 'at': 1.0, 'pid': 7}}
+    >>> still_running({0, 1, 2}, [*seen, {"worker": 0, "event": "stopped", "at": 6.0}], since=5.0)
+    {}
+    """
+    last: dict[int, dict[str, Any]] = {}
+    stopped: set[int] = set()
+    for e in seen:
+        w = int(e["worker"])
+        last[w] = e
+        if e.get("event") == "stopped" and float(e["at"]) >= since:
+            stopped.add(w)
+    return {w: last[w] for w in sorted(workers - stopped) if w in last and last[w].get("event") == "started"}
+
+
+def kill_topology(client: Client, name: str, wait_s: float | None, now: float, sleep: Any = time.sleep) -> str:
+    """Deactivate, wait ``wait_s`` (default: the message timeout), stop the workers, remove."""
+    client.connect()
+    rec = client.record(name)
+    shape = topology_shape(client, rec)  # a kill changes the status, never the shape
+    wait = float(shape["message_timeout_secs"]) if wait_s is None else wait_s
+    killed = kill(rec, wait, now)
+    client.put(killed)
+    sleep(wait)
+    # The supervisors stop the workers at kill_at (each drains); wait until every worker's
+    # exit is recorded, so the topology is gone when this returns.
+    workers = set(range(int(shape["workers"])))
+    deadline = time.monotonic() + 90
+    while True:
+        left = still_running(workers, events(client, name), now)
+        if not left:
+            break
+        if time.monotonic() >= deadline:
+            where = ", ".join(f"w{w} (pid {e.get('pid')} on {e.get('supervisor')})" for w, e in sorted(left.items()))
+            raise ControlError(f"[{name}] workers {where} did not report stopping within 90 s after kill_at; the topology is left KILLED")
+        time.sleep(0.5)
+    ControlWriter(client.bootstrap, client.names, client.kafka.get("producer")).remove(name)
+    return f"killed {name} (waited {wait:g} s)"
+
+
+def parse_executors(pairs: list[str]) -> dict[str, int]:
+    """``-e comp=N`` pairs as ``{component: executors}``. Raises UsageError on another shape."""
+    out: dict[str, int] = {}
+    for pair in pairs:
+        comp, sep, raw = pair.partition("=")
+        if not sep or not raw.strip().isdigit():
+            raise UsageError(f"-e {pair!r}: expected COMPONENT=EXECUTORS")
+        out[comp] = int(raw)
+    return out
+
+
+def rebalance_topology(client: Client, name: str, workers: int | None, executors: dict[str, int], now: float, timeout_s: float = 120.0) -> str:
+    """Change workers/executors; wait until the running executors match, then ACTIVE."""
+    client.connect()
+    rec = client.record(name)
+    shape = topology_shape(client, rec)
+    new = rebalance(rec, now, workers, executors, shape["tasks"])
+    client.put(new)
+    want = {**shape["executors"], **new.executors}
+    board = StatsBoard(client.bootstrap, name)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            board.catch_up(quiet_s=0.4, timeout_s=2)
+            have = executors_running(board.live(time.time(), fresh_s=3.0))
+            if all(have.get(c, 0) == n for c, n in want.items()):
+                break
+            if time.monotonic() > deadline:
+                raise ControlError(f"[{name}] rebalance not settled after {timeout_s:g} s: executors {have}, want {want}")
+    finally:
+        board.close()
+    client.put(rebalanced(client.record(name), time.time()))
+    return f"rebalanced {name}: " + ", ".join(f"{c}={n}" for c, n in sorted(want.items()))
+
+
+def executors_running(live: list[dict[str, Any]]) -> dict[str, int]:
+    """``component -> executors`` that are running (one live snapshot each)."""
+    out: dict[str, int] = {}
+    for s in live:
+        if s["kind"] in ("spout", "bolt", "spark"):
+            out[s["component"]] = out.get(s["component"], 0) + 1
+    return out

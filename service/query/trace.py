@@ -1,0 +1,59 @@
+"""``squall trace``: the sampled trees of a topology (``topology.debug``), read from ``squall.T.__trace``.
+
+Trees are listed with how they ended; one tree, or every failed or timed-out tree, is printed
+as a timeline, and for a tree that did not complete, :func:`streams.monitoring.trace.diagnose`
+says which component held the edges that were never acked.
+"""
+
+from __future__ import annotations
+
+from service.brokers.admin import read_records, require_topic
+from service.exceptions import UsageError
+from streams.exceptions import DecodeError
+from streams.monitoring.trace import TraceEvent, decode_batch, diagnose, outcome, timeline
+from streams.wire.naming import trace_topic
+
+
+def read_trees(bootstrap: str, topology: str, timeout_s: float = 60.0) -> dict[int, list[TraceEvent]]:
+    """Every sampled tree's events, ``root -> [TraceEvent]`` in time order.
+
+    Raises UsageError naming the topology when it has no trace topic on ``bootstrap``.
+    """
+    topic = trace_topic(topology)
+    require_topic(bootstrap, topic, topology)
+    trees: dict[int, list[TraceEvent]] = {}
+    for i, (_key, value) in enumerate(read_records(bootstrap, topic, timeout_s)):
+        try:
+            events = decode_batch(value, topic=topic, partition=0, offset=i)
+        except DecodeError:
+            continue
+        for ev in events:
+            trees.setdefault(ev.root, []).append(ev)
+    for events in trees.values():
+        events.sort(key=lambda e: e.at)
+    return trees
+
+
+def parse_root(raw: str) -> int:
+    """A root id as ``squall trace`` prints it (16 hex digits) or in decimal. Raises UsageError."""
+    try:
+        return int(raw, 16) if len(raw) == 16 else int(raw)
+    except ValueError:
+        raise UsageError(f"[trace] {raw!r} is not a root id (16 hex digits, or decimal)") from None
+
+
+def tree_lines(root: int, events: list[TraceEvent]) -> list[str]:
+    """One tree: a header with its outcome, its timeline, and (unless it completed) who held it."""
+    ended = outcome(events)
+    out = [f"tree {root:016x}: {ended}, {len(events)} events"]
+    out += ["  " + line for line in timeline(events)]
+    if ended != "complete":
+        held = diagnose(events)
+        out += ["  " + line for line in held] or ["  every emitted edge was acked or failed"]
+    return out
+
+
+def summary_lines(trees: dict[int, list[TraceEvent]], limit: int) -> list[str]:
+    """The last ``limit`` trees, one line each: root, outcome, events, spout, first event's time."""
+    rows = sorted(trees.items(), key=lambda kv: kv[1][0].at)[-limit:]
+    return [f"{root:016x}  {outcome(ev):<9}  {len(ev):>3} events  from [{ev[0].component}]" for root, ev in rows]

@@ -1,0 +1,497 @@
+"""``squall serve``: Storm's supervisor (and, together with the others, its Nimbus).
+
+One per machine; each serves any number of topologies until SIGTERM. Every round
+(:meth:`SupervisorService.tick`, about 5 per second):
+
+1. heartbeat in ``squall.__supervisors`` (the slots it owns, :mod:`service.control.slots`);
+2. read new control records (:mod:`service.control.log`) and plan each changed topology
+   (:mod:`service.control.plan`; its topics are created if missing), and read the events of every
+   supervisor (``started``/``stopped``/``crashed``: who claims which tasks,
+   :mod:`service.control.claims`);
+3. reap workers that exited: a crash is reported to ``squall.__events`` and restarted
+   with backoff, or given up on after repeated crashes (:mod:`service.process.restarts`);
+4. start and stop workers to match the desired state (:mod:`service.supervisor.reconcile`); a worker
+   starts only once no other process still claims its tasks and its slot has settled;
+5. SIGKILL workers that ignored a stop for longer than the drain bound.
+
+On SIGTERM it stops its workers (each drains: :mod:`service.worker.drain`) and keeps heartbeating
+while they do; then it stops heartbeating without leaving the group (see
+:class:`service.control.slots.SlotMembership`), so its slots move one session timeout later, once
+the work is committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from service.brokers.admin import ensure_topology_topics
+from service.brokers.embedded import EMBEDDED_EVENT_KEY, EMBEDDED_LAYER, EMBEDDED_WARNING, EmbeddedBroker
+from service.config import ServiceSettings
+from service.control.boards import TopologyBoards, holds_lease
+from service.control.claims import Claim, ClaimBook, task_refs
+from service.control.client import Client
+from service.control.events import EventRecorder
+from service.control.log import SLOTS, ControlLog, ControlTopics, ControlWriter, EventLog, ensure_control_topics
+from service.control.plan import TopologyPlan, materialize
+from service.control.slots import SlotMembership, slot_of
+from service.process.hang import heartbeat_mtime, heartbeat_path, heartbeat_stale
+from service.process.restarts import CrashHistory, RestartPolicy
+from service.process.spawn import log_tail, spawn_worker
+from service.query.logs import log_file
+from service.supervisor.http import HealthServer
+from service.supervisor.metrics import SupervisorMetrics
+from service.supervisor.reconcile import Running, WorkerKey, WorkerSpec, decide, desired_workers
+from service.supervisor.state_placement import local_state_components, refusal
+from service.supervisor.storm_api_data import storm_api
+from service.worker.claim_watch import FENCED_EXIT_CODE
+from service.worker.metrics import ProcessStats, StatsCollector, merge_snapshots
+from streams.config import resolve
+from streams.exceptions import SquallError
+
+log = logging.getLogger("squall.serve")
+
+TICK_S = 0.2
+
+CLAIM_GRACE_S = 15.0
+"""A worker just started holds its tasks this long before its executors' stats must show
+it alive (seconds; covers interpreter start-up, an acker's restore, a Spark session)."""
+
+
+@dataclass
+class WorkerProc:
+    """A worker this supervisor started."""
+
+    spec: WorkerSpec
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    ready_path: Path
+    started_at: float
+    stopping: bool = False
+    kill_at: float = 0.0
+    started_wall: float = 0.0
+    """When it was started (seconds since the epoch: its heartbeat file's clock)."""
+    heartbeat: Path | None = None
+    """Its heartbeat file (:mod:`service.process.hang`)."""
+
+
+class SupervisorService:
+    """One supervisor (see the module docstring).
+
+    Args:
+      settings: the service settings (data dir, HTTP address, drain bound, Kafka overrides).
+      bootstrap: ``bootstrap.servers``.
+      registry: where its metrics go (``squall_supervisor_*``, ``squall_worker_restarts_total``).
+      restart_policy: crash backoff.
+      clock: wall-clock seconds (kill deadlines are wall times).
+    Thread safety: :meth:`stop` from any thread (a signal handler); the rest from one.
+    """
+
+    def __init__(
+        self,
+        settings: ServiceSettings,
+        bootstrap: str,
+        registry: CollectorRegistry | None = None,
+        restart_policy: RestartPolicy | None = None,
+        clock: Callable[[], float] = time.time,
+        embedded: EmbeddedBroker | None = None,
+    ) -> None:
+        self.settings = settings
+        self.bootstrap = bootstrap
+        self.id = settings.supervisor_id or f"{socket.gethostname()}-{os.getpid()}"
+        self.clock = clock
+        self.home = settings.data_dir / "supervisors" / self.id
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.kafka = settings.kafka_overrides()
+        self.service_conf = settings.topology_layer()
+        self.embedded = embedded
+        """The embedded broker this supervisor started (``--embedded-broker``), else None."""
+        self._next_broker_report = 0.0
+        if embedded is not None:
+            self.service_conf.update(EMBEDDED_LAYER)
+        self.names = ControlTopics(settings.control_namespace)
+        self.policy = restart_policy or settings.restart_policy()
+        self.registry = registry or CollectorRegistry()
+        self.stop_event = threading.Event()
+        self.control: ControlLog | None = None
+        self.events: EventLog | None = None
+        self.claims = ClaimBook(startup_grace_s=CLAIM_GRACE_S)
+        self.waiting: dict[WorkerKey, str] = {}
+        """Workers held back this round, and why (logged when the reason changes)."""
+        self.writer: ControlWriter | None = None
+        self.recorder = EventRecorder(self.id, lambda: self.writer)
+        self.membership: SlotMembership | None = None
+        self.plans: dict[str, TopologyPlan] = {}
+        self.plan_errors: dict[str, str] = {}
+        self.local_state: dict[tuple[str, int], dict[str, str]] = {}
+        """Per (topology, version): its components whose state is a local file (:func:`service.supervisor.state_placement.local_state_components`)."""
+        self.refusals: set[tuple[WorkerKey, int]] = set()
+        """Workers (and the record version) refused for their state's place, already reported."""
+        self.procs: dict[WorkerKey, WorkerProc] = {}
+        self.crashes: dict[WorkerKey, CrashHistory] = {}
+        self.backoff_until: dict[WorkerKey, float] = {}
+        self.gave_up: set[WorkerKey] = set()
+        self.desired: dict[WorkerKey, WorkerSpec] = {}
+        self.metrics = SupervisorMetrics(self.registry)
+        self.contested: dict[tuple[str, tuple[str, int]], list[Claim]] = {}
+        """Tasks with two live claimants at the last round (logged when they appear)."""
+        self.boards = TopologyBoards(bootstrap)
+        self.registry.register(StatsCollector(self.executor_stats))
+        self.registry.register(ProcessStats(self.id))
+        api_client = Client(bootstrap, self.service_conf, self.kafka, self.names)
+        self.http = HealthServer(settings.http_host, settings.http_port, self.registry, self.ready, storm_api(api_client).handle, self.home / "logs")
+
+    # -- lifecycle -------------------------------------------------------------------
+    def stop(self) -> None:
+        """Ask the serving loop to stop (thread-safe): it drains the workers, then returns."""
+        self.stop_event.set()
+
+    def run(self) -> None:
+        """Serve until :meth:`stop`; then drain the workers and leave the group."""
+        ensure_control_topics(self.bootstrap, self.names)
+        self.control = ControlLog(self.bootstrap, self.names, self.kafka.get("consumer"))
+        self.events = EventLog(self.bootstrap, self.names, self.kafka.get("consumer"))
+        self.writer = ControlWriter(self.bootstrap, self.names, self.kafka.get("producer"))
+        session_ms = resolve(self.service_conf, where=f"supervisor {self.id}").session_timeout_ms
+        self.membership = SlotMembership(self.bootstrap, self.id, self.names, session_ms, self.kafka.get("consumer"))
+        self.http.start()
+        if self.embedded is not None:
+            log.warning("[supervisor %s] %s", self.id, EMBEDDED_WARNING)
+        log.info("[supervisor %s] serving on %s:%d (bootstrap %s)", self.id, self.http.host, self.http.port, self.bootstrap)
+        try:
+            while not self.stop_event.wait(TICK_S):
+                self.tick()
+        finally:
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        log.info("[supervisor %s] stopping %d workers (drain up to %.0f s)", self.id, len(self.procs), self.settings.shutdown_timeout_secs)
+        for w in self.procs.values():
+            self._terminate(w)
+        deadline = time.monotonic() + self.settings.shutdown_timeout_secs + 10
+        while self.procs and time.monotonic() < deadline:
+            self._heartbeat()  # keep the slots until the workers have committed
+            for key in [k for k, w in self.procs.items() if w.proc.poll() is not None]:
+                self._stopped(key, self.procs.pop(key))
+            time.sleep(TICK_S)
+        for key, w in self.procs.items():
+            w.proc.kill()
+            w.proc.wait()
+            self._stopped(key, w)
+        self.procs.clear()
+        self.recorder.last_tries(10, TICK_S)  # the exits not confirmed yet, before this process is gone
+        # No LeaveGroup (see SlotMembership): the slots move after one session timeout.
+        if self.control is not None:
+            self.control.close()
+        if self.events is not None:
+            self.events.close()
+        self.boards.close()
+        self.http.close()
+        log.info("[supervisor %s] stopped", self.id)
+
+    def _report_broker(self, now: float) -> None:
+        """Every 30 s: the embedded broker's memory on /metrics and in the events topic (``squall status`` shows it)."""
+        if self.embedded is None or now < self._next_broker_report:
+            return
+        self._next_broker_report = now + 30.0
+        rss = self.embedded.resident_bytes()
+        self.metrics.broker.labels(self.id).set(rss)
+        if self.writer is not None:
+            try:
+                self.writer.event(EMBEDDED_EVENT_KEY, {"event": "embedded_broker", "supervisor": self.id, "rss_bytes": rss, "at": now})
+            except SquallError as exc:
+                log.warning("[supervisor %s] could not report the embedded broker's memory: %s", self.id, exc)
+
+    def _heartbeat(self) -> None:
+        if self.membership is not None:
+            self.membership.poll()
+
+    # -- one round -------------------------------------------------------------------
+    def owned(self) -> set[int]:
+        """The slots this supervisor owns now."""
+        return self.membership.owned if self.membership is not None else set()
+
+    def joined(self) -> bool:
+        """Whether this supervisor has been assigned slots at least once."""
+        return self.membership is not None and self.membership.joined
+
+    def tick(self) -> None:
+        """One round (see the module docstring)."""
+        assert self.control is not None and self.events is not None
+        self._heartbeat()
+        self.recorder.retry()
+        for name in self.control.poll(0):
+            self._plan(name)
+        for event in self.events.poll(0):
+            self.claims.apply(event)
+        now = self.clock()
+        if self.control.caught_up() and self.joined():
+            records = list(self.control.records.values())
+            self.desired = desired_workers(records, {n: p.workers for n, p in self.plans.items()}, self.owned(), now)
+        self._reap(now)
+        running = {k: Running(w.spec.executors, w.stopping) for k, w in self.procs.items()}
+        decision = decide(self.desired, running, self.backoff_until, self.gave_up, now)
+        for key in decision.stop:
+            self._terminate(self.procs[key])
+        self.boards.poll(self.plans)
+        for spec in decision.start:
+            why = self._held_back(spec, now)
+            if why is None:
+                self.waiting.pop(spec.key, None)
+                self._start(spec, now)
+            elif self.waiting.get(spec.key) != why:
+                self.waiting[spec.key] = why
+                log.info("[%s] worker w%d waits: %s", spec.key.topology, spec.key.worker, why)
+        self._kill_hung()
+        self._watch_contested()
+        for w in self.procs.values():
+            if w.stopping and now >= w.kill_at and w.proc.poll() is None:
+                log.warning("[%s] worker w%d ignored SIGTERM for %.0f s: SIGKILL", w.spec.key.topology, w.spec.key.worker, self.settings.shutdown_timeout_secs)
+                w.proc.kill()
+        self.metrics.workers.labels(self.id).set(len(self.procs))
+        self._report_broker(now)
+        self.metrics.slots.labels(self.id).set(len(self.owned()))
+        self.metrics.topologies.labels(self.id).set(len(self.control.records))
+
+    def _plan(self, name: str) -> None:
+        assert self.control is not None
+        rec = self.control.records.get(name)
+        if rec is None:
+            self.plans.pop(name, None)
+            self.plan_errors.pop(name, None)
+            return
+        if name in self.plans and self.plans[name].version == rec.version:
+            return
+        try:
+            plan = materialize(
+                rec,
+                self.home,
+                self.bootstrap,
+                service_conf={**self.settings.state_layer(name), **self.service_conf},
+                kafka=self.kafka,
+                log_level=self.settings.log_level,
+                shutdown_timeout_s=self.settings.shutdown_timeout_secs,
+                control_namespace=self.names.namespace,
+                metrics_host=self.settings.http_host,
+            )
+            ensure_topology_topics(self.bootstrap, plan.topology, plan.conf)
+        except Exception as exc:  # user code may raise anything: report it, serve the rest
+            self.plan_errors[name] = f"[{name}] cannot plan version {rec.version}: {type(exc).__name__}: {exc}"
+            log.error("%s", self.plan_errors[name])
+            return
+        self.plans[name] = plan
+        self.plan_errors.pop(name, None)
+        self.gave_up = {k for k in self.gave_up if k.topology != name}  # a new version gets new tries
+        self.metrics.plans.labels(self.id).inc()
+        log.info("[%s] planned version %d: %d workers %s", name, rec.version, len(plan.workers), plan.workers)
+
+    def _start(self, spec: WorkerSpec, now: float) -> None:
+        plan = self.plans[spec.key.topology]
+        (self.home / "logs").mkdir(exist_ok=True)
+        log_path = log_file(self.home / "logs", spec.key.topology, spec.key.worker)
+        ready, heartbeat = plan.path.parent / f"worker-{spec.key.worker}.ready", heartbeat_path(plan.path.parent, spec.key.worker)
+        for stale in (ready, heartbeat):
+            stale.unlink(missing_ok=True)
+        claim = uuid.uuid4().hex[:16]
+        epoch = self.claims.next_epoch(spec.key.topology, task_refs(spec.executors), int(time.time() * 1000))
+        proc = spawn_worker(plan.path, spec.key.worker, log_path, claim=claim, epoch=epoch)
+        self.procs[spec.key] = WorkerProc(spec, proc, log_path, ready, now, started_wall=time.time(), heartbeat=heartbeat)
+        self.metrics.restarts.labels(self.id, spec.key.topology, str(spec.key.worker))  # 0 from the start: rates and alerts see it
+        tasks = sorted([c, t] for c, t in task_refs(spec.executors))
+        recorded = self._event(
+            spec.key.topology,
+            {
+                "event": "started",
+                "supervisor": self.id,
+                "worker": spec.key.worker,
+                "pid": proc.pid,
+                "version": spec.version,
+                "tasks": tasks,
+                "claim": claim,
+                "epoch": epoch,
+                "at": now,
+                "http": f"{self.http.host}:{self.http.port}",
+            },
+            keep=False,
+        )
+        if not recorded:  # a worker whose claim is not in the events could run beside another: it must not run
+            log.error("[%s] worker w%d (pid %d): its claim could not be recorded; stopping it", spec.key.topology, spec.key.worker, proc.pid)
+            self.procs[spec.key].stopping = True
+            proc.kill()
+            return
+        log.info("[%s] started worker w%d (pid %d): %s", spec.key.topology, spec.key.worker, proc.pid, spec.components)
+
+    def _held_back(self, spec: WorkerSpec, now: float) -> str | None:
+        """Why ``spec`` may not start yet, or None.
+
+        Its slot has not settled, the events are not read to their end, or another process
+        still claims some of its tasks.
+        """
+        assert self.membership is not None and self.events is not None
+        if slot_of(spec.key.topology, spec.key.worker) not in self.membership.startable():
+            return "its slot was just gained (or a rebalance is under way)"
+        refused = self._refused(spec, now)
+        if refused is not None:
+            return refused
+        if not self.events.caught_up():
+            return "reading the events of the other supervisors"
+        blocking = self.claims.blocking(spec.key.topology, task_refs(spec.executors), now, self._alive)
+        if blocking:
+            who = ", ".join(f"w{c.worker} (pid {c.pid}) on {c.supervisor}" for c in blocking)
+            return f"its tasks are still held by {who}"
+        return None
+
+    def _refused(self, spec: WorkerSpec, now: float) -> str | None:
+        """Why ``spec`` may never start on this supervisor (:mod:`service.supervisor.state_placement`), or None.
+
+        Said once per record version and worker: logged as an error and written to the events
+        topic as ``refused`` (``squall status`` lists it among the errors).
+        """
+        plan = self.plans[spec.key.topology]
+        local = self.local_state.get((plan.name, plan.version))
+        if local is None:
+            local = self.local_state[(plan.name, plan.version)] = local_state_components(plan.topology, plan.conf)
+        why = refusal(spec.key.topology, spec.key.worker, spec.components, local, alone=len(self.owned()) >= SLOTS)
+        if why is not None and (spec.key, spec.version) not in self.refusals:
+            self.refusals.add((spec.key, spec.version))
+            log.error("%s", why)
+            event = {"event": "refused", "supervisor": self.id, "worker": spec.key.worker, "components": ",".join(dict.fromkeys(spec.components))}
+            self._event(spec.key.topology, {**event, "version": spec.version, "reason": why, "at": now})
+        return why
+
+    def _alive(self, claim: Claim) -> bool:
+        """Whether the claim's worker publishes live stats (fresh, not final)."""
+        return bool(self.boards.live_of(claim))
+
+    def _processing(self, claim: Claim) -> bool:
+        """Whether the claim's worker publishes live stats and holds its lease."""
+        return holds_lease(self.boards.live_of(claim))
+
+    def _watch_contested(self) -> None:
+        """Export (and log once) the tasks that two live processes claim (:meth:`service.control.claims.ClaimBook.contested`)."""
+        contested = self.claims.contested(self._processing)
+        for (topology, (component, task)), claims in contested.items():
+            if (topology, (component, task)) not in self.contested:
+                who = " and ".join(f"w{c.worker} (pid {c.pid}) on {c.supervisor}" for c in claims)
+                log.error("[%s] task %s:%d is claimed by two live processes: %s", topology, component, task, who)
+        self.contested = contested
+        for topology in self.plans:
+            self.metrics.contested.labels(self.id, topology).set(sum(1 for t, _ in contested if t == topology))
+
+    def _terminate(self, w: WorkerProc) -> None:
+        if w.stopping or w.proc.poll() is not None:
+            return
+        w.stopping = True
+        w.kill_at = self.clock() + self.settings.shutdown_timeout_secs + 5
+        w.proc.send_signal(signal.SIGTERM)
+        log.info("[%s] stopping worker w%d (pid %d)", w.spec.key.topology, w.spec.key.worker, w.proc.pid)
+
+    def _kill_hung(self) -> None:
+        """SIGKILL each worker whose heartbeat file stopped (:mod:`service.process.hang`): the next round reaps it as a crash and restarts it."""
+        wall = time.time()
+        for w in self.procs.values():
+            plan = self.plans.get(w.spec.key.topology)
+            if w.stopping or w.heartbeat is None or plan is None or w.proc.poll() is not None:
+                continue
+            timeout = plan.conf.worker_hang_timeout_secs
+            if heartbeat_stale(heartbeat_mtime(w.heartbeat), w.started_wall, wall, timeout):
+                log.error(
+                    "[%s] worker w%d (pid %d): no heartbeat for %.0f s: the process is hung; killing it",
+                    w.spec.key.topology,
+                    w.spec.key.worker,
+                    w.proc.pid,
+                    timeout,
+                )
+                self.metrics.hung.labels(self.id, w.spec.key.topology).inc()
+                w.proc.kill()
+
+    def _reap(self, now: float) -> None:
+        for key, w in list(self.procs.items()):
+            code = w.proc.poll()
+            if code is None:
+                continue
+            del self.procs[key]
+            if w.stopping:
+                self._stopped(key, w)
+                continue
+            if code == FENCED_EXIT_CODE:
+                self._fenced(key, w, now)
+                continue
+            self._crashed(key, w, code, now)
+
+    def _stopped(self, key: WorkerKey, w: WorkerProc) -> None:
+        event = {"event": "stopped", "supervisor": self.id, "worker": key.worker, "pid": w.proc.pid, "exit_code": w.proc.returncode, "at": self.clock()}
+        self._event(key.topology, event)
+
+    def _fenced(self, key: WorkerKey, w: WorkerProc, now: float) -> None:
+        """It exited because another process claimed its tasks (:mod:`service.worker.claim_watch`): ``fenced``, not a crash."""
+        tail = log_tail(w.log_path, 2000)
+        self.metrics.fenced.labels(self.id, key.topology).inc()
+        log.error("[%s] worker w%d (pid %d) was fenced: another process claimed its tasks. Last lines:\n%s", key.topology, key.worker, w.proc.pid, tail)
+        event = {"event": "fenced", "supervisor": self.id, "worker": key.worker, "pid": w.proc.pid, "exit_code": FENCED_EXIT_CODE, "at": now}
+        self._event(key.topology, {**event, "components": ",".join(dict.fromkeys(w.spec.components)), "log_tail": tail})
+
+    def _crashed(self, key: WorkerKey, w: WorkerProc, code: int, now: float) -> None:
+        history = self.crashes.setdefault(key, CrashHistory(self.policy))
+        delay = history.crashed(now)
+        tail = log_tail(w.log_path, 2000)
+        comps = ",".join(dict.fromkeys(w.spec.components))
+        event = {
+            "event": "crashed",
+            "supervisor": self.id,
+            "worker": key.worker,
+            "pid": w.proc.pid,
+            "components": comps,
+            "exit_code": code,
+            "at": now,
+            "log_tail": tail,
+            "gave_up": delay is None,
+        }
+        if delay is None:
+            self.gave_up.add(key)
+            log.error("[%s] worker w%d (%s) crashed %d times: giving up. Last lines:\n%s", key.topology, key.worker, comps, history.total, tail)
+        else:
+            self.backoff_until[key] = now + delay
+            self.metrics.restarts.labels(self.id, key.topology, str(key.worker)).inc()
+            log.warning("[%s] worker w%d (%s) exited with %s: restarting in %.1f s", key.topology, key.worker, comps, code, delay)
+        self._event(key.topology, event)
+
+    def _event(self, topology: str, event: dict[str, Any], keep: bool = True) -> bool:
+        """Record a worker start or exit in the events topic (claims, ``status``, ``kill``); it applies to this supervisor's own claims at once.
+
+        Returns whether the broker confirmed it; an unconfirmed one is written again each round (:mod:`service.control.events`).
+        """
+        self.claims.apply({"topology": topology, **event})
+        return self.recorder.record(topology, event, keep)
+
+    # -- metrics ---------------------------------------------------------------------
+    def executor_stats(self) -> list[Any]:
+        """The live executors of the workers this supervisor runs, from their topologies' stats topics (so one scrape of a supervisor covers its workers)."""
+        return merge_snapshots(self.boards.live_of_workers({(k.topology, f"w{k.worker}") for k in self.procs}))
+
+    # -- readiness -------------------------------------------------------------------
+    def ready(self) -> tuple[bool, str]:
+        """``(ready, reason)`` for ``/readyz``."""
+        if not self.joined():
+            return False, "not in the supervisor group yet"
+        if self.control is None or not self.control.caught_up():
+            return False, "control topic not read to its end yet"
+        for key in self.desired:
+            w = self.procs.get(key)
+            if w is None or w.proc.poll() is not None:
+                return False, f"worker {key.topology}/w{key.worker} not running"
+            if not w.ready_path.exists():
+                return False, f"worker {key.topology}/w{key.worker} not ready (tasks not assigned or acker not restored)"
+        return True, f"ok: {len(self.procs)} workers"
