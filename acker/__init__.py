@@ -1,5 +1,26 @@
 """Storm's acker on Kafka: a pure XOR ledger (:mod:`acker.ledger`) and its runtimes."""
 
-from acker.ledger import Ledger, Outcome
+from __future__ import annotations
 
-__all__ = ["Ledger", "Outcome"]
+from typing import TYPE_CHECKING
+
+from acker.ledger import Ledger, Outcome
+from streams.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from acker.common import record_outcomes
+    from acker.durable import DurableLedger
+    from acker.faust_compat import patch_fetch_wait
+    from acker.runtime_native import AckerExecutor
+
+__all__ = ["AckerExecutor", "DurableLedger", "Ledger", "Outcome", "patch_fetch_wait", "record_outcomes"]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "DurableLedger": "acker.durable",
+        "record_outcomes": "acker.common",
+        "AckerExecutor": "acker.runtime_native",
+        "patch_fetch_wait": "acker.faust_compat",
+    },
+)

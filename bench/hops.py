@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.run.runner import Job
-from streams.monitoring.stats import LogHistogram
+from service.run import Job
+from streams.monitoring import LogHistogram
 
 COMPLETE_ROW = "complete latency (a tree)"
 BATCH_PHASE_ROWS = (

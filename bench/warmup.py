@@ -35,7 +35,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from bench.feeder import produce
-from service.brokers.admin import ensure_topics
+from service.brokers import ensure_topics
 
 PARTITIONS = 4
 RATE = 2_000

@@ -127,3 +127,6 @@ class ServiceSettings(BaseSettings):
     def resolved_bootstrap(self) -> str | None:
         """``bootstrap.servers``: the flag or env var, else the service file's; None: start the embedded broker."""
         return self.bootstrap_servers or self.service_file().get("bootstrap.servers")
+
+
+__all__ = ["ServiceSettings"]

@@ -341,3 +341,6 @@ def resolve(*layers: Mapping[str, Any] | None, where: str = "topology") -> Topol
     except ValidationError as exc:
         errs = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"[{where}] invalid config: {errs}") from exc
+
+
+__all__ = ["KEYS", "TRANSACTIONAL_MAX_PENDING", "TopologyConfig", "env_layer", "resolve"]

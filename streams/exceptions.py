@@ -67,3 +67,16 @@ class BatchBehindStateError(FailedException):
     The message names the state, the key and both txids. It fails the batch (it is replayed)
     rather than stopping the worker.
     """
+
+
+__all__ = [
+    "BatchBehindStateError",
+    "ConfigError",
+    "DecodeError",
+    "FailedException",
+    "FatalError",
+    "SquallError",
+    "StateError",
+    "StateFencedError",
+    "TopologyError",
+]

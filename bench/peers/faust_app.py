@@ -14,7 +14,7 @@ from typing import Any
 
 import faust
 
-from acker.faust_compat import patch_fetch_wait
+from acker import patch_fetch_wait
 from bench.peers.workloads import flight, words
 
 

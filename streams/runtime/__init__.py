@@ -7,3 +7,28 @@ The top of ``streams``' data plane: imports every layer below it, never
 :mod:`streams.transactional` (a transactional spout is just a :class:`~streams.model.spout.Spout`
 to the spout executor).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streams.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from streams.runtime.bolt import BoltExecutor
+    from streams.runtime.collectors import SpoutOutputCollectorImpl
+    from streams.runtime.executor import Executor, ExecutorEnv
+    from streams.runtime.routing import Router
+
+__all__ = ["BoltExecutor", "Executor", "ExecutorEnv", "Router", "SpoutOutputCollectorImpl"]
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "BoltExecutor": "streams.runtime.bolt",
+        "SpoutOutputCollectorImpl": "streams.runtime.collectors",
+        "Executor": "streams.runtime.executor",
+        "ExecutorEnv": "streams.runtime.executor",
+        "Router": "streams.runtime.routing",
+    },
+)

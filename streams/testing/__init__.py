@@ -23,6 +23,7 @@ from streams.testing.clock import SimulatedTime
 from streams.testing.exceptions import KitError, NotSettledError
 from streams.testing.faults import FaultRule, Faults
 from streams.testing.local import LocalTopology
+from streams.testing.memlog import Record
 from streams.testing.result import DeadLetter, Emitted, RunResult, TaskError
 from streams.testing.run import run_topology
 
@@ -37,6 +38,7 @@ __all__ = [
     "KitError",
     "LocalTopology",
     "NotSettledError",
+    "Record",
     "RunResult",
     "SimulatedTime",
     "TaskError",
