@@ -34,6 +34,17 @@ def test_pre_commit_runs_the_same_checks() -> None:
         assert hook in config, hook
 
 
+def test_ruff_is_pinned_to_one_version_in_the_dev_extra_and_pre_commit() -> None:
+    import re
+    import tomllib
+
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    pins = [d for d in dev if d.startswith("ruff")]
+    rev = re.search(r"ruff-pre-commit\s+rev: v(\S+)", (ROOT / ".pre-commit-config.yaml").read_text())
+    assert rev is not None
+    assert pins == [f"ruff=={rev.group(1)}"], (pins, rev.group(1))
+
+
 def test_mypy_strict_is_clean() -> None:
     got = run(sys.executable, "-m", "mypy")
     assert got.returncode == 0, got.stdout + got.stderr

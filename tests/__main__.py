@@ -1,0 +1,87 @@
+"""``python -m tests``: the whole suite in three lanes, stopping at the first that fails (what ``.ci/run`` calls).
+
+1. **static**: ruff (lint and format), mypy --strict and the layer contract
+   (``tests/unit/test_lint.py``, ``tests/unit/test_layers.py``): a typo fails in about a
+   minute, not after the half hour the brokers take.
+2. **unit**: the broker-free tests (hypothesis properties, the test kit), about 3 minutes.
+3. **integration**: real brokers (Apache Kafka, tansu), PostgreSQL, Prometheus, network
+   namespaces.
+
+``python -m tests --lane unit`` runs one lane; arguments after ``--`` go to every pytest run
+(``python -m tests -- -k acker``). A lane whose pytest collects nothing fails (pytest's exit 5).
+The last line sums the lanes that ran: ``total: N passed, N failed``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import time
+
+STATIC = ["tests/unit/test_lint.py", "tests/unit/test_layers.py"]
+LANES: dict[str, list[str]] = {
+    "static": STATIC,
+    "unit": ["tests/unit", *(f"--ignore={p}" for p in STATIC)],
+    "integration": ["tests/integration"],
+}
+"""Lane -> pytest arguments, in the order they run."""
+
+COUNT = re.compile(r"(\d+) (passed|failed|error|errors)\b")
+
+
+def counts(output: str) -> dict[str, int]:
+    """``passed`` and ``failed`` (errors counted as failed) from pytest's closing line.
+
+    >>> counts("3 failed, 690 passed, 2 errors in 1990.1s (0:33:10)")
+    {'passed': 690, 'failed': 5}
+    """
+    lines = [line for line in output.splitlines() if COUNT.search(line) and " in " in line]
+    out = {"passed": 0, "failed": 0}
+    for n, what in COUNT.findall(lines[-1] if lines else ""):
+        out["passed" if what == "passed" else "failed"] += int(n)
+    return out
+
+
+def run_lane(name: str, extra: list[str]) -> tuple[int, dict[str, int]]:
+    """Run one lane's pytest, streaming its output; return its exit code and counts."""
+    cmd = [sys.executable, "-m", "pytest", "-q", *LANES[name], *extra]
+    print(f"== lane {name}: {' '.join(cmd[1:])}", flush=True)
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    seen: list[str] = []
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        seen.append(line)
+    code = proc.wait()
+    print(f"== lane {name}: exit {code} in {time.monotonic() - started:.0f} s", flush=True)
+    return code, counts("".join(seen[-50:]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the lanes; return the first failing lane's exit code (0 when all pass)."""
+    args = sys.argv[1:] if argv is None else argv
+    extra: list[str] = []
+    if "--" in args:
+        at = args.index("--")
+        args, extra = args[:at], args[at + 1 :]
+    parser = argparse.ArgumentParser(prog="python -m tests", description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--lane", choices=list(LANES), action="append", help="run only this lane (repeatable)")
+    opts = parser.parse_args(args)
+    total = {"passed": 0, "failed": 0}
+    code = 0
+    for name in opts.lane or list(LANES):
+        code, got = run_lane(name, extra)
+        total = {k: total[k] + got[k] for k in total}
+        if code != 0:
+            print(f"lane {name} failed (exit {code}): the lanes after it did not run", flush=True)
+            break
+    print(f"total: {total['passed']} passed, {total['failed']} failed", flush=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
