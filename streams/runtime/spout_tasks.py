@@ -67,7 +67,8 @@ class SpoutTasks:
         """The last :meth:`emit` round found a task at its pending bound (backpressure: ``held_back_seconds``)."""
         self.on_outcome: Callable[[int, Any, str], None] | None = None
         """Called with ``(task id, message id, outcome)`` for each settled tree: ``acked``,
-        ``failed`` or ``timed_out`` (the test kit's record of trees; None: nobody listens)."""
+        ``failed`` or ``timed_out``, before the spout's ``ack`` or ``fail`` (so a dead letter the spout writes
+        in ``fail`` comes after the failure that caused it). The test kit's record of trees; None: nobody listens."""
 
     def tracker(self, task_id: int, ledger: TaskLedger) -> Callable[[int, Any, int], None]:
         """``on_tracked`` for one task's collector: the tree is in flight, and its emit is in the ledger."""
@@ -112,6 +113,8 @@ class SpoutTasks:
             if task is None:
                 continue
             n += 1
+            if self.on_outcome is not None:  # the outcome first: the spout's answer (a replay, a dead letter) follows it
+                self.on_outcome(tree.task_id, tree.msg_id, "acked" if op == RESULT_ACK else "failed")
             if op == RESULT_ACK:
                 task.ledger.acked_tree(tree.weight)
                 latency = now - tree.emitted_at
@@ -123,8 +126,6 @@ class SpoutTasks:
                 if isinstance(task.source, FailureNotes):
                     task.source.note_failure(tree.msg_id, "timeout" if why.startswith(ACKER_TIMEOUT) else "fail", root, why)
                 task.spout.fail(tree.msg_id)
-            if self.on_outcome is not None:
-                self.on_outcome(tree.task_id, tree.msg_id, "acked" if op == RESULT_ACK else "failed")
         return n
 
     def timeouts(self, timeout_s: float) -> int:
@@ -138,9 +139,9 @@ class SpoutTasks:
                 if isinstance(task.source, FailureNotes):
                     why = f"[{self.stats.component}] no ack within the message timeout of {timeout_s:g} s"
                     task.source.note_failure(tree.msg_id, "timeout", tree.root, why)
-                task.spout.fail(tree.msg_id)
                 if self.on_outcome is not None:
                     self.on_outcome(tree.task_id, tree.msg_id, "timed_out")
+                task.spout.fail(tree.msg_id)
         return len(expired)
 
     def emit(self, commit: Callable[[], None], only: int | None = None) -> int:

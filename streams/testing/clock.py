@@ -9,13 +9,33 @@ run is this object's, so a test says how much time passes, and nothing sleeps.
     >>> t.advance(2.5)
     >>> t.monotonic(), t.wall() - SimulatedTime.EPOCH
     (2.5, 2.5)
+
+Time is kept in whole nanoseconds (:attr:`SimulatedTime.ns`), so steps add up exactly:
+sixty steps of 0.1 s are 6 s, not 5.999999999999998.
+
+    >>> t = SimulatedTime()
+    >>> for _ in range(240):
+    ...     t.advance(0.1)
+    >>> t.now, t.ns
+    (24.0, 24000000000)
 """
 
 from __future__ import annotations
 
+NS_PER_S = 1_000_000_000
+
+
+def to_ns(seconds: float) -> int:
+    """``seconds`` as whole nanoseconds (rounded to the nearest).
+
+    >>> to_ns(0.1), to_ns(6.0)
+    (100000000, 6000000000)
+    """
+    return round(seconds * NS_PER_S)
+
 
 class SimulatedTime:
-    """Two views of one simulated clock, both in seconds.
+    """Two views of one simulated clock, both in seconds, kept as whole nanoseconds since the start.
 
     ``monotonic()`` starts at 0 (the runtime's ``time.monotonic`` users: the spout's timeouts,
     replay backoff, checkpoint intervals); ``wall()`` starts at ``start`` (default
@@ -30,8 +50,13 @@ class SimulatedTime:
 
     def __init__(self, start: float = EPOCH) -> None:
         self.start = start
-        self.now = 0.0
-        """Simulated seconds since the start."""
+        self.ns = 0
+        """Simulated nanoseconds since the start (an int: the exact clock)."""
+
+    @property
+    def now(self) -> float:
+        """Simulated seconds since the start (``ns / 1e9``): what tests compare, e.g. ``assert 10.0 <= squall_time.now``."""
+        return self.ns / NS_PER_S
 
     def monotonic(self) -> float:
         """Seconds since the start."""
@@ -49,7 +74,7 @@ class SimulatedTime:
         """
         if seconds < 0:
             raise ValueError(f"simulated time cannot go back ({seconds} s)")
-        self.now += seconds
+        self.ns += to_ns(seconds)
 
     def __repr__(self) -> str:
         return f"SimulatedTime(t={self.now:g} s)"

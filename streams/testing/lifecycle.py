@@ -39,7 +39,7 @@ from streams.testing.batches import MemoryBatchSource
 from streams.testing.clock import SimulatedTime
 from streams.testing.exceptions import KitError
 from streams.testing.memlog import MemoryLog, MemoryProducer
-from streams.testing.observe import Observer
+from streams.testing.observe import Observer, members
 from streams.testing.result import RunResult
 from streams.testing.tasks import BoltRun, Outbox, SpoutRun
 from streams.wire.dead_letter import dead_letter_headers
@@ -266,7 +266,10 @@ class Lifecycle(Observer):
         if run.acks is not None:
             run.acks.drain()
         core = self.cores[run.component]
-        core.inflight.drop_task(run.task_id)
+        trees = self.result_.trees[run.component]
+        for tree in core.inflight.drop_task(run.task_id):  # lost with the task: its next life replays them (cause "restart")
+            for mid in members(tree.msg_id):
+                trees.setdefault(mid, []).append("restarted")
         assert run.task is not None
         del core.by_task[run.task_id]
         self._open_spout(run, run.task.ledger.next_life())

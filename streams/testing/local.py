@@ -54,7 +54,7 @@ from streams.runtime.bolt_task import execute_guarded, record_tuples
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.spout_tasks import SpoutTasks
 from streams.testing.ackers import LocalAckers
-from streams.testing.clock import SimulatedTime
+from streams.testing.clock import SimulatedTime, to_ns
 from streams.testing.exceptions import KitError, NotSettledError
 from streams.testing.faults import Faults, Raiser, injected_error
 from streams.testing.lifecycle import KIT_LAYER, Lifecycle
@@ -242,11 +242,14 @@ class LocalTopology(Lifecycle):
         The topology runs after each step: ticks fire, trees time out, replays come due,
         windows slide.
         """
-        end = self.time.now + seconds
+        if seconds < 0:
+            raise ValueError(f"[{self.name}] simulated time cannot go back ({seconds} s)")
+        end = self.time.ns + to_ns(seconds)
+        step = max(1, to_ns(self.step_s))
         with self._seeded():
             self.run()
-            while self.time.now < end - 1e-9:
-                self.time.advance(min(self.step_s, end - self.time.now))
+            while self.time.ns < end:
+                self.time.ns += min(step, end - self.time.ns)
                 self._timers()
                 self.run()
 
@@ -306,8 +309,14 @@ class LocalTopology(Lifecycle):
                 s.task.spout.close()
 
     def result(self) -> RunResult:
-        """What the run observed so far (:class:`~streams.testing.result.RunResult`)."""
+        """What the run observed so far (:class:`~streams.testing.result.RunResult`).
+
+        ``set_state_output`` entries hold what the state's last checkpoint or commit saved,
+        as ``squall run`` reads it: after :meth:`settle`, every acked tree's updates.
+        """
         self._collect()
+        if not self.closed:
+            self._read_state()
         self.result_.simulated_s = self.time.now
         return self.result_
 

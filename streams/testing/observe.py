@@ -103,7 +103,7 @@ class Observer:
         trees = self.result_.trees[spout]
 
         def on_outcome(task_id: int, msg_id: Any, outcome: str) -> None:
-            for mid in _members(msg_id):
+            for mid in members(msg_id):
                 trees.setdefault(mid, []).append(outcome)
 
         return on_outcome
@@ -147,6 +147,7 @@ class Observer:
         return records[start:]
 
 
-def _members(msg_id: Any) -> list[Any]:
-    members = getattr(msg_id, "members", None)
-    return list(members()) if callable(members) else [msg_id]
+def members(msg_id: Any) -> list[Any]:
+    """The message ids a tree's ``msg_id`` stands for: a pack's members, else itself."""
+    of = getattr(msg_id, "members", None)
+    return list(of()) if callable(of) else [msg_id]

@@ -8,9 +8,11 @@ from typing import Any
 
 from streams.monitoring.errors import ErrorReport
 
-OUTCOMES = ("acked", "failed", "timed_out", "dead_lettered")
-"""A tree's outcomes, in a tree's list in the order they happened; ``dead_lettered`` is the
-spout giving the record up (after ``squall.spout.max.retries`` replays, or poison)."""
+OUTCOMES = ("acked", "failed", "timed_out", "restarted", "dead_lettered")
+"""A tree's outcomes, in a tree's list in the order they happened; ``restarted`` is a tree lost
+in flight with a crashed spout task (replayed by its next life); ``dead_lettered`` is the
+spout giving the record up (after ``squall.spout.max.retries`` replays, or poison), and comes
+after the failure that caused it."""
 
 
 @dataclass(frozen=True)
@@ -51,8 +53,12 @@ class DeadLetter:
 class TaskError:
     """An exception a task raised in ``execute`` (the tuple was failed).
 
-    Its component, global task id, the exception's type name and message, and the input
-    tuple's values.
+    Attributes:
+      component: the bolt's component id.
+      task: the global task id.
+      error_type: the exception's class name, e.g. ``"ValueError"``.
+      message: ``str(exception)``.
+      values: the input tuple's values.
     """
 
     component: str
@@ -111,6 +117,11 @@ class RunResult:
         Raises KeyError naming the outputs for an unknown topic, or when there are several and none is named.
         """
         if topic is None:
+            if not self.outputs:
+                raise KeyError(
+                    "no output yet: the topology has no set_output or set_state_output, or nothing reached it"
+                    " (a stateful bolt's state appears once a checkpoint saved it: advance() past topology.state.checkpoint.interval.ms)"
+                )
             if len(self.outputs) != 1:
                 raise KeyError(f"the topology has outputs {sorted(self.outputs)}: name one")
             return next(iter(self.outputs.values()))
@@ -128,5 +139,12 @@ class RunResult:
         return [trees.get(mid, []) for mid in self.inputs.get(spout, [])]
 
     def replays(self, spout: str) -> int:
-        """Trees of ``spout`` emitted again after a failure or timeout (Storm's replays); a tree given up to the dead-letter topic is not emitted again."""
+        """Trees of ``spout`` emitted again, by any of the README's causes: a failure, a timeout, or a restart.
+
+        Each outcome of a record but its last is followed by a replay: ``failed`` and
+        ``timed_out`` (the spout replays it), ``restarted`` (an injected spout crash lost the
+        tree in flight; the next life replays from the committed offset), and ``acked`` (acked
+        but not yet committed when the spout crashed). A tree given up to the dead-letter topic
+        is not emitted again.
+        """
         return sum(max(0, sum(1 for o in outs if o != "dead_lettered") - 1) for outs in self.trees.get(spout, {}).values())
