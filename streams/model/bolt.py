@@ -1,4 +1,7 @@
-"""The bolt base classes (Storm's ``IRichBolt``, ``IBasicBolt`` and ``BasicBoltExecutor``); their lifecycle is in :mod:`streams.model.component`."""
+"""The bolt base classes (Storm's ``IRichBolt``, ``IBasicBolt`` and ``BasicBoltExecutor``) and :class:`DelegatingBolt`, the base of bolts that wrap a bolt.
+
+Their lifecycle is in :mod:`streams.model.component`.
+"""
 
 from __future__ import annotations
 
@@ -71,15 +74,35 @@ class BasicBolt(Component):
         """Called when the worker stops cleanly (see :class:`Bolt`)."""
 
 
-class BasicBoltExecutor(Bolt):
-    """Adapts a :class:`BasicBolt` to :class:`Bolt`: anchor, ack, fail on FailedException.
+class DelegatingBolt(Bolt):
+    """A bolt that runs another component: its declaration and topology-time checks are the wrapped one's.
 
-    Any other exception propagates to the executor, which fails the tuple and logs it
-    with the component id and the record's topic/partition/offset.
+    ``validate``, ``validate_conf``, ``declare_output_fields``,
+    ``get_component_configuration``, ``sink_topic``, ``own_topics`` and ``needs_real_kafka``
+    go to ``inner``; a subclass overrides what it adds to (and calls ``super()``), and
+    implements the runtime side (``prepare``, ``execute``, ``cleanup``). Storm's wrappers
+    (``BasicBoltExecutor``, ``StatefulBoltExecutor``, ``WindowedBoltExecutor``, Trident's
+    ``CoordinatedBolt``) each forward these by hand; here they share this base.
+
+    Args:
+      inner: the wrapped component (a BasicBolt, a StatefulBolt, a BatchBolt, a Bolt ...).
+
+    >>> class Words(BasicBolt):
+    ...     def declare_output_fields(self, declarer):
+    ...         declarer.declare(["word"])
+    >>> d = OutputFieldsDeclarer("split")
+    >>> BasicBoltExecutor(Words()).declare_output_fields(d)
+    >>> d.streams["default"].fields
+    ('word',)
     """
 
-    def __init__(self, inner: BasicBolt) -> None:
+    def __init__(self, inner: Component) -> None:
         self.inner = inner
+
+    @property
+    def needs_real_kafka(self) -> str | None:  # type: ignore[override]
+        """The wrapped component's (a KafkaSink needs Kafka's transactions)."""
+        return self.inner.needs_real_kafka
 
     @override
     def validate(self, component_id: str) -> None:
@@ -96,6 +119,26 @@ class BasicBoltExecutor(Bolt):
     @override
     def get_component_configuration(self) -> dict[str, Any] | None:
         return self.inner.get_component_configuration()
+
+    @override
+    def sink_topic(self, topology: str) -> str | None:
+        return self.inner.sink_topic(topology)
+
+    @override
+    def own_topics(self, topology: str, component: str, tasks: int) -> dict[str, int]:
+        return self.inner.own_topics(topology, component, tasks)
+
+
+class BasicBoltExecutor(DelegatingBolt):
+    """Adapts a :class:`BasicBolt` to :class:`Bolt`: anchor, ack, fail on FailedException.
+
+    Any other exception propagates to the executor, which fails the tuple and logs it
+    with the component id and the record's topic/partition/offset.
+    """
+
+    def __init__(self, inner: BasicBolt) -> None:
+        super().__init__(inner)
+        self.inner: BasicBolt = inner
 
     @override
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:

@@ -53,9 +53,9 @@ from typing_extensions import override
 
 from streams.config import TopologyConfig
 from streams.exceptions import FailedException, StateError, TopologyError
-from streams.model.bolt import Bolt
+from streams.model.bolt import DelegatingBolt
 from streams.model.collector import Anchors, OutputCollector
-from streams.model.component import Component, Hold, OutputFieldsDeclarer
+from streams.model.component import Component, Hold
 from streams.model.context import TopologyContext
 from streams.model.tuple import DEFAULT_STREAM, Tuple
 from streams.state.keyvalue import AppliedIds, Checkpointer, KeyValueState
@@ -138,7 +138,7 @@ class _DeferringCollector:
         self._collector.reset_timeout(tuple)
 
 
-class StatefulBoltExecutor(Bolt):
+class StatefulBoltExecutor(DelegatingBolt):
     """Runs a :class:`StatefulBolt` as a :class:`Bolt` (Storm's ``StatefulBoltExecutor``; see the module docstring).
 
     Args:
@@ -150,7 +150,8 @@ class StatefulBoltExecutor(Bolt):
     needs_same_task_replays = True
 
     def __init__(self, inner: StatefulBolt, clock: Callable[[], float] = time.monotonic) -> None:
-        self.inner = inner
+        super().__init__(inner)
+        self.inner: StatefulBolt = inner
         self.clock = clock
         self.component = "?"
         self.state = KeyValueState()
@@ -181,7 +182,7 @@ class StatefulBoltExecutor(Bolt):
     @override
     def validate(self, component_id: str) -> None:
         self.component = component_id
-        self.inner.validate(component_id)
+        super().validate(component_id)
 
     @override
     def validate_conf(self, component_id: str, conf: TopologyConfig) -> None:
@@ -190,15 +191,11 @@ class StatefulBoltExecutor(Bolt):
                 f"[{component_id}] topology.state.checkpoint.interval.ms ({conf.state_checkpoint_interval_ms}) must be below "
                 f"topology.message.timeout.secs ({conf.message_timeout_secs:g} s): acks wait for the checkpoint"
             )
-        self.inner.validate_conf(component_id, conf)
-
-    @override
-    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        self.inner.declare_output_fields(declarer)
+        super().validate_conf(component_id, conf)
 
     @override
     def get_component_configuration(self) -> dict[str, Any] | None:
-        conf = dict(self.inner.get_component_configuration() or {})
+        conf = dict(super().get_component_configuration() or {})
         tick = TopologyConfig.model_validate(conf).tick_tuple_freq_secs
         self.user_ticks = tick is not None
         conf[_TICK_KEY] = CHECKPOINT_TICK_S if tick is None else min(tick, CHECKPOINT_TICK_S)

@@ -51,7 +51,7 @@ from typing_extensions import override
 
 from streams.config import TopologyConfig, resolve
 from streams.exceptions import FailedException, SquallError, TopologyError
-from streams.model.bolt import Bolt
+from streams.model.bolt import DelegatingBolt
 from streams.model.collector import Anchors, OutputCollector
 from streams.model.component import Component, Hold, OutputFieldsDeclarer
 from streams.model.context import TopologyContext
@@ -218,7 +218,7 @@ class WindowedOutputCollector:
         self._collector.reset_timeout(tuple)
 
 
-class WindowedBoltExecutor(Bolt):
+class WindowedBoltExecutor(DelegatingBolt):
     """Runs a :class:`WindowedBolt` as a :class:`Bolt` (Storm's ``WindowedBoltExecutor``).
 
     It holds tuples in windows, fires them, acks what expired, sends late tuples on.
@@ -229,7 +229,8 @@ class WindowedBoltExecutor(Bolt):
     """
 
     def __init__(self, inner: WindowedBolt, clock: Callable[[], float] = time.time) -> None:
-        self.inner = inner
+        super().__init__(inner)
+        self.inner: WindowedBolt = inner
         self.clock = clock
         self.component = "?"
         self.spec: WindowSpec | None = None
@@ -244,7 +245,7 @@ class WindowedBoltExecutor(Bolt):
     @override
     def validate(self, component_id: str) -> None:
         self.component = component_id
-        self.inner.validate(component_id)
+        super().validate(component_id)
         try:
             self.spec = self.inner.window_spec
         except WindowSpecError as exc:

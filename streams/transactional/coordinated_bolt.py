@@ -33,10 +33,9 @@ from typing import Any
 
 from typing_extensions import override
 
-from streams.config import TopologyConfig
 from streams.exceptions import FailedException, FatalError
 from streams.model.batch import BATCH_END_FIELDS, BATCH_END_STREAM, COMMIT_STREAM, SYSTEM_STREAMS, BatchAttempt, BatchBolt, BatchOutputCollector
-from streams.model.bolt import Bolt
+from streams.model.bolt import Bolt, DelegatingBolt
 from streams.model.collector import Anchors, OutputCollector
 from streams.model.component import Component, OutputFieldsDeclarer
 from streams.model.context import TopologyContext
@@ -94,7 +93,7 @@ class _Unprepared:
 _UNPREPARED: OutputCollector = _Unprepared()
 
 
-class CoordinatedBolt(Bolt):
+class CoordinatedBolt(DelegatingBolt):
     """Wraps a bolt of a transactional topology (see the module docstring).
 
     Args:
@@ -103,13 +102,8 @@ class CoordinatedBolt(Bolt):
     Not thread-safe: one copy per task, on the executor's thread.
     """
 
-    @property
-    def needs_real_kafka(self) -> str | None:  # type: ignore[override]
-        """The wrapped bolt's (a KafkaSink needs Kafka's transactions)."""
-        return self.inner.needs_real_kafka
-
     def __init__(self, inner: Component, committer: bool) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.committer = committer
         self.batch_bolt = isinstance(inner, BatchBolt)
         self.tracker = BatchTracker(frozenset(), committer)
@@ -131,28 +125,8 @@ class CoordinatedBolt(Bolt):
     # -- declaration ------------------------------------------------------------------
     @override
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
-        self.inner.declare_output_fields(declarer)
+        super().declare_output_fields(declarer)
         declarer.declare(list(BATCH_END_FIELDS), stream=BATCH_END_STREAM, direct=True)
-
-    @override
-    def get_component_configuration(self) -> dict[str, Any] | None:
-        return self.inner.get_component_configuration()
-
-    @override
-    def validate(self, component_id: str) -> None:
-        self.inner.validate(component_id)
-
-    @override
-    def validate_conf(self, component_id: str, conf: TopologyConfig) -> None:
-        self.inner.validate_conf(component_id, conf)
-
-    @override
-    def sink_topic(self, topology: str) -> str | None:
-        return self.inner.sink_topic(topology)
-
-    @override
-    def own_topics(self, topology: str, component: str, tasks: int) -> dict[str, int]:
-        return self.inner.own_topics(topology, component, tasks)
 
     # -- lifecycle -------------------------------------------------------------------
     @override
