@@ -28,6 +28,7 @@ from streams.model.collector import OutputCollector, SpoutOutputCollector
 from streams.model.component import OutputFieldsDeclarer
 from streams.model.context import TopologyContext
 from streams.model.grouping import CustomStreamGrouping
+from streams.model.hooks import BoltAckInfo, BoltExecuteInfo, BoltFailInfo, EmitInfo, SpoutAckInfo, SpoutFailInfo, TaskHook
 from streams.model.spec import GroupingKind, Topology
 from streams.model.spout import Spout
 from streams.model.stateful import StatefulBolt
@@ -67,12 +68,16 @@ __all__ = [
     "BatchBolt",
     "BatchOutputCollector",
     "Bolt",
+    "BoltAckInfo",
+    "BoltExecuteInfo",
+    "BoltFailInfo",
     "Committer",
     "ConfigError",
     "Count",
     "CustomStreamGrouping",
     "DefaultTopicSelector",
     "Duration",
+    "EmitInfo",
     "FailedException",
     "FatalError",
     "FieldNameBasedTupleToKafkaMapper",
@@ -88,10 +93,13 @@ __all__ = [
     "RecordTranslator",
     "RetryPolicy",
     "Spout",
+    "SpoutAckInfo",
+    "SpoutFailInfo",
     "SpoutOutputCollector",
     "SquallError",
     "StatefulBolt",
     "StatefulWindowedBolt",
+    "TaskHook",
     "Topology",
     "TopologyBuilder",
     "TopologyContext",

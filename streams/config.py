@@ -171,6 +171,12 @@ class TopologyConfig(BaseModel):
         "past their records (seconds; default 600): a bolt upstream that restarts re-reads what it ran since its last offset "
         "commit, and a copy arriving later than this after its original is counted again",
     )
+    auto_task_hooks: list[str] = Field(
+        default_factory=list,
+        alias="topology.auto.task.hooks",
+        description="task hooks added to every task (Storm's key): each 'module:Class' or 'module.Class' is instantiated with no "
+        "arguments once per task (streams.TaskHook; default none)",
+    )
     debug: bool = Field(
         False,
         alias="topology.debug",

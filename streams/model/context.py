@@ -10,6 +10,7 @@ from typing import Any
 
 from streams.config import TopologyConfig
 from streams.exceptions import StateError, TopologyError
+from streams.model.hooks import TaskHook, hook_class
 from streams.model.spec import Topology
 from streams.state import State, StateBackend, open_backend
 from streams.state.backend import KvStore
@@ -141,6 +142,24 @@ class TopologyContext:
         self.conf: dict[str, Any] = self.config.as_dict()
         self.io = io or ExecutorIO()
         self.metrics: dict[str, Callable[[], float]] = {}
+        self.hooks: list[TaskHook] = []
+        """The task's hooks (Storm's ``TopologyContext.getHooks``); its collector and executor call them."""
+
+    def add_task_hook(self, hook: TaskHook) -> None:
+        """Add ``hook`` to this task (Storm's ``addTaskHook``): ``hook.prepare(conf, context)`` is called, then it sees every emit, ack, fail and execute."""
+        hook.prepare(self.conf, self)
+        self.hooks.append(hook)
+
+    def add_auto_hooks(self) -> None:
+        """Add one new instance of each ``topology.auto.task.hooks`` class (the executor calls it when a task starts). Raises TopologyError for a bad entry."""
+        for name in self.config.auto_task_hooks:
+            self.add_task_hook(hook_class(name, self.this_component_id)())
+
+    def cleanup_hooks(self) -> None:
+        """Call every hook's ``cleanup`` (the task stopped cleanly) and forget them."""
+        for hook in self.hooks:
+            hook.cleanup()
+        self.hooks.clear()
 
     def register_metric(self, name: str, read: Callable[[], float]) -> None:
         """Publish ``read()`` as counter ``name`` with the executor's stats.

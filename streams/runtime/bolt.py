@@ -134,7 +134,9 @@ class BoltExecutor(Executor):
     def _new_task(self, partition: int) -> BoltTask:
         """Task ``partition``'s bolt copy with its collector (producing through :attr:`produce`), prepared."""
         task_id, ctx, bolt = self._task_copy(partition, Bolt)
-        collector = BoltOutputCollectorImpl(Router(self.topology, self.component, ctx), task_id, self.transfer.produce, self.acks, epoch=self.epoch)
+        collector = BoltOutputCollectorImpl(
+            Router(self.topology, self.component, ctx), task_id, self.transfer.produce, self.acks, epoch=self.epoch, hooks=ctx.hooks
+        )
         collector.process_latency = self._process_hist
         collector.latency_weight = LATENCY_SAMPLE
         collector.errors = self.errors
@@ -188,6 +190,7 @@ class BoltExecutor(Executor):
         for task in tasks:
             try:
                 task.bolt.cleanup()
+                self.hook_cleanup(task.task_id)
             except Exception:
                 log.exception("[%s] task %d cleanup failed", self.component, task.task_id)
 

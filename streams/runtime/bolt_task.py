@@ -8,10 +8,12 @@ record exactly as a worker does.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from streams.exceptions import FailedException
 from streams.model.bolt import Bolt
+from streams.model.hooks import BoltExecuteInfo, TaskHook
 from streams.model.spec import Topology
 from streams.model.tuple import Tuple
 from streams.runtime.collectors import BoltOutputCollectorImpl
@@ -46,6 +48,9 @@ def execute_guarded(bolt: Bolt, collector: BoltOutputCollectorImpl, t: Tuple) ->
     message, if any, is the fail's reason); any other exception fails it too and is
     returned, for the caller to count, report and log.
     """
+    hooks = collector.hooks
+    if hooks:
+        return _execute_hooked(bolt, collector, t, hooks)
     try:
         bolt.execute(t)
     except FailedException as exc:
@@ -54,6 +59,23 @@ def execute_guarded(bolt: Bolt, collector: BoltOutputCollectorImpl, t: Tuple) ->
         collector.fail_because(t, f"{type(exc).__name__}: {exc}")
         return exc
     return None
+
+
+def _execute_hooked(bolt: Bolt, collector: BoltOutputCollectorImpl, t: Tuple, hooks: list[TaskHook]) -> Exception | None:
+    """:func:`execute_guarded` for a task with hooks: each sees ``bolt_execute`` with the latency and any exception."""
+    started = time.perf_counter()
+    error: Exception | None = None
+    try:
+        bolt.execute(t)
+    except FailedException as exc:
+        collector.fail(t, str(exc) or None)
+    except Exception as exc:
+        collector.fail_because(t, f"{type(exc).__name__}: {exc}")
+        error = exc
+    info = BoltExecuteInfo(t, collector.task_id, time.perf_counter() - started, error)
+    for hook in hooks:
+        hook.bolt_execute(info)
+    return error
 
 
 @dataclass(slots=True)

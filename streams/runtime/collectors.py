@@ -14,6 +14,9 @@ User code sees only the Protocols of :mod:`streams.model.collector`.
 
 Acker messages go to an :class:`~streams.runtime.acks.AckBuffer`, which the executor
 flushes after the outputs (:mod:`streams.runtime.executor`).
+
+Task hooks (:class:`streams.TaskHook`, Storm's ``ITaskHook``) see each emit, ack and fail
+here; the hot path pays one truth test of the task's hook list when it has none.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 from streams.exceptions import FatalError
 from streams.model.collector import Anchors
 from streams.model.grouping import DirectGrouping
+from streams.model.hooks import BoltAckInfo, BoltFailInfo, EmitInfo, TaskHook
 from streams.model.tuple import DEFAULT_STREAM, Tuple
 from streams.monitoring.errors import ErrorLog
 from streams.monitoring.stats import LogHistogram
@@ -49,8 +53,10 @@ def source_tids(msg_id: Any, n: int) -> list[tuple[int, int, int]] | None:
 
 
 class _Emitter:
-    def __init__(self, router: Router, task_id: int, produce: ProduceFn, epoch: int) -> None:
+    def __init__(self, router: Router, task_id: int, produce: ProduceFn, epoch: int, hooks: list[TaskHook] | None) -> None:
         self.router = router
+        self.hooks: list[TaskHook] = hooks if hooks is not None else []
+        """The task's hooks: its context's list (``TopologyContext.hooks``), so a hook added in ``prepare`` is seen."""
         self.component = router.component
         self.task_id = task_id
         self.produce = produce
@@ -66,6 +72,11 @@ class _Emitter:
         that restarted mid-batch is told apart (:mod:`streams.transactional.batch_tracker`)."""
         self.tracer: Tracer | None = None
         """Set by the executor with ``topology.debug``: the events of sampled trees (:mod:`streams.monitoring.trace`)."""
+
+    def _hook_emit(self, values: list[Any], stream: str, tasks: list[int], anchors: Sequence[Tuple] = (), msg_id: Any = None) -> None:
+        info = EmitInfo(values, stream, self.task_id, tasks, tuple(anchors), msg_id)
+        for hook in self.hooks:
+            hook.emit(info)
 
     def _outputs(self, stream: str, values: list[Any]) -> None:
         for out in self.router.outputs[stream]:
@@ -94,8 +105,10 @@ class BoltOutputCollectorImpl(_Emitter):
     Not thread-safe.
     """
 
-    def __init__(self, router: Router, task_id: int, produce: ProduceFn, acks: AckBuffer | None, *, epoch: int = 0) -> None:
-        super().__init__(router, task_id, produce, epoch)
+    def __init__(
+        self, router: Router, task_id: int, produce: ProduceFn, acks: AckBuffer | None, *, epoch: int = 0, hooks: list[TaskHook] | None = None
+    ) -> None:
+        super().__init__(router, task_id, produce, epoch, hooks)
         self.acks = acks
         self.acked = 0
         self.failed = 0
@@ -194,6 +207,8 @@ class BoltOutputCollectorImpl(_Emitter):
             self._outputs(stream, values)
         self.emitted += 1
         self.transferred += len(tasks)
+        if self.hooks:
+            self._hook_emit(values, stream, tasks, anchor_list)
         return tasks
 
     def emit_direct(self, task: int, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> None:
@@ -205,12 +220,27 @@ class BoltOutputCollectorImpl(_Emitter):
         self._send(route, local, stream, values, anchor_list, tid)
         self.emitted += 1
         self.transferred += 1
+        if self.hooks:
+            self._hook_emit(values, stream, [task], anchor_list)
 
     def ack(self, tuple: Tuple) -> None:  # noqa: A002
-        """Ack ``tuple``: for each root, XOR ``edge ^ ack_val`` into the pending ack."""
+        """Ack ``tuple``: for each root, XOR ``edge ^ ack_val`` into the pending ack.
+
+        The task's hooks see it first (``bolt_ack``); one that holds it (:meth:`BoltAckInfo.hold`) sends it later, or never.
+        """
         if tuple.settled:
             return
         tuple.settled = True
+        if self.hooks:
+            latency = time.perf_counter() - tuple.received_at if tuple.received_at else 0.0
+            info = BoltAckInfo(tuple, self.task_id, latency, lambda: self._send_ack(tuple))
+            for hook in self.hooks:
+                hook.bolt_ack(info)
+            if info.held:
+                return
+        self._send_ack(tuple)
+
+    def _send_ack(self, tuple: Tuple) -> None:  # noqa: A002
         if tuple.stream[:2] != "__":  # system tuples are not counted (Storm's UI)
             self.acked += 1
             if self.process_latency is not None and tuple.received_at:  # a sampled tuple (streams.runtime.bolt.LATENCY_SAMPLE)
@@ -252,6 +282,10 @@ class BoltOutputCollectorImpl(_Emitter):
         if tuple.traced:
             assert self.tracer is not None
             self.tracer.events_of(tuple, "fail", self.task_id)
+        if self.hooks:
+            info = BoltFailInfo(tuple, self.task_id, time.perf_counter() - tuple.received_at if tuple.received_at else 0.0, why)
+            for hook in self.hooks:
+                hook.bolt_fail(info)
         return True
 
     def report_error(self, error: BaseException | str, tuple: Tuple | None = None) -> None:  # noqa: A002
@@ -291,8 +325,9 @@ class SpoutOutputCollectorImpl(_Emitter):
         on_untracked_ack: Callable[[Any, int], None],
         *,
         epoch: int = 0,
+        hooks: list[TaskHook] | None = None,
     ) -> None:
-        super().__init__(router, task_id, produce, epoch)
+        super().__init__(router, task_id, produce, epoch, hooks)
         self.acks = acks
         self.on_tracked = on_tracked
         self.on_untracked_ack = on_untracked_ack
@@ -327,6 +362,8 @@ class SpoutOutputCollectorImpl(_Emitter):
             self._outputs(stream, values)
         self.emitted += 1
         self.transferred += len(tasks)
+        if self.hooks:
+            self._hook_emit(values, stream, tasks, msg_id=msg_id)
         self._track(tracked, root, xor, msg_id, bool(tasks))
         return tasks
 
@@ -343,6 +380,8 @@ class SpoutOutputCollectorImpl(_Emitter):
             self._trace_emit(root, e, route, stream)
         self.emitted += 1
         self.transferred += 1
+        if self.hooks:
+            self._hook_emit(values, stream, [task], msg_id=msg_id)
         self._track(tracked, root, e, msg_id, True)
 
     def _trace_emit(self, root: int, edge: int, route: Route, stream: str) -> None:
@@ -384,8 +423,10 @@ class SpoutOutputCollectorImpl(_Emitter):
         component, task_id, epoch, produce, outputs = self.component, self.task_id, self.epoch, self.produce, self.router.outputs
         tids = source_tids(msg_id, len(tuples)) if self.tuple_ids and tracked else None
         trace = tracked and self.tracer is not None and self.tracer.sampled(root)
+        hooks = self.hooks
         for i, (stream, values) in enumerate(tuples):
             tid = tids[i] if tids is not None else None
+            first = len(tasks)
             for route in self.router.stream(stream):
                 for local in route.grouping.choose(values):
                     if tracked:
@@ -400,6 +441,8 @@ class SpoutOutputCollectorImpl(_Emitter):
                     tasks.append(route.base + local)
             if outputs[stream]:
                 self._outputs(stream, values)
+            if hooks:
+                self._hook_emit(values, stream, tasks[first:], msg_id=msg_id)
         self.emitted += len(tuples)
         self.transferred += len(tasks)
         if tracked and tasks:
@@ -457,6 +500,8 @@ class BatchTreeImpl:
         if stream[:2] != "__":  # a commit is a system tuple: not counted (Storm's UI)
             c.emitted += 1
             c.transferred += len(tasks)
+        if c.hooks:
+            c._hook_emit(values, stream, tasks, msg_id=self.msg_id)
         return tasks
 
     def emit_direct(self, task: int, values: list[Any], stream: str) -> None:
@@ -465,6 +510,8 @@ class BatchTreeImpl:
         c._check_direct(stream, True)
         route, local = c._direct_route(stream, task)
         self._send(route, local, stream, values)
+        if c.hooks:
+            c._hook_emit(values, stream, [task], msg_id=self.msg_id)
 
     def close(self) -> int:
         """Send the tree's ``init`` (the XOR of every edge) and start tracking it; returns the root id.

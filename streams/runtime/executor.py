@@ -247,6 +247,12 @@ class Executor:
         consumer.assign([TopicPartition(topic, p, off) for p, off in self.start_offsets.items()])
         return partitions
 
+    def hook_cleanup(self, task_id: int) -> None:
+        """Call the ``cleanup`` of task ``task_id``'s hooks (it stopped cleanly: Storm's ``ITaskHook.cleanup``)."""
+        for ctx in self._contexts:
+            if ctx.this_task_id == task_id:
+                ctx.cleanup_hooks()
+
     def _start_offsets(self, consumer: Consumer, partitions: list[TopicPartition]) -> dict[int, int]:
         """Where each task starts reading: the group's committed offsets (a bolt also refuses a replaced owner's late commit)."""
         return committed_offsets(consumer, partitions, self.component)
@@ -259,6 +265,7 @@ class Executor:
         cdef = self.topology.components[self.component]
         task_id = cdef.task_base + partition
         ctx = TopologyContext(self.topology, self.component, task_id, self.worker, self.local, self.io, self.conf)
+        ctx.add_auto_hooks()  # topology.auto.task.hooks: before open/prepare, as Storm's Task adds them
         self._contexts.append(ctx)
         obj = cdef.new_instance()
         if not isinstance(obj, kind):

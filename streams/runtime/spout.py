@@ -121,6 +121,7 @@ class SpoutExecutor(Executor):
                 self.core.tracker(task_id, ledger),
                 self.core.untracked(immediate),
                 epoch=self.epoch,
+                hooks=ctx.hooks,
             )
             collector.tracer = self.tracer
             spout.open(self.conf_dict, ctx, collector)
@@ -150,6 +151,7 @@ class SpoutExecutor(Executor):
     def _close(self, task: SpoutTask) -> None:
         try:
             task.spout.close()
+            self.hook_cleanup(task.task_id)
         except Exception:
             log.exception("[%s] task %d close failed", self.component, task.task_id)
 

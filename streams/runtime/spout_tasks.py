@@ -16,6 +16,7 @@ from typing import Any
 
 from streams.config import TopologyConfig
 from streams.kafka.source import FailureNotes, KafkaSource
+from streams.model.hooks import SpoutAckInfo, SpoutFailInfo
 from streams.model.spec import Topology
 from streams.model.spout import Spout
 from streams.monitoring.spout_ledger import TaskLedger
@@ -120,11 +121,16 @@ class SpoutTasks:
                 latency = now - tree.emitted_at
                 hist.record(latency)
                 self.bound.completed(latency, tree.weight)
+                if task.collector.hooks:
+                    spout_acked(task, tree.msg_id, latency)
                 task.spout.ack(tree.msg_id)
             else:
                 task.ledger.failed_tree(tree.msg_id, "fail")
+                timed_out = why.startswith(ACKER_TIMEOUT)
                 if isinstance(task.source, FailureNotes):
-                    task.source.note_failure(tree.msg_id, "timeout" if why.startswith(ACKER_TIMEOUT) else "fail", root, why)
+                    task.source.note_failure(tree.msg_id, "timeout" if timed_out else "fail", root, why)
+                if task.collector.hooks:
+                    spout_failed(task, tree.msg_id, now - tree.emitted_at, timed_out)
                 task.spout.fail(tree.msg_id)
         return n
 
@@ -141,6 +147,8 @@ class SpoutTasks:
                     task.source.note_failure(tree.msg_id, "timeout", tree.root, why)
                 if self.on_outcome is not None:
                     self.on_outcome(tree.task_id, tree.msg_id, "timed_out")
+                if task.collector.hooks:
+                    spout_failed(task, tree.msg_id, timeout_s, True)
                 task.spout.fail(tree.msg_id)
         return len(expired)
 
@@ -168,6 +176,8 @@ class SpoutTasks:
                 spout.next_tuple()
                 if task.immediate:
                     for msg_id, weight in task.immediate:
+                        if collector.hooks:
+                            spout_acked(task, msg_id, 0.0)
                         spout.ack(msg_id)
                         task.ledger.acked_tree(weight)
                         if self.on_outcome is not None:
@@ -209,3 +219,17 @@ def make_bound(conf: TopologyConfig, topology: Topology, component: str) -> Pend
         hold_s += hold.seconds
         log.info("[%s] bolts hold %s before acking: pending floor %d, ceiling %d, target %g s past the hold", component, hold, floor, ceiling, target)
     return AdaptiveBound(initial=max(min(conf.pending_initial, ceiling), floor), target_s=target, floor=floor, ceiling=ceiling, hold_s=hold_s)
+
+
+def spout_acked(task: SpoutTask, msg_id: Any, latency_s: float) -> None:
+    """Tell ``task``'s hooks that the tree of ``msg_id`` was fully processed in ``latency_s`` seconds."""
+    info = SpoutAckInfo(msg_id, task.task_id, latency_s)
+    for hook in task.collector.hooks:
+        hook.spout_ack(info)
+
+
+def spout_failed(task: SpoutTask, msg_id: Any, latency_s: float, timed_out: bool) -> None:
+    """Tell ``task``'s hooks that the tree of ``msg_id`` failed (or timed out) ``latency_s`` seconds after its emit."""
+    info = SpoutFailInfo(msg_id, task.task_id, latency_s, timed_out)
+    for hook in task.collector.hooks:
+        hook.spout_fail(info)

@@ -305,7 +305,8 @@ class _ProcessorState:
             task_id = self.cdef.task_base + partition
             ctx = TopologyContext(self.topology, self.component, task_id, "spark")
             ctx.conf = self.conf.as_dict()
-            c = self.collectors[partition] = BoltOutputCollectorImpl(Router(self.topology, self.component, ctx), task_id, rows.produce, acks)
+            ctx.add_auto_hooks()
+            c = self.collectors[partition] = BoltOutputCollectorImpl(Router(self.topology, self.component, ctx), task_id, rows.produce, acks, hooks=ctx.hooks)
         c.produce = rows.produce
         c.acks = acks
         return c

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from streams.config import TopologyConfig, resolve
@@ -23,7 +23,6 @@ from streams.model.context import ExecutorIO, LocalTasks, TopologyContext
 from streams.model.spec import ComponentDef, Topology
 from streams.model.spout import Spout
 from streams.model.stateful import StatefulBoltExecutor
-from streams.model.tuple import Tuple
 from streams.model.windowed import WindowedBoltExecutor
 from streams.monitoring.errors import ErrorLog, ErrorThrottle
 from streams.monitoring.spout_ledger import TaskLedger
@@ -68,7 +67,7 @@ class Lifecycle(Observer):
     cores: dict[str, SpoutTasks]
     spouts: list[SpoutRun]
     bolts: list[BoltRun]
-    delayed: list[tuple[float, BoltRun, Tuple]]
+    delayed: list[tuple[float, BoltRun, Callable[[], None]]]
     next_commit: dict[str, float]
     coordinators: dict[str, dict[str, Any]]
     error_logs: dict[str, ErrorLog]
@@ -158,10 +157,16 @@ class Lifecycle(Observer):
             roots[root] = msg_id
             tracked(root, msg_id, weight)
 
+        self._hooks(run)
         collector = SpoutOutputCollectorImpl(
-            Router(self.topology, run.component, run.ctx), run.task_id, run.outbox.produce, run.acks, on_tracked, core.untracked(immediate)
+            Router(self.topology, run.component, run.ctx),
+            run.task_id,
+            run.outbox.produce,
+            run.acks,
+            on_tracked,
+            core.untracked(immediate),
+            hooks=run.ctx.hooks,
         )
-        self._record_spout_emits(run, collector)
         spout.open(run.conf.as_dict(), run.ctx, collector)
         task = SpoutTask(run.task_id, spout, collector, ledger, kafka_source(spout), immediate)
         if task.source is not None:
@@ -172,6 +177,12 @@ class Lifecycle(Observer):
         core.by_task[run.task_id] = task
         run.result_pos = self.log.end(ack_result_topic(self.name), run.task_id)  # a new life reads results from the end
 
+    def _hooks(self, run: SpoutRun | BoltRun) -> None:
+        """A new life's hooks: the kit's observer, then ``topology.auto.task.hooks`` (the copy's ``open``/``prepare`` may add more)."""
+        run.ctx.hooks.clear()
+        run.ctx.add_task_hook(self._observer(run))
+        run.ctx.add_auto_hooks()
+
     def _source_partitions(self, spout: str) -> int:
         return self.topology.components[spout].input_partitions
 
@@ -181,8 +192,8 @@ class Lifecycle(Observer):
         if not isinstance(bolt, Bolt):
             raise KitError(f"[{run.component}] is not a Bolt: {type(bolt).__name__}")
         self._clocks(bolt)
-        collector = BoltOutputCollectorImpl(Router(self.topology, run.component, run.ctx), run.task_id, run.outbox.produce, run.acks)
-        self._record_bolt_emits(run, collector)
+        self._hooks(run)
+        collector = BoltOutputCollectorImpl(Router(self.topology, run.component, run.ctx), run.task_id, run.outbox.produce, run.acks, hooks=run.ctx.hooks)
         bolt.prepare(run.conf.as_dict(), run.ctx, collector)
         collector.errors = self._errors(run.component)
         run.bolt, run.collector = bolt, collector

@@ -40,7 +40,7 @@ import copy
 import logging
 import random
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from streams.config import resolve
@@ -51,7 +51,6 @@ from streams.model.spec import Topology
 from streams.model.tuple import Tuple, tick_tuple
 from streams.monitoring.errors import ErrorLog
 from streams.runtime.bolt_task import execute_guarded, record_tuples
-from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.spout_tasks import SpoutTasks
 from streams.testing.ackers import LocalAckers
 from streams.testing.clock import SimulatedTime, to_ns
@@ -137,7 +136,7 @@ class LocalTopology(Lifecycle):
         self.cores: dict[str, SpoutTasks] = {}
         self.spouts: list[SpoutRun] = []
         self.bolts: list[BoltRun] = []
-        self.delayed: list[tuple[float, BoltRun, Tuple]] = []
+        self.delayed: list[tuple[float, BoltRun, Callable[[], None]]] = []
         self.dropped: dict[int, Tuple] = {}
         """Tuples whose ack a fault drops (by ``id``; the tuple is kept alive here)."""
         self.delays: dict[int, tuple[Tuple, float]] = {}
@@ -447,11 +446,13 @@ class LocalTopology(Lifecycle):
         due = [d for d in self.delayed if d[0] <= now]
         if due:
             self.delayed = [d for d in self.delayed if d[0] > now]
-            for _, b, t in due:
+            for _, b, release in due:
                 if b.collector is not None and b.bolt is not None:  # a crash lost the acks it held
-                    BoltOutputCollectorImpl.ack(b.collector, t)
+                    release()
                     self._flush(b)
         for b in self.bolts:
+            if b.outbox.records or (b.acks is not None and len(b.acks)):  # what a hook released or a bolt acked late: the executor's timed flush
+                self._flush(b)
             if now >= b.next_tick - 1e-9:
                 freq = b.conf.tick_tuple_freq_secs or float("inf")
                 b.next_tick = now + freq

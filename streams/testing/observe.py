@@ -1,18 +1,21 @@
 """What a kit run observes: every emit with its anchors, each tree's outcomes, dead letters, outputs and sinks.
 
-A mixin of :class:`streams.testing.local.LocalTopology`: it wraps the real collectors' emit
-methods (recording, then calling the original) and reads the in-memory log's external topics.
+A mixin of :class:`streams.testing.local.LocalTopology`. Each task gets a :class:`KitHook`
+(a :class:`streams.TaskHook`, as users add their own): it records every emit and holds the
+acks a fault drops or delays; nothing in the runtime is patched. The mixin also reads the
+in-memory log's external topics.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
+from streams.model.hooks import BoltAckInfo, EmitInfo, TaskHook
 from streams.model.spec import Topology
 from streams.model.tuple import Tuple
 from streams.monitoring.errors import ErrorReport
-from streams.runtime.collectors import BoltOutputCollectorImpl, SpoutOutputCollectorImpl
 from streams.testing.clock import SimulatedTime
 from streams.testing.memlog import MemoryLog, Record
 from streams.testing.result import DeadLetter, Emitted, RunResult
@@ -32,72 +35,15 @@ class Observer:
     roots: dict[int, Any]
     dropped: dict[int, Tuple]
     delays: dict[int, tuple[Tuple, float]]
-    delayed: list[tuple[float, BoltRun, Tuple]]
+    delayed: list[tuple[float, BoltRun, Callable[[], None]]]
     read_pos: dict[str, int]
 
     def _emitted(self, e: Emitted) -> None:
         self.result_.emitted.setdefault((e.component, e.stream), []).append(e)
 
-    def _record_spout_emits(self, run: SpoutRun, collector: SpoutOutputCollectorImpl) -> None:
-        emit, emit_direct, emit_tree = collector.emit, collector.emit_direct, collector.emit_tree
-        comp, task = run.component, run.task_id
-
-        def ids(msg_id: Any) -> tuple[Any, ...]:
-            return () if msg_id is None else (msg_id,)
-
-        def rec_emit(values: list[Any], msg_id: Any = None, stream: str = "default") -> list[int]:
-            self._emitted(Emitted(comp, task, stream, tuple(values), (), ids(msg_id)))
-            return emit(values, msg_id, stream)
-
-        def rec_emit_direct(target: int, values: list[Any], msg_id: Any = None, stream: str = "default") -> None:
-            self._emitted(Emitted(comp, task, stream, tuple(values), (), ids(msg_id)))
-            emit_direct(target, values, msg_id, stream)
-
-        def rec_emit_tree(tuples: Any, msg_id: Any) -> list[int]:
-            for stream, values in tuples:
-                self._emitted(Emitted(comp, task, stream, tuple(values), (), ids(msg_id)))
-            return emit_tree(tuples, msg_id)
-
-        collector.emit = rec_emit  # type: ignore[method-assign]
-        collector.emit_direct = rec_emit_direct  # type: ignore[method-assign,assignment]
-        collector.emit_tree = rec_emit_tree  # type: ignore[method-assign]
-
-    def _record_bolt_emits(self, run: BoltRun, collector: BoltOutputCollectorImpl) -> None:
-        emit, emit_direct, ack = collector.emit, collector.emit_direct, collector.ack
-        comp, task = run.component, run.task_id
-
-        last: list[Any] = [(), (), ()]  # the last large anchor list, its anchors' values and their message ids
-
-        def described(anchors: Any, stream: str, values: list[Any]) -> Emitted:
-            tuples: tuple[Tuple, ...] = () if anchors is None else (anchors,) if isinstance(anchors, Tuple) else tuple(anchors)
-            if len(tuples) > 8 and tuples == last[0]:  # a window's emits share its anchors: described once, not per emit
-                return Emitted(comp, task, stream, tuple(values), last[1], last[2])
-            mids = tuple(dict.fromkeys(self.roots[r] for a in tuples for r in a.anchors if r in self.roots))
-            anchor_values = tuple(tuple(a.values) for a in tuples)
-            if len(tuples) > 8:
-                last[:] = [tuples, anchor_values, mids]
-            return Emitted(comp, task, stream, tuple(values), anchor_values, mids)
-
-        def rec_emit(values: list[Any], anchors: Any = None, stream: str = "default") -> list[int]:
-            self._emitted(described(anchors, stream, values))
-            return emit(values, anchors, stream)
-
-        def rec_emit_direct(target: int, values: list[Any], anchors: Any = None, stream: str = "default") -> None:
-            self._emitted(described(anchors, stream, values))
-            emit_direct(target, values, anchors, stream)
-
-        def faulty_ack(t: Tuple) -> None:
-            if self.dropped.pop(id(t), None) is not None:
-                return  # the ack is lost on its way: the tree times out
-            delay = self.delays.pop(id(t), None)
-            if delay is not None:
-                self.delayed.append((self.time.now + delay[1], run, t))
-                return
-            ack(t)
-
-        collector.emit = rec_emit  # type: ignore[method-assign]
-        collector.emit_direct = rec_emit_direct  # type: ignore[method-assign,assignment]
-        collector.ack = faulty_ack  # type: ignore[method-assign,assignment]
+    def _observer(self, run: SpoutRun | BoltRun) -> KitHook:
+        """The task hook through which the kit watches ``run``'s task: its emits, and its acks to drop or delay."""
+        return KitHook(self, run)
 
     def _outcome(self, spout: str) -> Any:
         trees = self.result_.trees[spout]
@@ -151,3 +97,49 @@ def members(msg_id: Any) -> list[Any]:
     """The message ids a tree's ``msg_id`` stands for: a pack's members, else itself."""
     of = getattr(msg_id, "members", None)
     return list(of()) if callable(of) else [msg_id]
+
+
+class KitHook(TaskHook):
+    """The kit's hook on one task (Storm's ``ITaskHook``): records emits into the run's result, and injects the ack faults.
+
+    ``drop_ack``: the ack is held and never sent (the tree times out). ``delay_ack``: it is
+    held and sent ``seconds`` (simulated) later, by :meth:`streams.testing.local.LocalTopology.advance`.
+
+    Args:
+      observer: the local topology.
+      run: the task it watches.
+    """
+
+    def __init__(self, observer: Observer, run: SpoutRun | BoltRun) -> None:
+        self.observer = observer
+        self.run = run
+        self.last: tuple[tuple[Tuple, ...], tuple[tuple[Any, ...], ...], tuple[Any, ...]] = ((), (), ())
+        """The last large anchor list, its anchors' values and their message ids (a window's emits share them)."""
+
+    def emit(self, info: EmitInfo) -> None:
+        """Record the emit with the values of its anchors and the message ids of its trees."""
+        comp, task = self.run.component, self.run.task_id
+        if isinstance(self.run, SpoutRun):
+            ids = () if info.message_id is None else (info.message_id,)
+            self.observer._emitted(Emitted(comp, task, info.stream, tuple(info.values), (), ids))
+            return
+        anchors = info.anchors
+        if len(anchors) > 8 and anchors == self.last[0]:  # described once, not per emit
+            self.observer._emitted(Emitted(comp, task, info.stream, tuple(info.values), self.last[1], self.last[2]))
+            return
+        roots = self.observer.roots
+        mids = tuple(dict.fromkeys(roots[r] for a in anchors for r in a.anchors if r in roots))
+        anchor_values = tuple(tuple(a.values) for a in anchors)
+        if len(anchors) > 8:
+            self.last = (anchors, anchor_values, mids)
+        self.observer._emitted(Emitted(comp, task, info.stream, tuple(info.values), anchor_values, mids))
+
+    def bolt_ack(self, info: BoltAckInfo) -> None:
+        """Hold an ack a fault drops (forever) or delays (until its time comes)."""
+        obs, t = self.observer, info.tuple
+        if obs.dropped.pop(id(t), None) is not None:
+            info.hold()  # the ack is lost on its way: the tree times out
+            return
+        delay = obs.delays.pop(id(t), None)
+        if delay is not None and isinstance(self.run, BoltRun):
+            obs.delayed.append((obs.time.now + delay[1], self.run, info.hold()))

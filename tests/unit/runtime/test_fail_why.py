@@ -8,6 +8,7 @@ The ops go through the real :class:`AckBuffer`, :class:`DurableLedger` and
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -124,7 +125,7 @@ def test_the_spout_puts_the_last_why_in_the_dead_letter_and_an_acker_timeout_is_
     spout.on_records([Msg("t", 0, 0, b"r0")])
     clock = Clock()
     core = SpoutTasks(InFlightTrees(clock), FixedBound(10), ExecutorStats("t", "lines", "spout", "w0"))
-    core.by_task[0] = SpoutTask(0, spout, None, TaskLedger("lines", 0), source=spout)  # type: ignore[arg-type]
+    core.by_task[0] = SpoutTask(0, spout, SimpleNamespace(hooks=[]), TaskLedger("lines", 0), source=spout)  # type: ignore[arg-type]
     mid = KafkaMessageId("t", 0, 0)
     for root, why in ((21, "[check] ZeroDivisionError: division by zero"), (22, "[__acker] timeout"), (23, "")):
         spout.next_tuple()

@@ -113,6 +113,7 @@ def test_an_emit_round_that_stops_at_the_pending_bound_is_marked_held_and_one_be
 
     class Collector:
         emitted = 0
+        hooks: list[Any] = []
 
     class Emitter:
         """Emits one tracked tuple per call while it has input."""
