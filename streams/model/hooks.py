@@ -2,7 +2,7 @@
 
 A hook sees what a task does without changing the component: metrics of your own, auditing,
 sampling tuples into a log, or a test's observation and fault injection (the test kit's
-own observer is one, :mod:`streams.testing.observe`). Add one per task with
+own observer is one, :class:`streams.testing.observe.KitHook`). Add one per task with
 :meth:`streams.TopologyContext.add_task_hook` (in ``open`` or ``prepare``), or to every task
 of the topology with ``topology.auto.task.hooks``: a list of ``"module:Class"`` (or
 ``"module.Class"``) names, each instantiated with no arguments once per task.

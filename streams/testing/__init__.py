@@ -22,10 +22,9 @@ import contextlib
 from streams.testing.clock import SimulatedTime
 from streams.testing.exceptions import KitError, NotSettledError
 from streams.testing.faults import FaultRule, Faults
-from streams.testing.local import LocalTopology
+from streams.testing.local import LocalTopology, run_topology
 from streams.testing.memlog import Record
 from streams.testing.result import DeadLetter, Emitted, RunResult, TaskError
-from streams.testing.run import run_topology
 
 with contextlib.suppress(ImportError):  # the fixtures need pytest; the kit itself does not
     from streams.testing.plugin import squall_kit, squall_time
