@@ -49,6 +49,7 @@ from streams.model.bolt import Bolt
 from streams.model.collector import OutputCollector
 from streams.model.component import OutputFieldsDeclarer
 from streams.model.context import TopologyContext
+from streams.model.io import DeadLetters
 from streams.model.tuple import Tuple
 from streams.wire.codec import encode_json
 
@@ -196,7 +197,7 @@ class KafkaBolt(Bolt):
         self.fire_and_forget = fire_and_forget
         self.component = "?"
         self.producer: Producer | None = None
-        self.dead_letter: Callable[..., None] | None = None
+        self.dead_letters: DeadLetters | None = None
         self.in_flight = 0
         """Records produced and not yet confirmed or refused (count)."""
         self.delivered = 0
@@ -227,7 +228,7 @@ class KafkaBolt(Bolt):
         if isinstance(self.selector, DefaultTopicSelector):
             self.selector = DefaultTopicSelector(self.selector.topic_for(context.topology.name))
         io = context.io
-        self.dead_letter = io.dead_letter_raw
+        self.dead_letters = io.dead_letters
         cfg = {
             "bootstrap.servers": io.bootstrap,
             "acks": "all",
@@ -238,7 +239,7 @@ class KafkaBolt(Bolt):
             **io.kafka.get("producer", {}),
             **self.producer_config,
         }
-        self.producer = io.new_producer(cfg) if io.new_producer is not None else new_producer(cfg)
+        self.producer = io.producers.new_producer(cfg) if io.producers is not None else new_producer(cfg)
         context.register_metric("kafka_bolt_delivered", lambda: float(self.delivered))
         context.register_metric("kafka_bolt_delivery_failures", lambda: float(self.delivery_failures))
         context.register_metric("kafka_bolt_skipped", lambda: float(self.skipped))
@@ -303,9 +304,9 @@ class KafkaBolt(Bolt):
     def _poison(self, tuple: Tuple, exc: Exception) -> None:  # noqa: A002
         self.poison += 1
         reason = f"KafkaBolt cannot write the tuple: {type(exc).__name__}: {exc}"
-        if self.dead_letter is not None:
+        if self.dead_letters is not None:
             raw = tuple_bytes(tuple.values)
-            self.dead_letter(raw, None, reason, topic=tuple.topic, partition=tuple.partition, offset=tuple.offset, attempts=0)
+            self.dead_letters.dead_letter_raw(raw, None, reason, topic=tuple.topic, partition=tuple.partition, offset=tuple.offset, attempts=0)
         else:
             log.error("[%s] %s (%s[%s]@%s)", self.component, reason, tuple.topic, tuple.partition, tuple.offset)
         self.collector.ack(tuple)

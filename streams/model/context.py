@@ -5,15 +5,14 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from streams.config import TopologyConfig
 from streams.exceptions import StateError, TopologyError
 from streams.model.hooks import TaskHook, hook_class
+from streams.model.io import ExecutorIO
 from streams.model.spec import Topology
-from streams.state import State, StateBackend, open_backend
-from streams.state.backend import KvStore
+from streams.state import State
 from streams.state.semantics import STATE_KINDS
 
 METRIC_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -41,76 +40,6 @@ class LocalTasks:
     def of(self, component: str) -> set[int]:
         """The global task ids of ``component`` running in this worker."""
         return self._by_component.get(component, set())
-
-
-@dataclass
-class ExecutorIO:
-    """What a task may use of its executor.
-
-    The Kafka it runs on (``bootstrap`` and client overrides ``kafka = {"consumer": {...},
-    "producer": {...}}``), the dead-letter topic (``dead_letter(message, reason,
-    attempts)``), and the state stores it opened (one backend per URL, shared by the
-    executor's tasks).
-    """
-
-    bootstrap: str = ""
-    kafka: dict[str, Any] = field(default_factory=dict)
-    dead_letter: Callable[..., None] | None = None
-    """``dead_letter(message, reason, attempts, details=None)`` (:meth:`streams.runtime.executor.Executor.dead_letter`)."""
-    dead_letter_raw: Callable[..., None] | None = None
-    """``dead_letter_raw(value, key, reason, *, topic, partition, offset, attempts)``: a record given by its parts (a tuple a sink cannot write)."""
-    stores: dict[str, StateBackend] = field(default_factory=dict)
-    source_positions: Callable[[], dict[int, int]] | None = None
-    """The KafkaSpouts' committed offsets by source key (:mod:`streams.kafka.positions`): what a stateful bolt may forget."""
-    open_changelog: Callable[[], KvStore] | None = None
-    """Opens the compacted-changelog store of ``kafka://`` state on this executor's Kafka (:mod:`streams.kafka.changelog_store`)."""
-    kv_stores: dict[str, KvStore] = field(default_factory=dict)
-    batch_source: Callable[[str, list[str]], Any] | None = None
-    """``batch_source(component, topics)``: a transactional spout's coordinator state and source records
-    (:class:`streams.transactional.batch_source.BatchSource`); None: Kafka's. The test kit gives an in-memory one."""
-    new_producer: Callable[[dict[str, Any]], Any] | None = None
-    """Makes the producers components open themselves (a KafkaBolt's), from librdkafka settings;
-    None: a real Kafka producer. The test kit gives an in-memory one (:mod:`streams.testing.memlog`)."""
-    epoch: int = 0
-    """The worker's claim epoch (:mod:`streams.runtime.fencing`): a Trident state refuses a commit from an older one than its writer's last (0: not checked)."""
-    latency: Callable[[str], Callable[[float], None]] | None = None
-    """``latency(name)``: a recorder of seconds into the executor's histogram ``name``
-    (published with its stats, :meth:`TopologyContext.register_latency`); None: not recorded."""
-    shared: dict[str, Any] = field(default_factory=dict)
-    """Handles a task's copies share (a BatchBolt gets a fresh copy per batch), by a key the component picks.
-
-    Closed with the stores, if they have ``close()``."""
-
-    def kv_store(self, url: str, component: str) -> KvStore:
-        """The store of stateful bolt checkpoints at ``url`` (one per URL, shared by the executor's tasks).
-
-        ``kafka://``: compacted changelog topics on the topology's Kafka; else a database
-        (:func:`streams.state.stores.open_backend`). Raises StateError naming ``component``.
-        """
-        store = self.kv_stores.get(url)
-        if store is None:
-            if url.startswith("kafka://"):
-                if self.open_changelog is None:
-                    raise StateError(f"[{component}] kafka:// state needs a Kafka executor (not available here)")
-                store = self.open_changelog()
-            else:
-                store = self.stores.get(url)
-                if store is None:
-                    store = self.stores[url] = open_backend(url)
-            self.kv_stores[url] = store
-        return store
-
-    def close_stores(self) -> None:
-        """Close the stores opened here (a changelog store flushes its producers)."""
-        for store in {id(s): s for s in [*self.stores.values(), *self.kv_stores.values()]}.values():
-            store.close()
-        for handle in self.shared.values():
-            close = getattr(handle, "close", None)
-            if callable(close):
-                close()
-        self.stores.clear()
-        self.kv_stores.clear()
-        self.shared.clear()
 
 
 class TopologyContext:
@@ -211,9 +140,7 @@ class TopologyContext:
             raise StateError(
                 f"[{self.this_component_id}] state {name!r}: kafka:// holds only stateful bolts' checkpoints; Trident state needs sqlite:// or postgresql://"
             )
-        backend = self.io.stores.get(url)
-        if backend is None:
-            backend = self.io.stores[url] = open_backend(url)
+        backend = self.io.state_stores(self.this_component_id).backend(url, self.this_component_id)
         writer = f"{self.this_component_id}:{self.this_task_index}"
         return cls(backend, f"{self.topology.name}.{name}", combine or operator.add, writer=writer, epoch=self.io.epoch)
 

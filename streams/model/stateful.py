@@ -213,7 +213,7 @@ class StatefulBoltExecutor(DelegatingBolt):
         url = context.config.state_url
         if not url:
             raise StateError(f"[{self.component}] a stateful bolt needs a state store: set squall.state.url")
-        store = context.io.kv_store(url, self.component)
+        store = context.io.state_stores(self.component).kv_store(url, self.component)
         self.checkpointer = Checkpointer(store, f"{context.topology.name}.{self.component}", context.this_task_index)
         self.state = self.checkpointer.restore(self.applied)
         self.interval_s = context.config.state_checkpoint_interval_ms / 1000

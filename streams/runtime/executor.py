@@ -39,7 +39,8 @@ from streams.kafka.changelog_store import ChangelogKvStore
 from streams.kafka.clients import ProducedBytes, committed_offsets, make_producer, new_admin, produce_fn
 from streams.kafka.purge import Purger
 from streams.model.component import Component
-from streams.model.context import ExecutorIO, LocalTasks, TopologyContext
+from streams.model.context import LocalTasks, TopologyContext
+from streams.model.io import DeadLetters, ExecutorIO
 from streams.model.spec import Topology
 from streams.monitoring.errors import ErrorLog, ErrorThrottle
 from streams.monitoring.stats import ExecutorStats, process_usage
@@ -47,6 +48,7 @@ from streams.monitoring.trace import Tracer
 from streams.runtime.acks import AckBuffer
 from streams.runtime.fencing import new_epoch
 from streams.runtime.lease import PAUSED_SNAPSHOT_S, WorkerLease
+from streams.state import OpenedStores
 from streams.wire.codec import encode_json
 from streams.wire.dead_letter import dead_letter_headers
 from streams.wire.naming import acker_topic, dead_letter_topic, errors_topic, metrics_topic, trace_topic
@@ -125,7 +127,7 @@ class ExecutorEnv:
     epoch: int = field(default_factory=new_epoch)
 
 
-class Executor:
+class Executor(DeadLetters):
     """Common parts: producer, acker buffer, stats, dead letters, stop flag.
 
     Args:
@@ -158,9 +160,14 @@ class Executor:
         """Where this executor runs (host and supervisor directory), in its progress records: a re-execution here is a ``restart``, elsewhere a ``takeover``."""
         """This worker's claim epoch: every tuple and acker record written here carries it (:mod:`streams.runtime.fencing`)."""
         self.acks = AckBuffer(acker_topic(topology.name), conf.ackers, self.first_task(), self.epoch) if conf.ackers > 0 else None
-        self.io = ExecutorIO(bootstrap, self.kafka, self.dead_letter, dead_letter_raw=self.dead_letter_raw, epoch=env.epoch)
-        self.io.latency = lambda name: self.stats.hist(name).record  # TopologyContext.register_latency
-        self.io.open_changelog = lambda: ChangelogKvStore(bootstrap, self.kafka, component)
+        self.io = ExecutorIO(
+            bootstrap,
+            self.kafka,
+            dead_letters=self,
+            stores=OpenedStores(open_changelog=lambda: ChangelogKvStore(bootstrap, self.kafka, component)),
+            epoch=env.epoch,
+            latency=lambda name: self.stats.hist(name).record,  # TopologyContext.register_latency
+        )
         purging = conf.purge_interval_secs > 0
         admin = new_admin({"bootstrap.servers": bootstrap, "log_level": 3, **self.kafka.get("admin", {})}) if purging else None
         self.purger = Purger(component, conf.purge_interval_secs, admin)
@@ -214,7 +221,7 @@ class Executor:
             raise
         finally:
             try:
-                self.io.close_stores()
+                self.io.close()
             except Exception as exc:
                 log.warning("[%s] closing state stores: %s", self.component, exc)
 
@@ -315,19 +322,6 @@ class Executor:
         self.errors.report("poison", task, exc=exc, where=where)
         self.dead_letter(msg, str(exc), 0, {"task": str(task)} if task >= 0 else None)
 
-    def dead_letter(self, msg: Message, reason: str, attempts: int, details: Mapping[str, str] | None = None) -> None:
-        """Write ``msg`` to ``squall.T.__dlq`` with headers naming where and why (:func:`~streams.wire.dead_letter.dead_letter_headers`); count it."""
-        self.dead_letter_raw(
-            msg.value(),
-            msg.key(),
-            reason,
-            topic=msg.topic() or "",
-            partition=msg.partition() or 0,
-            offset=msg.offset() or 0,
-            attempts=attempts,
-            details=details,
-        )
-
     def dead_letter_raw(
         self,
         value: bytes | None,
@@ -340,7 +334,12 @@ class Executor:
         attempts: int,
         details: Mapping[str, str] | None = None,
     ) -> None:
-        """:meth:`dead_letter` for a record given by its parts (a faust event, say)."""
+        """Write a record given by its parts to ``squall.T.__dlq``, with headers naming where and why, and count it.
+
+        The headers are :func:`~streams.wire.dead_letter.dead_letter_headers`.
+
+        :meth:`dead_letter` (a record read from Kafka) comes from :class:`~streams.model.io.DeadLetters`.
+        """
         headers = dead_letter_headers(reason, component=self.component, topic=topic, partition=partition, offset=offset, attempts=attempts, details=details)
         self.produce(dead_letter_topic(self.topology.name), value or b"", key=key, headers=headers)
         self.stats.inc("dead_lettered")

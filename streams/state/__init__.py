@@ -20,6 +20,6 @@ last committed txid (:meth:`State.apply`). Which semantics to choose:
 
 from streams.state.backend import StateBackend
 from streams.state.semantics import ApplyResult, NonTransactionalState, OpaqueState, State, TransactionalState
-from streams.state.stores import open_backend
+from streams.state.stores import OpenedStores, open_backend
 
-__all__ = ["ApplyResult", "NonTransactionalState", "OpaqueState", "State", "StateBackend", "TransactionalState", "open_backend"]
+__all__ = ["ApplyResult", "NonTransactionalState", "OpaqueState", "OpenedStores", "State", "StateBackend", "TransactionalState", "open_backend"]

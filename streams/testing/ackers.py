@@ -16,25 +16,24 @@ from acker.durable import DurableLedger
 from acker.ledger import Ledger
 from streams.config import TopologyConfig
 from streams.exceptions import DecodeError
+from streams.model.io import DeadLetters
 from streams.monitoring.stats import ExecutorStats
 from streams.testing.memlog import MemoryLog
 from streams.wire.acker import chunks, decode_ops, encode_results
 from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_topic
 
-DeadLetterRaw = Callable[..., None]
-
 
 class LocalAckers:
     """``topology.acker.executors`` acker tasks of topology ``name``, each a ledger on ``clock`` (wall seconds).
 
-    ``dead_letter_raw``: where an undecodable acker record goes (the executor's signature).
+    ``dead_letters``: where an undecodable acker record goes.
     """
 
-    def __init__(self, name: str, conf: TopologyConfig, log: MemoryLog, clock: Callable[[], float], dead_letter_raw: DeadLetterRaw) -> None:
+    def __init__(self, name: str, conf: TopologyConfig, log: MemoryLog, clock: Callable[[], float], dead_letters: DeadLetters) -> None:
         self.log = log
         self.topic = acker_topic(name)
         self.results_topic = ack_result_topic(name)
-        self.dead_letter_raw = dead_letter_raw
+        self.dead_letters = dead_letters
         self.stats = ExecutorStats(name, ACKER_COMPONENT, "acker", "kit")
         self.ledgers = {p: DurableLedger(Ledger(conf.message_timeout_secs, clock=clock, buckets=conf.acker_buckets)) for p in range(conf.ackers)}
         self.pos = dict.fromkeys(self.ledgers, 0)
@@ -53,7 +52,7 @@ class LocalAckers:
                 try:
                     outs = dl.apply(off, decode_ops(rec.value(), component=ACKER_COMPONENT, topic=self.topic, partition=p, offset=off))
                 except (DecodeError, ValueError, IndexError, TypeError) as exc:
-                    self.dead_letter_raw(rec.value(), rec.key(), str(exc), topic=self.topic, partition=p, offset=off, attempts=0)
+                    self.dead_letters.dead_letter_raw(rec.value(), rec.key(), str(exc), topic=self.topic, partition=p, offset=off, attempts=0)
                     continue
                 record_outcomes(outs, self.stats, results)
                 if dl.resets:

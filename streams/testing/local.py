@@ -50,7 +50,8 @@ from streams.exceptions import DecodeError
 from streams.kafka.source import KafkaMessageId, SourceIO, kafka_source, task_of
 from streams.kafka.spout import KafkaSpout
 from streams.model.bolt import Bolt
-from streams.model.context import ExecutorIO, LocalTasks, TopologyContext
+from streams.model.context import LocalTasks, TopologyContext
+from streams.model.io import DeadLetters, ExecutorIO
 from streams.model.spec import ComponentDef, Topology
 from streams.model.spout import Spout
 from streams.model.stateful import StatefulBoltExecutor
@@ -65,6 +66,7 @@ from streams.runtime.collectors import BoltOutputCollectorImpl, SpoutOutputColle
 from streams.runtime.inflight import InFlightTrees
 from streams.runtime.routing import Router
 from streams.runtime.spout_tasks import SpoutTask, SpoutTasks, make_bound
+from streams.state import OpenedStores
 from streams.state.keyvalue import is_internal
 from streams.state.semantics import STATE_KINDS
 from streams.testing.ackers import LocalAckers
@@ -152,6 +154,8 @@ class LocalTopology:
         self.top_conf = resolve(KIT_LAYER, topology.conf, config, where=topology.name)
         self.local = LocalTasks()
         self.io: dict[str, ExecutorIO] = {}
+        self.stores = OpenedStores()
+        """The run's state stores, shared by every component (one per URL, as the same database is in a real run)."""
         self.roots: dict[int, Any] = {}
         """Root id -> the spout message id of its tree (to name the trees a bolt's emit belongs to)."""
         self.cores: dict[str, SpoutTasks] = {}
@@ -162,7 +166,7 @@ class LocalTopology:
         """Tuples whose ack a fault drops (by ``id``; the tuple is kept alive here)."""
         self.delays: dict[int, tuple[Tuple, float]] = {}
         """Tuples whose ack a fault delays, with the delay (simulated seconds)."""
-        self.ackers = LocalAckers(self.name, self.top_conf, self.log, self.time.wall, self._dead_letter_raw(ACKER_COMPONENT))
+        self.ackers = LocalAckers(self.name, self.top_conf, self.log, self.time.wall, KitDeadLetters(self.log, self.name, ACKER_COMPONENT))
         self.read_pos: dict[str, int] = {}
         """External topics' records already taken into the result (outputs, dead letters)."""
         self.next_commit: dict[str, float] = {}
@@ -312,8 +316,9 @@ class LocalTopology:
         self._read_state()
         self.closed = True
         self.result_.simulated_s = self.time.now
-        for io in {id(io): io for io in self.io.values()}.values():
-            io.close_stores()
+        for io in self.io.values():
+            io.close()
+        self.stores.close()
 
     def _stop_tasks(self) -> None:
         for b in self.bolts:
@@ -406,7 +411,7 @@ class LocalTopology:
             tuples = record_tuples(self.topology, b.component, b.topic, rec.value(), rec.partition(), rec.offset())
         except DecodeError as exc:
             self._errors(b.component).report("poison", b.task_id, exc=exc, where=f"{b.topic}[{rec.partition()}]@{rec.offset()}")
-            self._dead_letter_raw(b.component)(rec.value(), rec.key(), str(exc), topic=b.topic, partition=rec.partition(), offset=rec.offset(), attempts=0)
+            self._io(b.component).dead_letter_sink(b.component).dead_letter(rec, str(exc), 0)
             return
         for t in tuples:
             b.life_count += 1
@@ -508,24 +513,36 @@ class LocalTopology:
         return conf
 
     def _io(self, component: str) -> ExecutorIO:
+        """``component``'s capabilities, as its executor gives them.
+
+        Dead letters on the in-memory log, the run's state stores (one per URL for the whole
+        run, so ``memory://`` is shared as a real store is), producers and batch sources on the log.
+        """
         io = self.io.get(component)
         if io is None:
-            shared = next(iter(self.io.values()), None)
-            raw = self._dead_letter_raw(component)
-
-            def dead_letter(msg: Any, reason: str, attempts: int, details: dict[str, str] | None = None) -> None:
-                raw(msg.value(), msg.key(), reason, topic=msg.topic(), partition=msg.partition(), offset=msg.offset(), attempts=attempts, details=details)
-
-            io = ExecutorIO("", {}, dead_letter, dead_letter_raw=raw)
-            if shared is not None:
-                io.stores = shared.stores  # one store per URL for the whole run (memory:// would be empty otherwise)
-                io.kv_stores = shared.kv_stores
-            io.source_positions = self._source_positions
-            io.new_producer = lambda cfg: MemoryProducer(self.log)
-            io.latency = lambda name, c=component: self.latencies.setdefault((c, name), []).append
-            io.batch_source = lambda spout, topics: MemoryBatchSource(self.log, topics, self._source_partitions(spout), self.coordinators.setdefault(spout, {}))
-            self.io[component] = io
+            io = self.io[component] = ExecutorIO(
+                dead_letters=KitDeadLetters(self.log, self.name, component),
+                stores=self.stores,
+                producers=self,
+                batches=self,
+                source_positions=self._source_positions,
+                latency=self._latency_recorder(component),
+            )
         return io
+
+    def _latency_recorder(self, component: str) -> Callable[[str], Callable[[float], None]]:
+        def recorder(name: str) -> Callable[[float], None]:
+            return self.latencies.setdefault((component, name), []).append
+
+        return recorder
+
+    def new_producer(self, config: dict[str, Any]) -> MemoryProducer:
+        """A producer a component opens itself (a KafkaBolt's): it writes to the in-memory log (:class:`~streams.model.io.Producers`)."""
+        return MemoryProducer(self.log)
+
+    def batch_source(self, component: str, topics: list[str]) -> MemoryBatchSource:
+        """Transactional spout ``component``'s coordinator state and source records, in memory (:class:`~streams.model.io.BatchSources`)."""
+        return MemoryBatchSource(self.log, topics, self._source_partitions(component), self.coordinators.setdefault(component, {}))
 
     def _open(self) -> None:
         for cdef in self.topology.components.values():
@@ -650,30 +667,12 @@ class LocalTopology:
         return report
 
     # -- dead letters ---------------------------------------------------------------------------
-    def _dead_letter_raw(self, component: str) -> Any:
-        def dead_letter_raw(
-            value: bytes | None,
-            key: bytes | None,
-            reason: str,
-            *,
-            topic: str,
-            partition: int,
-            offset: int,
-            attempts: int,
-            details: dict[str, str] | None = None,
-        ) -> None:
-            headers = dead_letter_headers(reason, component=component, topic=topic, partition=partition, offset=offset, attempts=attempts, details=details)
-            self.log.produce(dead_letter_topic(self.name), value or b"", key=key, headers=headers)
-
-        return dead_letter_raw
-
     def _spout_dead_letter(self, run: SpoutRun) -> Any:
-        raw = self._dead_letter_raw(run.component)
+        letters = self._io(run.component).dead_letter_sink(run.component)
         trees = self.result_.trees[run.component]
 
         def dead_letter(msg: Any, reason: str, attempts: int, details: dict[str, str] | None = None) -> None:
-            details = {**(details or {}), "task": str(run.task_id)}
-            raw(msg.value(), msg.key(), reason, topic=msg.topic(), partition=msg.partition(), offset=msg.offset(), attempts=attempts, details=details)
+            letters.dead_letter(msg, reason, attempts, {**(details or {}), "task": str(run.task_id)})
             mid = KafkaMessageId(msg.topic(), msg.partition(), msg.offset())
             trees.setdefault(mid, []).append("dead_lettered")
             if run.task is not None:
@@ -722,15 +721,14 @@ class LocalTopology:
         for so in self.topology.state_outputs:
             if so.kind != "keyvalue":
                 url = self.top_conf.state_url or "memory://"
-                backend = next((io.stores[url] for io in self.io.values() if url in io.stores), None)
+                backend = self.stores.backends.get(url)
                 if backend is not None:
                     self.result_.outputs[f"{self.name}.{so.state}"] = {
                         str(k): v for k, v in STATE_KINDS[so.kind](backend, f"{self.name}.{so.state}").items().items()
                     }
                 continue
-            io = self._io(so.state)
             url = self.confs[so.state].state_url or "memory://"
-            store = io.kv_stores.get(url)
+            store = self.stores.kv.get(url)
             if store is None:
                 continue
             merged = {str(json.loads(k)): json.loads(v) for _, k, v in store.kv_items(f"{self.name}.{so.state}") if not is_internal(k)}
@@ -823,3 +821,28 @@ def run_topology(
             local.feed(spout, records)
         local.settle(max_s)
     return local.result()
+
+
+class KitDeadLetters(DeadLetters):
+    """:class:`~streams.model.io.DeadLetters` on the in-memory log: ``squall.T.__dlq`` with the runtime's headers."""
+
+    def __init__(self, log: MemoryLog, topology: str, component: str) -> None:
+        self.log = log
+        self.topic = dead_letter_topic(topology)
+        self.component = component
+
+    def dead_letter_raw(
+        self,
+        value: bytes | None,
+        key: bytes | None,
+        reason: str,
+        *,
+        topic: str,
+        partition: int,
+        offset: int,
+        attempts: int,
+        details: Mapping[str, str] | None = None,
+    ) -> None:
+        """Write the record to the log's dead-letter topic, headers naming where and why."""
+        headers = dead_letter_headers(reason, component=self.component, topic=topic, partition=partition, offset=offset, attempts=attempts, details=details)
+        self.log.produce(self.topic, value or b"", key=key, headers=headers)

@@ -280,12 +280,13 @@ class KafkaSink(BatchBolt, Committer):
         except Exception as exc:  # the user's mapper, or a value that does not serialize
             raw = tuple_bytes(tuple.values)
             reason = f"KafkaSink cannot write the tuple: {type(exc).__name__}: {exc}"
-            if self.context.io.dead_letter_raw is None:
+            letters = self.context.io.dead_letters
+            if letters is None:
                 raise FatalError(f"[{self.context.this_component_id}] {reason}") from exc
             seen = self.poisoned.setdefault(self.attempt.txid, set())
             if raw not in seen:  # a replayed batch carries it again: one dead letter is enough
                 seen.add(raw)
-                self.context.io.dead_letter_raw(raw, None, reason, topic=tuple.topic, partition=tuple.partition, offset=tuple.offset, attempts=0)
+                letters.dead_letter_raw(raw, None, reason, topic=tuple.topic, partition=tuple.partition, offset=tuple.offset, attempts=0)
             return
         self.records.append((key, value, headers))
 

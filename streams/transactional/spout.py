@@ -49,6 +49,7 @@ from streams.model.batch import BATCH_END_FIELDS, BATCH_END_STREAM, COMMIT_FIELD
 from streams.model.collector import SpoutOutputCollector
 from streams.model.component import OutputFieldsDeclarer
 from streams.model.context import TopologyContext
+from streams.model.io import DeadLetters
 from streams.model.spec import ComponentDef
 from streams.model.spout import Spout
 from streams.transactional.batch_source import BatchSource, KafkaBatchSource
@@ -91,7 +92,7 @@ class TransactionalKafkaSpout(Spout):
         self.source: BatchSource | None = None
         """The coordinator's state and the source records (:mod:`streams.transactional.batch_source`)."""
         self.collector: Any = None  # set by open()
-        self.dead_letter: Any = None
+        self.dead_letters: DeadLetters | None = None
         self.component = "?"
         self.subscribers: list[int] = []
         self.has_committers = False
@@ -135,15 +136,18 @@ class TransactionalKafkaSpout(Spout):
     @override
     def open(self, conf: dict[str, Any], context: TopologyContext, collector: SpoutOutputCollector) -> None:
         self.collector = collector
-        self.dead_letter = context.io.dead_letter
+        self.dead_letters = context.io.dead_letters
         self.component = context.this_component_id
         topology = context.topology
         name = topology.name
         io = context.io
         topics = self.topics or [component_topic(name, self.component)]
         config = context.config
-        make = io.batch_source
-        self.source = make(self.component, topics) if make is not None else KafkaBatchSource(name, self.component, topics, io.bootstrap, io.kafka, config)
+        self.source = (
+            io.batches.batch_source(self.component, topics)
+            if io.batches is not None
+            else KafkaBatchSource(name, self.component, topics, io.bootstrap, io.kafka, config)
+        )
         state = self.source.load()
         self.coordinator = BatchCoordinator(state, self.opaque, config.batches_in_flight, config.batch_records, self.cut if self.opaque else None)
         partitions = self.source.partitions
@@ -245,8 +249,8 @@ class TransactionalKafkaSpout(Spout):
             return
         self.poisoned.add(key)
         log.warning("[%s] poison record %s[%s]@%s: %s", self.component, key[0], key[1], key[2], exc)
-        if self.dead_letter is not None:
-            self.dead_letter(msg, f"[{self.component}] translator failed on {key[0]}[{key[1]}]@{key[2]}: {exc}", 0)
+        if self.dead_letters is not None:
+            self.dead_letters.dead_letter(msg, f"[{self.component}] translator failed on {key[0]}[{key[1]}]@{key[2]}: {exc}", 0)
 
     def _commit(self, b: BatchMeta) -> None:
         assert self.coordinator is not None and self.source is not None

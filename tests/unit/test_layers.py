@@ -41,7 +41,7 @@ CONTRACT: dict[str, frozenset[str]] = {
         "model": {"base", "state", "windowing", "wire"},
         "kafka": {"base", "model", "state", "wire"},
         "monitoring": {"base", "kafka", "model", "wire"},
-        "runtime": {"base", "kafka", "model", "monitoring", "wire"},
+        "runtime": {"base", "kafka", "model", "monitoring", "state", "wire"},
         "transactional": {"base", "kafka", "model", "wire"},
         "spark": {"base", "kafka", "model", "monitoring", "runtime", "state", "wire"},
         "facade": {"base", "kafka", "model", "state", "transactional", "windowing"},

@@ -19,11 +19,12 @@ from hypothesis import strategies as st
 from streams import BasicBolt, KafkaSpout, StatefulBolt, TopologyBuilder, Tuple
 from streams.config import TopologyConfig
 from streams.exceptions import FailedException, TopologyError
-from streams.model.context import ExecutorIO, TopologyContext
+from streams.model.context import TopologyContext
+from streams.model.io import ExecutorIO
 from streams.model.stateful import StatefulBoltExecutor
 from streams.model.tuple import tick_tuple
 from streams.runtime.acks import AckBuffer
-from streams.state import open_backend
+from streams.state import OpenedStores, open_backend
 from streams.state.keyvalue import KeyValueState
 from streams.wire.ids import child_path
 from tests.unit.sim import Capture, collector
@@ -67,7 +68,7 @@ def topology(url: str) -> Any:
 class Task:
     """One life of the count task: a fresh executor restored from the store (a restart after a crash)."""
 
-    def __init__(self, url: str, stores: dict[str, Any], clock: list[float]) -> None:
+    def __init__(self, url: str, stores: OpenedStores, clock: list[float]) -> None:
         t = topology(url)
         self.bolt = t.components["count"].new_instance()
         assert isinstance(self.bolt, StatefulBoltExecutor)
@@ -133,7 +134,7 @@ class Spout:
 @given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=4), min_size=1, max_size=12), st.randoms(use_true_random=False))
 def test_the_checkpointed_count_is_exact_after_crashes_replays_and_failed_tuples(records: list[list[str]], rng: random.Random) -> None:
     url = "memory://"
-    stores = {url: open_backend(url)}
+    stores = OpenedStores(backends={url: open_backend(url)})
     clock = [0.0]
     task = Task(url, stores, clock)
     spout = Spout(records)
@@ -169,7 +170,7 @@ def test_the_checkpointed_count_is_exact_after_crashes_replays_and_failed_tuples
 
 def test_acks_wait_for_the_checkpoint_and_a_replay_is_skipped() -> None:
     url = "memory://"
-    stores = {url: open_backend(url)}
+    stores = OpenedStores(backends={url: open_backend(url)})
     clock = [0.0]
     task = Task(url, stores, clock)
     t = word_tuple(0, 0, "a")
@@ -189,7 +190,7 @@ def test_an_idle_task_checkpoints_early_and_a_busy_one_at_the_interval() -> None
     tuple since the one before checkpoints what waits; while tuples keep coming between ticks,
     checkpoints come every interval (1 s here)."""
     url = "memory://"
-    stores = {url: open_backend(url)}
+    stores = OpenedStores(backends={url: open_backend(url)})
     clock = [0.0]
     task = Task(url, stores, clock)
     t = word_tuple(0, 0, "a")
@@ -216,7 +217,7 @@ def test_an_idle_task_checkpoints_early_and_a_busy_one_at_the_interval() -> None
 
 def test_a_failed_tuple_rolls_the_task_back_and_fails_what_ran_since_the_checkpoint() -> None:
     url = "memory://"
-    stores = {url: open_backend(url)}
+    stores = OpenedStores(backends={url: open_backend(url)})
     clock = [0.0]
     task = Task(url, stores, clock)
     first = word_tuple(0, 0, "a")
@@ -248,7 +249,7 @@ def test_a_rollback_also_fails_a_skipped_duplicate_whose_original_it_undid() -> 
     rollback then undoes the stale copy: the skipped one must fail too, or its tree completes
     with no effect left (a lost word, seen in the integration test)."""
     url = "memory://"
-    stores = {url: open_backend(url)}
+    stores = OpenedStores(backends={url: open_backend(url)})
     clock = [0.0]
     task = Task(url, stores, clock)
     stale, replay = word_tuple(0, 0, "a"), word_tuple(0, 0, "a")

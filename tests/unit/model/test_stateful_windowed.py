@@ -12,11 +12,13 @@ import pytest
 from streams import Bolt, Spout, StatefulWindowedBolt, TopologyBuilder, Tuple, TupleWindow
 from streams.config import TopologyConfig
 from streams.exceptions import FailedException
-from streams.model.context import ExecutorIO, TopologyContext
+from streams.model.context import TopologyContext
+from streams.model.io import ExecutorIO
 from streams.model.stateful import StatefulBoltExecutor
 from streams.model.stateful_windowed import PersistentWindows
 from streams.model.tuple import tick_tuple
 from streams.runtime.acks import AckBuffer
+from streams.state import OpenedStores
 from streams.state.keyvalue import KeyValueState
 from streams.windowing import Count, Duration
 from tests.unit.sim import Capture, as_tuple, collector
@@ -68,7 +70,7 @@ def topology(bolt: StatefulWindowedBolt, url: str) -> Any:
 class Task:
     """One life of the task: a fresh executor restored from the store (a restart after a crash)."""
 
-    def __init__(self, bolt: StatefulWindowedBolt, url: str, stores: dict[str, Any], clock: list[float]) -> None:
+    def __init__(self, bolt: StatefulWindowedBolt, url: str, stores: OpenedStores, clock: list[float]) -> None:
         t = topology(bolt, url)
         self.ex = t.components["totals"].new_instance()
         assert isinstance(self.ex, StatefulBoltExecutor) and isinstance(self.ex.inner, PersistentWindows)
@@ -105,7 +107,7 @@ def tick(task: Task, clock: list[float], dt: float) -> None:
 
 
 def test_the_window_survives_a_crash_and_every_tuple_counts_once() -> None:
-    stores: dict[str, Any] = {}
+    stores = OpenedStores()  # one per run, as an executor's: a restarted task finds what the last life saved
     clock = [1000.0]
     a = Task(Totals().with_tumbling_window(Count(3)), "memory://", stores, clock)
     for n in range(1, 6):  # 1..3 fire; 4, 5 wait in the window
@@ -129,7 +131,7 @@ def test_the_window_survives_a_crash_and_every_tuple_counts_once() -> None:
 
 
 def test_a_failing_window_rolls_state_and_window_back_and_its_tuples_replay() -> None:
-    stores: dict[str, Any] = {}
+    stores = OpenedStores()  # one per run, as an executor's: a restarted task finds what the last life saved
     clock = [1000.0]
     bolt = Totals().with_tumbling_window(Count(2))
     a = Task(bolt, "memory://", stores, clock)
@@ -147,7 +149,7 @@ def test_a_failing_window_rolls_state_and_window_back_and_its_tuples_replay() ->
 
 
 def test_emits_are_not_anchored_to_the_window() -> None:
-    a = Task(Totals().with_tumbling_window(Count(2)), "memory://", {}, [0.0])
+    a = Task(Totals().with_tumbling_window(Count(2)), "memory://", OpenedStores(), [0.0])
     a.ex.execute(num(1))
     a.ex.execute(num(2))
     emitted = [as_tuple(raw) for _, raw in a.out.records]
@@ -155,7 +157,7 @@ def test_emits_are_not_anchored_to_the_window() -> None:
 
 
 def test_event_time_windows_keep_their_watermark_across_a_crash() -> None:
-    stores: dict[str, Any] = {}
+    stores = OpenedStores()  # one per run, as an executor's: a restarted task finds what the last life saved
     clock = [1000.0]
 
     def bolt() -> Totals:
@@ -178,5 +180,5 @@ def test_event_time_windows_keep_their_watermark_across_a_crash() -> None:
 @pytest.mark.parametrize("spec", ["count", "duration"])
 def test_a_restored_task_with_nothing_checkpointed_starts_empty(spec: str) -> None:
     size = Count(3) if spec == "count" else Duration(5.0)
-    a = Task(Totals().with_tumbling_window(size), "memory://", {}, [0.0])
+    a = Task(Totals().with_tumbling_window(size), "memory://", OpenedStores(), [0.0])
     assert a.held == [] and dict(a.user.state.items()) == {}

@@ -10,7 +10,8 @@ import pytest
 from examples import wordcount_exactly_once
 from service.worker.metrics import HISTS, StatsCollector
 from streams.exceptions import TopologyError
-from streams.model.context import ExecutorIO, TopologyContext
+from streams.model.context import TopologyContext
+from streams.model.io import ExecutorIO
 from streams.monitoring.stats import ExecutorStats
 from streams.testing import LocalTopology
 from streams.transactional.spout import BATCH_PHASES

@@ -44,12 +44,21 @@ class FakeWriter:
 
 def test_a_poison_tuple_is_dead_lettered_once_however_often_its_batch_is_replayed() -> None:
     from streams.model.batch import BatchAttempt
-    from streams.model.context import ExecutorIO, TopologyContext
+    from streams.model.context import TopologyContext
+    from streams.model.io import ExecutorIO
     from streams.model.tuple import Tuple
 
     t = topology()
     letters: list[tuple[bytes, str]] = []
-    io = ExecutorIO(dead_letter_raw=lambda raw, key, reason, **where: letters.append((raw, reason)))
+
+    class Letters:
+        def dead_letter(self, msg: Any, reason: str, attempts: int, details: Any = None) -> None:
+            raise AssertionError("a sink dead-letters by parts")
+
+        def dead_letter_raw(self, value: bytes | None, key: bytes | None, reason: str, **where: Any) -> None:
+            letters.append((value or b"", reason))
+
+    io = ExecutorIO(dead_letters=Letters())
     writer = io.shared["kafka-sink:out:0"] = FakeWriter()
     ctx = TopologyContext(t, "out", t.components["out"].task_base, io=io)
     poison = Tuple([object(), 1], "default", "count", 0, {}, {"word": 0, "count": 1})
