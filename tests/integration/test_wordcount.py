@@ -123,3 +123,21 @@ def test_a_worker_stopped_mid_run_and_started_again_replays_nothing(settings: Se
     assert summary.reexecuted == {"restart": 0, "takeover": 0}  # a clean stop committed what it flushed: nothing runs twice
     stopped = [s for s in job.board_snapshots() if s["component"] == "count" and s["worker"] == f"w{w}"]
     assert len(stopped) == 2 and all(s["counters"]["executed"] > 0 for s in stopped)  # both lives of the worker executed tuples
+
+
+@pytest.mark.kafka_only  # the hooks' plumbing is broker-independent (CI time)
+def test_auto_task_hooks_run_in_every_worker_task_and_see_every_tuple(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
+    src = corpus_slice(corpus, tmp_path / "slice.txt", 500)
+    audit = tmp_path / "audit"
+    audit.mkdir()
+    out = tmp_path / "counts.json"
+    _, summary = run_job(TOPOLOGIES / "hooked_wordcount.py", src, out, settings, topology_overrides={"audit.dir": str(audit)})
+    assert json.loads(out.read_text()) == dict(direct_count(src))
+    seen = {p.stem: json.loads(p.read_text()) for p in audit.glob("*.json")}
+    assert sorted(seen) == ["count-3", "count-4", "lines-0", "split-1", "split-2"], sorted(seen)  # every task, each cleaned up once
+    words = sum(direct_count(src).values())
+    assert seen["lines-0"]["emit"] == summary.records == 500
+    assert seen["lines-0"]["spout_ack"] >= 1  # trees of several records each (squall.spout.tree.records)
+    assert seen["split-1"].get("emit", 0) + seen["split-2"].get("emit", 0) == words
+    assert seen["split-1"].get("bolt_ack", 0) + seen["split-2"].get("bolt_ack", 0) == 500
+    assert seen["count-3"].get("bolt_ack", 0) + seen["count-4"].get("bolt_ack", 0) == words
