@@ -38,7 +38,9 @@ def counts(output: str) -> dict[str, int]:
 
     >>> counts("3 failed, 690 passed, 2 errors in 1990.1s (0:33:10)")
     {'passed': 690, 'failed': 5}
-    >>> counts("=== 125 passed in 2933.41s ===\n%3|FAIL| 127.0.0.1:28270 failed: Connection refused (after 0ms in state CONNECT)")
+    >>> closing = "=== 125 passed in 2933.41s ==="
+    >>> rdkafka = "%3|FAIL| 127.0.0.1:28270 failed: Connection refused (after 0ms in state CONNECT)"
+    >>> counts(closing + chr(10) + rdkafka)
     {'passed': 125, 'failed': 0}
     """
     lines = [line for line in output.splitlines() if CLOSING.match(line.strip())]
