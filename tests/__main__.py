@@ -29,6 +29,8 @@ LANES: dict[str, list[str]] = {
 """Lane -> pytest arguments, in the order they run."""
 
 COUNT = re.compile(r"(\d+) (passed|failed|error|errors)\b")
+CLOSING = re.compile(r"^=*\s*\d+ (passed|failed|skipped|deselected|errors?|xfailed|xpassed|warnings?)\b.* in [\d.]+s\b")
+"""pytest's closing line (``3 failed, 125 passed, 3 deselected in 2933.41s``), not a client's log line that says ``failed``."""
 
 
 def counts(output: str) -> dict[str, int]:
@@ -36,8 +38,12 @@ def counts(output: str) -> dict[str, int]:
 
     >>> counts("3 failed, 690 passed, 2 errors in 1990.1s (0:33:10)")
     {'passed': 690, 'failed': 5}
+    >>> closing = "=== 125 passed in 2933.41s ==="
+    >>> rdkafka = "%3|FAIL| 127.0.0.1:28270 failed: Connection refused (after 0ms in state CONNECT)"
+    >>> counts(closing + chr(10) + rdkafka)
+    {'passed': 125, 'failed': 0}
     """
-    lines = [line for line in output.splitlines() if COUNT.search(line) and " in " in line]
+    lines = [line for line in output.splitlines() if CLOSING.match(line.strip())]
     out = {"passed": 0, "failed": 0}
     for n, what in COUNT.findall(lines[-1] if lines else ""):
         out["passed" if what == "passed" else "failed"] += int(n)

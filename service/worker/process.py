@@ -212,6 +212,9 @@ def keep_lease(topology: str, index: int, lease: WorkerLease, now: float) -> Non
 def main(argv: list[str] | None = None) -> int:
     """The worker process: ``python -m service.worker PLAN INDEX``; returns its exit code."""
     argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or not argv[1].isdigit():
+        print("error: usage: python -m service.worker PLAN.json INDEX (squall run and squall serve start workers)", file=sys.stderr)
+        return 2
     plan = WorkerPlan.read(argv[0])
     index = int(argv[1])
     logging.basicConfig(

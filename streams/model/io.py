@@ -17,12 +17,17 @@ capability             what a component uses it for
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from streams.exceptions import FatalError, StateError
 from streams.state.backend import KvStore, StateBackend
+from streams.wire.dead_letter import dead_letter_headers
+from streams.wire.naming import dead_letter_topic
+
+log = logging.getLogger("squall.dead_letters")
 
 
 class SourceRecord(Protocol):
@@ -85,6 +90,51 @@ class DeadLetters(Protocol):
     ) -> None:
         """Dead-letter a record given by its parts (a tuple a sink cannot write, a faust event)."""
         ...
+
+
+class DeadLetterWriter(DeadLetters):
+    """The :class:`DeadLetters` of an executor and of the test kit: records to ``squall.T.__dlq`` through ``produce``.
+
+    Each keeps its key and value; its headers name the component, where it was read and why
+    (:func:`streams.wire.dead_letter.dead_letter_headers`).
+
+    Args:
+      topology: the topology's name (the topic is ``squall.<topology>.__dlq``).
+      component: the component giving the record up.
+      produce: ``produce(topic, value, key=..., headers=...)``: the executor's producer, or the kit's in-memory log.
+      on_written: called after each dead letter (the executor counts ``dead_lettered``).
+
+    >>> sent = []
+    >>> w = DeadLetterWriter("wc", "split", lambda topic, value, key=None, headers=None: sent.append((topic, value, dict(headers)["squall.offset"])))
+    >>> w.dead_letter_raw(b"x", None, "poison", topic="squall.wc.split", partition=0, offset=7, attempts=0)
+    >>> sent
+    [('squall.wc.__dlq', b'x', '7')]
+    """
+
+    def __init__(self, topology: str, component: str, produce: Callable[..., None], on_written: Callable[[], None] | None = None) -> None:
+        self.dlq_topic = dead_letter_topic(topology)
+        self.component = component
+        self.produce = produce
+        self.on_written = on_written
+
+    def dead_letter_raw(
+        self,
+        value: bytes | None,
+        key: bytes | None,
+        reason: str,
+        *,
+        topic: str,
+        partition: int,
+        offset: int,
+        attempts: int,
+        details: Mapping[str, str] | None = None,
+    ) -> None:
+        """Write the record with headers naming where (``topic``, ``partition``, ``offset``) and why (``reason``, ``attempts``, ``details``)."""
+        headers = dead_letter_headers(reason, component=self.component, topic=topic, partition=partition, offset=offset, attempts=attempts, details=details)
+        self.produce(self.dlq_topic, value or b"", key=key, headers=headers)
+        if self.on_written is not None:
+            self.on_written()
+        log.warning("[%s] dead-lettered %s[%s]@%s after %d attempts: %s", self.component, topic, partition, offset, attempts, reason)
 
 
 class StateStores(Protocol):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from streams.exceptions import FailedException
 from streams.model.bolt import Bolt
-from streams.model.hooks import BoltExecuteInfo, TaskHook
+from streams.model.hooks import BoltExecuteInfo
 from streams.model.spec import Topology
 from streams.model.tuple import Tuple
 from streams.runtime.collectors import BoltOutputCollectorImpl
@@ -46,24 +46,11 @@ def execute_guarded(bolt: Bolt, collector: BoltOutputCollectorImpl, t: Tuple) ->
 
     A raised FailedException fails ``t`` (Storm's ``FailedException``: replay, no error; its
     message, if any, is the fail's reason); any other exception fails it too and is
-    returned, for the caller to count, report and log.
+    returned, for the caller to count, report and log. The task's hooks, if any, see
+    ``bolt_execute`` with the latency (seconds) and the exception.
     """
     hooks = collector.hooks
-    if hooks:
-        return _execute_hooked(bolt, collector, t, hooks)
-    try:
-        bolt.execute(t)
-    except FailedException as exc:
-        collector.fail(t, str(exc) or None)
-    except Exception as exc:
-        collector.fail_because(t, f"{type(exc).__name__}: {exc}")
-        return exc
-    return None
-
-
-def _execute_hooked(bolt: Bolt, collector: BoltOutputCollectorImpl, t: Tuple, hooks: list[TaskHook]) -> Exception | None:
-    """:func:`execute_guarded` for a task with hooks: each sees ``bolt_execute`` with the latency and any exception."""
-    started = time.perf_counter()
+    started = time.perf_counter() if hooks else 0.0
     error: Exception | None = None
     try:
         bolt.execute(t)
@@ -72,9 +59,10 @@ def _execute_hooked(bolt: Bolt, collector: BoltOutputCollectorImpl, t: Tuple, ho
     except Exception as exc:
         collector.fail_because(t, f"{type(exc).__name__}: {exc}")
         error = exc
-    info = BoltExecuteInfo(t, collector.task_id, time.perf_counter() - started, error)
-    for hook in hooks:
-        hook.bolt_execute(info)
+    if hooks:
+        info = BoltExecuteInfo(t, collector.task_id, time.perf_counter() - started, error)
+        for hook in hooks:
+            hook.bolt_execute(info)
     return error
 
 

@@ -40,7 +40,7 @@ from streams.kafka.clients import ProducedBytes, committed_offsets, make_produce
 from streams.kafka.purge import Purger
 from streams.model.component import Component
 from streams.model.context import LocalTasks, TopologyContext
-from streams.model.io import DeadLetters, ExecutorIO
+from streams.model.io import DeadLetterWriter, ExecutorIO
 from streams.model.spec import Topology
 from streams.monitoring.errors import ErrorLog, ErrorThrottle
 from streams.monitoring.stats import ExecutorStats, process_usage
@@ -50,8 +50,7 @@ from streams.runtime.fencing import new_epoch
 from streams.runtime.lease import PAUSED_SNAPSHOT_S, WorkerLease
 from streams.state import OpenedStores
 from streams.wire.codec import encode_json
-from streams.wire.dead_letter import dead_letter_headers
-from streams.wire.naming import acker_topic, dead_letter_topic, errors_topic, metrics_topic, trace_topic
+from streams.wire.naming import acker_topic, errors_topic, metrics_topic, trace_topic
 
 log = logging.getLogger("squall.executor")
 
@@ -127,8 +126,11 @@ class ExecutorEnv:
     epoch: int = field(default_factory=new_epoch)
 
 
-class Executor(DeadLetters):
+class Executor(DeadLetterWriter):
     """Common parts: producer, acker buffer, stats, dead letters, stop flag.
+
+    It is its tasks' :class:`~streams.model.io.DeadLetters` (a :class:`~streams.model.io.DeadLetterWriter`
+    on its producer, counting ``dead_lettered``); the spout executor adds to ``dead_letter``.
 
     Args:
       env: what it runs and where (:class:`ExecutorEnv`).
@@ -154,6 +156,7 @@ class Executor(DeadLetters):
         self.producer, self.delivery = make_producer(bootstrap, conf, component, self.kafka.get("producer"))
         self.produced = ProducedBytes()
         self.produce = produce_fn(self.producer, self.produced)
+        DeadLetterWriter.__init__(self, topology.name, component, self.produce, lambda: self.stats.inc("dead_lettered"))
         self.tasks: tuple[int, ...] = tuple(range(self._task_count())) if tasks is None else tuple(tasks)
         self.epoch = env.epoch
         self.place = f"{socket.gethostname()}:{env.workdir.resolve()}"
@@ -321,29 +324,6 @@ class Executor(DeadLetters):
         where = f"{msg.topic()}[{msg.partition()}]@{msg.offset()}"
         self.errors.report("poison", task, exc=exc, where=where)
         self.dead_letter(msg, str(exc), 0, {"task": str(task)} if task >= 0 else None)
-
-    def dead_letter_raw(
-        self,
-        value: bytes | None,
-        key: bytes | None,
-        reason: str,
-        *,
-        topic: str,
-        partition: int,
-        offset: int,
-        attempts: int,
-        details: Mapping[str, str] | None = None,
-    ) -> None:
-        """Write a record given by its parts to ``squall.T.__dlq``, with headers naming where and why, and count it.
-
-        The headers are :func:`~streams.wire.dead_letter.dead_letter_headers`.
-
-        :meth:`dead_letter` (a record read from Kafka) comes from :class:`~streams.model.io.DeadLetters`.
-        """
-        headers = dead_letter_headers(reason, component=self.component, topic=topic, partition=partition, offset=offset, attempts=attempts, details=details)
-        self.produce(dead_letter_topic(self.topology.name), value or b"", key=key, headers=headers)
-        self.stats.inc("dead_lettered")
-        log.warning("[%s] dead-lettered %s[%s]@%s after %d attempts: %s", self.component, topic, partition, offset, attempts, reason)
 
     def _maybe_stats(self, now: float, final: bool = False) -> None:
         """Publish a stats snapshot to ``squall.T.__metrics`` every ``squall.stats.interval.secs``.

@@ -51,7 +51,7 @@ from streams.kafka.source import KafkaMessageId, SourceIO, kafka_source, task_of
 from streams.kafka.spout import KafkaSpout
 from streams.model.bolt import Bolt
 from streams.model.context import LocalTasks, TopologyContext
-from streams.model.io import DeadLetters, ExecutorIO
+from streams.model.io import DeadLetterWriter, ExecutorIO
 from streams.model.spec import ComponentDef, Topology
 from streams.model.spout import Spout
 from streams.model.stateful import StatefulBoltExecutor
@@ -80,7 +80,7 @@ from streams.testing.result import DeadLetter, Emitted, RunResult, TaskError
 from streams.testing.tasks import BoltRun, Input, Outbox, SpoutRun, TaskRun, encode_input
 from streams.transactional.spout import TransactionalKafkaSpout
 from streams.wire.acker import decode_results
-from streams.wire.dead_letter import dead_letter_headers, read_dead_letter_headers
+from streams.wire.dead_letter import read_dead_letter_headers
 from streams.wire.ids import seed_ids, source_key
 from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_topic, component_topic, dead_letter_topic, errors_topic
 
@@ -166,7 +166,7 @@ class LocalTopology:
         """Tuples whose ack a fault drops (by ``id``; the tuple is kept alive here)."""
         self.delays: dict[int, tuple[Tuple, float]] = {}
         """Tuples whose ack a fault delays, with the delay (simulated seconds)."""
-        self.ackers = LocalAckers(self.name, self.top_conf, self.log, self.time.wall, KitDeadLetters(self.log, self.name, ACKER_COMPONENT))
+        self.ackers = LocalAckers(self.name, self.top_conf, self.log, self.time.wall, DeadLetterWriter(self.name, ACKER_COMPONENT, self.log.produce))
         self.read_pos: dict[str, int] = {}
         """External topics' records already taken into the result (outputs, dead letters)."""
         self.next_commit: dict[str, float] = {}
@@ -521,7 +521,7 @@ class LocalTopology:
         io = self.io.get(component)
         if io is None:
             io = self.io[component] = ExecutorIO(
-                dead_letters=KitDeadLetters(self.log, self.name, component),
+                dead_letters=DeadLetterWriter(self.name, component, self.log.produce),
                 stores=self.stores,
                 producers=self,
                 batches=self,
@@ -821,28 +821,3 @@ def run_topology(
             local.feed(spout, records)
         local.settle(max_s)
     return local.result()
-
-
-class KitDeadLetters(DeadLetters):
-    """:class:`~streams.model.io.DeadLetters` on the in-memory log: ``squall.T.__dlq`` with the runtime's headers."""
-
-    def __init__(self, log: MemoryLog, topology: str, component: str) -> None:
-        self.log = log
-        self.topic = dead_letter_topic(topology)
-        self.component = component
-
-    def dead_letter_raw(
-        self,
-        value: bytes | None,
-        key: bytes | None,
-        reason: str,
-        *,
-        topic: str,
-        partition: int,
-        offset: int,
-        attempts: int,
-        details: Mapping[str, str] | None = None,
-    ) -> None:
-        """Write the record to the log's dead-letter topic, headers naming where and why."""
-        headers = dead_letter_headers(reason, component=self.component, topic=topic, partition=partition, offset=offset, attempts=attempts, details=details)
-        self.log.produce(self.topic, value or b"", key=key, headers=headers)

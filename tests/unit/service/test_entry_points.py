@@ -1,0 +1,25 @@
+"""The package entry points run as modules: ``python -m service.cli`` (what the tests and netns hosts call) and ``python -m service.worker``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_python_m_service_cli_is_the_squall_command() -> None:
+    got = run("-m", "service.cli", "--help")
+    assert got.returncode == 0, got.stderr
+    assert "submit" in got.stdout and "serve" in got.stdout
+
+
+def test_python_m_service_worker_without_a_plan_prints_one_line_and_exits_2() -> None:
+    got = run("-m", "service.worker")
+    assert got.returncode == 2
+    assert got.stderr.strip() == "error: usage: python -m service.worker PLAN.json INDEX (squall run and squall serve start workers)"
