@@ -223,24 +223,18 @@ class BoltOutputCollectorImpl(_Emitter):
         if self.hooks:
             self._hook_emit(values, stream, [task], anchor_list)
 
-    def ack(self, tuple: Tuple) -> None:  # noqa: A002
+    def ack(self, tuple: Tuple, *, hooked: bool = True) -> None:  # noqa: A002
         """Ack ``tuple``: for each root, XOR ``edge ^ ack_val`` into the pending ack.
 
-        The task's hooks see it first (``bolt_ack``); one that holds it (:meth:`BoltAckInfo.hold`) sends it later, or never.
+        The task's hooks see it first (``bolt_ack``); one that holds it (:meth:`BoltAckInfo.hold`)
+        sends it later (``hooked=False``: past the hooks), or never. Without hooks the hot path
+        pays one truth test.
         """
         if tuple.settled:
             return
         tuple.settled = True
-        if self.hooks:
-            latency = time.perf_counter() - tuple.received_at if tuple.received_at else 0.0
-            info = BoltAckInfo(tuple, self.task_id, latency, lambda: self._send_ack(tuple))
-            for hook in self.hooks:
-                hook.bolt_ack(info)
-            if info.held:
-                return
-        self._send_ack(tuple)
-
-    def _send_ack(self, tuple: Tuple) -> None:  # noqa: A002
+        if hooked and self.hooks and self._held_by_hooks(tuple):
+            return
         if tuple.stream[:2] != "__":  # system tuples are not counted (Storm's UI)
             self.acked += 1
             if self.process_latency is not None and tuple.received_at:  # a sampled tuple (streams.runtime.bolt.LATENCY_SAMPLE)
@@ -254,6 +248,18 @@ class BoltOutputCollectorImpl(_Emitter):
         if tuple.traced:
             assert self.tracer is not None
             self.tracer.events_of(tuple, "ack", self.task_id)
+
+    def _held_by_hooks(self, tuple: Tuple) -> bool:  # noqa: A002
+        """Show the ack to the task's hooks; True if one held it (its release acks ``tuple`` past the hooks)."""
+        latency = time.perf_counter() - tuple.received_at if tuple.received_at else 0.0
+        info = BoltAckInfo(tuple, self.task_id, latency, lambda: self._release(tuple))
+        for hook in self.hooks:
+            hook.bolt_ack(info)
+        return info.held
+
+    def _release(self, tuple: Tuple) -> None:  # noqa: A002
+        tuple.settled = False
+        self.ack(tuple, hooked=False)
 
     def fail(self, tuple: Tuple, reason: str | None = None) -> None:  # noqa: A002
         """Fail ``tuple``: every tree it belongs to fails and its spout tuple is replayed; ``reason`` is reported (:meth:`report_error`).
