@@ -8,7 +8,9 @@ The package is layered (docs/design.md, "Layers"): :mod:`streams.wire` (bytes on
 :mod:`streams.state`, :mod:`streams.windowing` (which tuples are in which window),
 :mod:`streams.model` (what a topology is made of),
 :mod:`streams.kafka` (reading Kafka), :mod:`streams.monitoring`, :mod:`streams.runtime`
-(the executors) and :mod:`streams.transactional` (exactly once).
+(the executors) and :mod:`streams.transactional` (exactly once). Above them, Storm's
+higher-level APIs compile onto the same spouts and bolts: :mod:`streams.api` (the Stream
+API, and :class:`JoinBolt`) and :mod:`streams.trident` (Trident).
 
 ``import streams`` loads no Kafka client: the Kafka-backed names (:class:`KafkaSpout`,
 :class:`RecordTranslator`, :class:`RetryPolicy`, :class:`TransactionalKafkaSpout`,
@@ -21,6 +23,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from streams.api.join_bolt import JoinBolt
 from streams.exceptions import ConfigError, FailedException, FatalError, SquallError, TopologyError
 from streams.model.batch import BatchAttempt, BatchBolt, BatchOutputCollector, Committer
 from streams.model.bolt import BasicBolt, BasicOutputCollector, Bolt
@@ -83,6 +86,7 @@ __all__ = [
     "FieldNameBasedTupleToKafkaMapper",
     "FieldNameTopicSelector",
     "GroupingKind",
+    "JoinBolt",
     "KafkaBolt",
     "KafkaSink",
     "KafkaSpout",

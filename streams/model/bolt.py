@@ -5,6 +5,7 @@ Their lifecycle is in :mod:`streams.model.component`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from typing_extensions import override
@@ -111,6 +112,10 @@ class DelegatingBolt(Bolt):
     @override
     def validate_conf(self, component_id: str, conf: TopologyConfig) -> None:
         self.inner.validate_conf(component_id, conf)
+
+    @override
+    def validate_inputs(self, component_id: str, inputs: Mapping[tuple[str, str], tuple[str, ...]]) -> None:
+        self.inner.validate_inputs(component_id, inputs)
 
     @override
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:

@@ -45,6 +45,7 @@ Example: a bolt that counts words and emits the counts when its worker stops::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,6 +116,13 @@ class Component:
 
         Called on submit and when a worker starts (:func:`streams.model.checks.check_confs`);
         the default accepts all. A windowed bolt checks its window against the message timeout.
+        """
+
+    def validate_inputs(self, component_id: str, inputs: Mapping[tuple[str, str], tuple[str, ...]]) -> None:
+        """Check the fields of the streams it subscribes to, ``(component, stream) -> fields``; raise :class:`TopologyError` naming ``component_id``.
+
+        Called when the topology is frozen; the default accepts all. A :class:`~streams.JoinBolt`
+        checks that every side declares its join field.
         """
 
     def hold(self) -> Hold:

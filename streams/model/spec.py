@@ -194,6 +194,7 @@ class Topology:
                     )
                 if sub.kind == GroupingKind.CUSTOM and not hasattr(sub.custom, "choose_tasks"):
                     raise TopologyError(f"[{d.id}] custom grouping needs a CustomStreamGrouping with choose_tasks")
+            d.obj.validate_inputs(d.id, {(s.component, s.stream): self.fields(s.component, s.stream) for s in d.inputs})
         for out in self.outputs:
             clash = [cid for cid in self.components if component_topic("{topology}", cid) == out.topic]
             if clash:

@@ -5,6 +5,7 @@ Storm's ``Testing`` API (``completeTopology``, ``FeederSpout``, simulated time) 
 ledger, windows and state (:mod:`streams.testing.local` says where it differs).
 
 * :func:`run_topology` -- feed, run until every tree settled, return a :class:`RunResult`.
+* :func:`run_stream` -- one Stream API pipeline on a list of values; what it emits.
 * :class:`LocalTopology` -- the same, step by step: :meth:`~LocalTopology.feed`,
   :meth:`~LocalTopology.run`, :meth:`~LocalTopology.advance`, :meth:`~LocalTopology.result`.
 * :class:`Faults` -- fail a tuple, raise in a bolt, drop or delay an ack, crash a task.
@@ -25,6 +26,7 @@ from streams.testing.faults import FaultRule, Faults
 from streams.testing.local import LocalTopology, run_topology
 from streams.testing.memlog import Record
 from streams.testing.result import DeadLetter, Emitted, RunResult, TaskError
+from streams.testing.stream_api import run_stream
 
 with contextlib.suppress(ImportError):  # the fixtures need pytest; the kit itself does not
     from streams.testing.plugin import squall_kit, squall_time
@@ -41,6 +43,7 @@ __all__ = [
     "RunResult",
     "SimulatedTime",
     "TaskError",
+    "run_stream",
     "run_topology",
     "squall_kit",
     "squall_time",

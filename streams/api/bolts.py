@@ -1,0 +1,392 @@
+"""The bolts the Stream API compiles to: ordinary Squall bolts with a fused chain after them.
+
+Storm's ``ProcessorBolt``, ``WindowedProcessorBolt`` and ``StatefulProcessorBolt``:
+
+* :class:`ProcessorBolt`: a :class:`~streams.BasicBolt` running the fused stateless steps;
+  every emit is anchored to the input, which is acked after (Storm's BasicBolt rule).
+* :class:`AggregateBolt`: a running aggregate per key (or one, for a global ``aggregate``),
+  held in memory. It forwards each changed key's latest result on its tick, anchored to the
+  tuples that changed it, then acks them (Storm forwards on every tuple; Squall coalesces a
+  tick's updates of a key into one, the same last value with fewer tuples).
+* :class:`WindowBolt`: a :class:`~streams.WindowedBolt` that aggregates, joins or
+  cogroups each window by key; its emits are anchored to the window's tuples, acked when
+  they expire.
+* :class:`StateBolt`: a :class:`~streams.StatefulBolt` for ``update_state_by_key`` and
+  ``state_query``, on the checkpointed :class:`~streams.KeyValueState`.
+
+What follows the head of a bolt (the stateless steps after an aggregation, a join or the
+state) runs in the same bolt, through its :class:`~streams.api.chain.Chain`.
+
+Every input is read into a *value* by its :class:`Reader`: ``values[0]`` for a stream,
+``(key, value)`` for a pair stream (a list key from JSON becomes a tuple, so it can key a
+dict), or the spout's tuple through ``value_mapper``.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from typing_extensions import override
+
+from streams.api.aggregators import CombinerAggregator
+from streams.api.chain import Chain, Forward
+from streams.api.windows import Window
+from streams.model.bolt import BasicBolt, BasicOutputCollector, Bolt
+from streams.model.collector import OutputCollector
+from streams.model.component import OutputFieldsDeclarer
+from streams.model.context import TopologyContext
+from streams.model.stateful import StatefulBolt
+from streams.model.tuple import Tuple
+from streams.model.windowed import TupleWindow, WindowedBolt
+from streams.state.keyvalue import KeyValueState
+from streams.windowing.spec import WindowSpec
+
+log = logging.getLogger("squall.api")
+
+PAIR_FIELDS = ("key", "value")
+"""A pair stream's fields."""
+
+VALUE_FIELDS = ("value",)
+"""A stream's field."""
+
+TICK_S = 0.1
+"""How often an :class:`AggregateBolt` forwards its changed keys (seconds; the hand-written word count's tick)."""
+
+JOIN_KINDS = ("inner", "left", "right", "full")
+
+
+def hashable(key: Any) -> Any:
+    """A key as a dict key: a list (a tuple that crossed the wire as JSON) becomes a tuple."""
+    return tuple(hashable(k) for k in key) if type(key) is list else key
+
+
+@dataclass(frozen=True)
+class Reader:
+    """How one input ``(component, stream)`` becomes a value: ``kind`` is ``value``, ``pair``, ``tuple`` or ``mapped`` (``mapper(tuple)``).
+
+    ``entry`` is the chain entry (or head input) it feeds; ``side`` the join side (0 left, 1 right) or, for a :class:`StateBolt`, 0 update and 1 query.
+    """
+
+    component: str
+    stream: str
+    kind: str
+    entry: int = 0
+    side: int = 0
+    mapper: Callable[[Tuple], Any] | None = None
+
+    def read(self, t: Tuple) -> Any:
+        """The value ``t`` carries."""
+        kind = self.kind
+        if kind == "value":
+            return t.values[0]
+        if kind == "pair":
+            v = t.values
+            k = v[0]
+            return (hashable(k) if type(k) is list else k), v[1]
+        if kind == "tuple":
+            return tuple(t.values)
+        assert self.mapper is not None
+        return self.mapper(t)
+
+
+def _declare_ports(chain: Chain, declarer: OutputFieldsDeclarer) -> None:
+    for port in chain.ports:
+        declarer.declare(list(port.fields or (PAIR_FIELDS if port.pair else VALUE_FIELDS)), stream=port.stream)
+
+
+class _ChainOwner:
+    """What the four bolts share: their inputs' readers and the chain after their head."""
+
+    def _init_chain(self, chain: Chain, readers: list[Reader]) -> None:
+        self.chain = chain
+        self.readers = readers
+        self._by_input: dict[tuple[str, str], Reader] = {(r.component, r.stream): r for r in readers}
+        self._entries: list[Forward] = []
+
+    def reader(self, t: Tuple) -> Reader:
+        """The reader of ``t``'s input."""
+        return self._by_input[(t.source_component, t.stream)]
+
+
+class ProcessorBolt(BasicBolt, _ChainOwner):
+    """Fused stateless steps (Storm's ``ProcessorBolt``): each input value runs through the chain; every emit is anchored to the input.
+
+    A user function that raises fails the tuple (it is replayed, then dead-lettered), with the
+    component, topic, partition and offset in the error (the executor's rule for any bolt).
+    """
+
+    def __init__(self, chain: Chain, readers: list[Reader]) -> None:
+        self._init_chain(chain, readers)
+        self._collector: BasicOutputCollector | None = None
+        self._route: dict[tuple[str, str], tuple[Reader, Forward]] = {}
+
+    @override
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        _declare_ports(self.chain, declarer)
+
+    @override
+    def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
+        entries = self.chain.link_entries(self._emit)
+        self._route = {(r.component, r.stream): (r, entries[r.entry]) for r in self.readers}
+
+    def _emit(self, values: list[Any], stream: str) -> None:
+        c = self._collector
+        assert c is not None
+        c.emit(values, stream)
+
+    @override
+    def execute(self, tuple: Tuple, collector: BasicOutputCollector) -> None:
+        self._collector = collector
+        reader, forward = self._route[(tuple.source_component, tuple.stream)]
+        forward(reader.read(tuple))
+
+
+class _Anchored:
+    """Emits through a bolt's collector anchored to the tuples the bolt is forwarding for."""
+
+    def __init__(self) -> None:
+        self.collector: OutputCollector | None = None
+        self.anchors: list[Tuple] | Tuple | None = None
+
+    def emit(self, values: list[Any], stream: str) -> None:
+        assert self.collector is not None
+        self.collector.emit(values, anchors=self.anchors, stream=stream)
+
+
+class AggregateBolt(Bolt, _ChainOwner):
+    """A running aggregate per key, in memory (Storm's ``AggregateByKeyProcessor``, not windowed).
+
+    On each tick it forwards ``(key, result)`` for every key changed since the last tick
+    (``result`` only, for a global aggregate), anchored to the tuples that changed it, and
+    then acks them: a tuple is acked once its effect has been emitted. On a clean stop (a
+    rebalance) it forwards what it holds. The aggregates themselves are not checkpointed: a
+    task that restarts starts from nothing (use ``update_state_by_key`` or Trident for
+    totals that survive restarts).
+
+    Args:
+      aggregator: the :class:`~streams.api.aggregators.CombinerAggregator`.
+      keyed: inputs are pairs ``(key, value)``; else values, aggregated globally.
+      chain, readers: what follows the aggregate, and how inputs are read (:class:`Reader`).
+    """
+
+    def __init__(self, aggregator: CombinerAggregator, keyed: bool, chain: Chain, readers: list[Reader]) -> None:
+        self._init_chain(chain, readers)
+        self.aggregator = aggregator
+        self.keyed = keyed
+        self.out = _Anchored()
+        self.acc: dict[Any, Any] = {}
+        self.pending: dict[Any, list[Tuple]] = {}
+
+    @override
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        _declare_ports(self.chain, declarer)
+
+    @override
+    def get_component_configuration(self) -> dict[str, Any]:
+        return {"topology.tick.tuple.freq.secs": TICK_S}
+
+    @override
+    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        self.collector = collector
+        self.out.collector = collector
+        self._entries = self.chain.link_entries(self.out.emit)
+
+    @override
+    def execute(self, tuple: Tuple) -> None:
+        if tuple.is_tick:
+            self.flush()
+            return
+        v = self.reader(tuple).read(tuple)
+        if self.keyed:
+            key, value = v
+        else:
+            key, value = None, v
+        agg = self.aggregator
+        acc = self.acc.get(key, _MISSING)
+        self.acc[key] = agg.apply(agg.init() if acc is _MISSING else acc, value)
+        waiting = self.pending.get(key)
+        if waiting is None:
+            self.pending[key] = [tuple]
+        else:
+            waiting.append(tuple)
+
+    def flush(self) -> None:
+        """Forward each changed key's result, anchored to its tuples, then ack them."""
+        pending, self.pending = self.pending, {}
+        forward = self._entries[0]
+        result = self.aggregator.result
+        for key, tuples in pending.items():
+            self.out.anchors = tuples
+            try:
+                forward((key, result(self.acc[key])) if self.keyed else result(self.acc[key]))
+            except Exception as exc:
+                for t in tuples:
+                    self.collector.fail(t, f"forwarding key {key!r} raised {type(exc).__name__}: {exc}")
+                continue
+            for t in tuples:
+                self.collector.ack(t)
+        self.out.anchors = None
+
+    @override
+    def cleanup(self) -> None:
+        self.flush()
+
+
+_MISSING = object()
+
+
+class WindowBolt(WindowedBolt, _ChainOwner):
+    """Each window, by key: an aggregate, a join of two sides, or a cogroup (Storm's ``WindowedProcessorBolt`` and its join processors).
+
+    Args:
+      window: the :class:`~streams.api.windows.Window`.
+      mode: ``aggregate`` (``keyed`` or global), ``join`` (``how``: inner, left, right, full)
+        or ``cogroup``.
+      aggregator: for ``aggregate``.
+      chain, readers: what follows, and the inputs (a join's have ``side`` 0 and 1).
+
+    A join emits ``(key, (left, right))`` for each pair of values with the key in the
+    window (None for a missing side of an outer join); a cogroup ``(key, (lefts, rights))``.
+    """
+
+    def __init__(
+        self,
+        window: Window,
+        mode: str,
+        chain: Chain,
+        readers: list[Reader],
+        *,
+        keyed: bool = True,
+        aggregator: CombinerAggregator | None = None,
+        how: str = "inner",
+    ) -> None:
+        super().__init__()
+        self._init_chain(chain, readers)
+        self.window = window
+        self.mode = mode
+        self.keyed = keyed
+        self.aggregator = aggregator
+        self.how = how
+        self.out = _Anchored()
+
+    @property
+    @override
+    def window_spec(self) -> WindowSpec:
+        return self.window.spec(self._value_of)
+
+    def _value_of(self, t: Tuple) -> Any:
+        v = self.reader(t).read(t)
+        return v[1] if self.keyed else v
+
+    @override
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        _declare_ports(self.chain, declarer)
+
+    @override
+    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: Any) -> None:
+        self.collector = collector
+        self.out.collector = collector  # a window's collector anchors to the window's tuples
+        self._entries = self.chain.link_entries(self.out.emit)
+
+    @override
+    def execute(self, window: TupleWindow) -> None:
+        forward = self._entries[0]
+        if self.mode == "aggregate":
+            for out in self.aggregate(window.get()):
+                forward(out)
+        else:
+            for out in self.join(window.get()):
+                forward(out)
+
+    def aggregate(self, tuples: list[Tuple]) -> list[Any]:
+        """The window's results: ``(key, result)`` per key in order of first appearance, or ``[result]`` for a global aggregate."""
+        agg = self.aggregator
+        assert agg is not None
+        accs: dict[Any, Any] = {}
+        for t in tuples:
+            v = self.reader(t).read(t)
+            key, value = v if self.keyed else (None, v)
+            acc = accs.get(key, _MISSING)
+            accs[key] = agg.apply(agg.init() if acc is _MISSING else acc, value)
+        if not self.keyed:
+            return [agg.result(a) for a in accs.values()]
+        return [(k, agg.result(a)) for k, a in accs.items()]
+
+    def join(self, tuples: list[Tuple]) -> list[Any]:
+        """The window's join (or cogroup) results, keys in order of first appearance."""
+        sides: tuple[dict[Any, list[Any]], dict[Any, list[Any]]] = ({}, {})
+        order: dict[Any, None] = {}
+        for t in tuples:
+            r = self.reader(t)
+            key, value = r.read(t)
+            sides[r.side].setdefault(key, []).append(value)
+            order[key] = None
+        left, right = sides
+        if self.mode == "cogroup":
+            return [(k, (left.get(k, []), right.get(k, []))) for k in order]
+        out: list[Any] = []
+        how = self.how
+        for k in order:
+            ls, rs = left.get(k), right.get(k)
+            if ls is None and how in ("inner", "left"):
+                continue
+            if rs is None and how in ("inner", "right"):
+                continue
+            for a in ls or [None]:
+                for b in rs or [None]:
+                    out.append((k, (a, b)))
+        return out
+
+
+class StateBolt(StatefulBolt, _ChainOwner):
+    """``update_state_by_key`` and ``state_query`` on a checkpointed :class:`~streams.KeyValueState`.
+
+    Storm's ``UpdateStateByKeyProcessor`` and ``StateQueryProcessor``.
+
+    An update ``(key, value)`` sets ``state[key] = update(state.get(key, initial), value)``
+    and forwards ``(key, new)`` on entry 0; a query ``key`` forwards ``(key, state.get(key))``
+    on entry 1. Both are anchored to their input; the runtime acks them at the next
+    checkpoint (a stateful bolt's rule), so the state holds each update exactly once.
+    """
+
+    def __init__(self, initial: Any, update: Callable[[Any, Any], Any], chain: Chain, readers: list[Reader]) -> None:
+        self._init_chain(chain, readers)
+        self.initial = initial
+        self.update = update
+        self.out = _Anchored()
+        self.state: KeyValueState | None = None
+
+    @override
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        _declare_ports(self.chain, declarer)
+
+    @override
+    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
+        super().prepare(conf, context, collector)
+        self.out.collector = collector
+        self._entries = self.chain.link_entries(self.out.emit)
+
+    @override
+    def init_state(self, state: KeyValueState) -> None:
+        self.state = state
+
+    @override
+    def execute(self, tuple: Tuple) -> None:
+        state = self.state
+        assert state is not None
+        r = self.reader(tuple)
+        self.out.anchors = tuple
+        if r.side == 0:
+            key, value = r.read(tuple)
+            current = state.get(key, _MISSING)
+            new = self.update(copy.deepcopy(self.initial) if current is _MISSING else current, value)
+            state[key] = new
+            self._entries[0]((key, new))
+        else:
+            key = hashable(r.read(tuple))
+            self._entries[1]((key, state.get(key)))
+        self.collector.ack(tuple)

@@ -1,0 +1,242 @@
+"""Fused operations: a bolt's chain of stateless steps, linked into plain Python calls (Storm's ``ProcessorBolt`` and ``ProcessorNode``).
+
+Consecutive stateless operations of the Stream API (``filter``, ``map``, ``flat_map``,
+``peek``, ``for_each``, ``map_to_pair``, ``key_by``, ``map_values``, ``flat_map_values``,
+``branch``) run in one bolt: :meth:`Chain.link` turns the steps into nested closures, so a
+value goes from one operation to the next by a Python call, never through Kafka. Where the
+chain leaves the bolt (a *port*), the value is emitted on the port's stream, as ``[value]``
+or, for a pair, ``[key, value]``.
+
+A chain is pure data (the steps hold the user's functions and the indices of what follows),
+so a bolt holding one deep-copies per task cheaply; :meth:`Chain.link` builds the closures
+in ``prepare``.
+
+>>> chain = Chain()
+>>> up = chain.add(Step("map", lambda s: s.upper()))
+>>> words = chain.add(Step("flat_map", str.split))
+>>> chain.connect(up, words)
+>>> chain.connect(words, Port("words", pair=False))
+>>> out = []
+>>> run = chain.link(lambda values, stream: out.append((stream, values)))
+>>> run[up]("to be")
+>>> out
+[('words', ['TO']), ('words', ['BE'])]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from streams.exceptions import TopologyError
+
+Forward = Callable[[Any], None]
+"""Takes one value on to what follows in the chain."""
+
+Emit = Callable[[list[Any], str], None]
+"""Emits ``values`` on a stream (the bolt's collector, anchored by the bolt)."""
+
+STATELESS = ("filter", "map", "flat_map", "peek", "for_each", "map_to_pair", "key_by", "map_values", "flat_map_values", "branch")
+"""The operations that fuse."""
+
+
+@dataclass(frozen=True)
+class Port:
+    """Where a chain leaves its bolt: the output ``stream``; ``pair`` values go out as ``[key, value]``.
+
+    With ``fields`` (Trident), a value is the whole tuple's values, emitted as they are and declared with these field names.
+    """
+
+    stream: str
+    pair: bool
+    fields: tuple[str, ...] = ()
+
+
+@dataclass
+class Step:
+    """One stateless operation: its ``kind`` (one of :data:`STATELESS`), the user's function(s), and what follows.
+
+    ``fns`` holds one function, or for ``branch`` one predicate per branch. ``next`` holds,
+    per branch (one list for the others), the indices of the following steps and the ports.
+    """
+
+    kind: str
+    fn: Callable[..., Any] | None = None
+    preds: tuple[Callable[[Any], bool], ...] = ()
+    next: list[list[int | Port]] = field(default_factory=lambda: [[]])
+
+    def __post_init__(self) -> None:
+        if self.kind not in STATELESS:
+            raise TopologyError(f"[{self.kind}] not a stateless operation (one of {', '.join(STATELESS)})")
+        if self.kind == "branch":
+            self.next = [[] for _ in self.preds]
+
+
+class Chain:
+    """The stateless steps of one bolt, in the order they were added (each step's parents come first)."""
+
+    def __init__(self) -> None:
+        self.steps: list[Step] = []
+        self.roots: list[list[int | Port]] = []
+        """What each entry (an input of the bolt, or its stateful head's output) feeds: step indices and ports."""
+
+    def add(self, step: Step) -> int:
+        """Append ``step``; returns its index."""
+        self.steps.append(step)
+        return len(self.steps) - 1
+
+    def entry(self) -> int:
+        """A new entry point (an input stream, or a stateful head's output); returns its index."""
+        self.roots.append([])
+        return len(self.roots) - 1
+
+    def connect(self, src: int, dst: int | Port, branch: int = 0) -> None:
+        """``src`` step's output (its ``branch``-th, for ``branch``) goes to step ``dst`` or port ``dst``."""
+        self.steps[src].next[branch].append(dst)
+
+    def feed(self, entry: int, dst: int | Port) -> None:
+        """Entry ``entry`` goes to step or port ``dst``."""
+        self.roots[entry].append(dst)
+
+    @property
+    def ports(self) -> list[Port]:
+        """Every port the chain emits on, once each, in order of first use."""
+        seen: dict[Port, None] = {}
+        for targets in [*self.roots, *(t for s in self.steps for t in s.next)]:
+            for t in targets:
+                if isinstance(t, Port):
+                    seen[t] = None
+        return list(seen)
+
+    def link(self, emit: Emit) -> list[Forward]:
+        """The steps as closures (index ``i`` runs step ``i`` and everything after it); ``emit`` sends to ports."""
+        linked: list[Forward | None] = [None] * len(self.steps)
+        for i in range(len(self.steps) - 1, -1, -1):
+            step = self.steps[i]
+            outs = [_fan_out([_target(t, linked, emit) for t in targets]) for targets in step.next]
+            linked[i] = _link_step(step, outs)
+        return [f for f in linked if f is not None]
+
+    def link_entries(self, emit: Emit) -> list[Forward]:
+        """One closure per entry (:meth:`entry`), running everything it feeds."""
+        linked = self.link(emit)
+        return [_fan_out([_target(t, linked, emit) for t in targets]) for targets in self.roots]
+
+
+def _target(t: int | Port, linked: list[Any], emit: Emit) -> Forward:
+    if isinstance(t, int):
+        f = linked[t]
+        assert f is not None, "steps are linked after the steps they feed"
+        return f  # type: ignore[no-any-return]
+    stream = t.stream
+    if t.fields:
+
+        def to_tuple_port(v: Any) -> None:
+            emit(list(v), stream)
+
+        return to_tuple_port
+    if t.pair:
+
+        def to_pair_port(p: Any) -> None:
+            emit([p[0], p[1]], stream)
+
+        return to_pair_port
+
+    def to_port(v: Any) -> None:
+        emit([v], stream)
+
+    return to_port
+
+
+def _drop(_: Any) -> None:
+    """The end of a branch that leads nowhere."""
+
+
+def _fan_out(targets: list[Forward]) -> Forward:
+    if not targets:
+        return _drop
+    if len(targets) == 1:
+        return targets[0]
+
+    def fan_out(v: Any) -> None:
+        for t in targets:
+            t(v)
+
+    return fan_out
+
+
+def _link_step(step: Step, outs: list[Forward]) -> Forward:
+    fn: Callable[..., Any] = step.fn if step.fn is not None else _drop
+    nxt = outs[0]
+    kind = step.kind
+    if kind == "filter":
+
+        def filter_(v: Any) -> None:
+            if fn(v):
+                nxt(v)
+
+        return filter_
+    if kind == "map":
+
+        def map_(v: Any) -> None:
+            nxt(fn(v))
+
+        return map_
+    if kind == "flat_map":
+
+        def flat_map(v: Any) -> None:
+            for x in fn(v):
+                nxt(x)
+
+        return flat_map
+    if kind == "peek":
+
+        def peek(v: Any) -> None:
+            fn(v)
+            nxt(v)
+
+        return peek
+    if kind == "for_each":
+
+        def for_each(v: Any) -> None:
+            fn(v)
+
+        return for_each
+    if kind == "map_to_pair":
+
+        def map_to_pair(v: Any) -> None:
+            k, x = fn(v)
+            nxt((k, x))
+
+        return map_to_pair
+    if kind == "key_by":
+
+        def key_by(v: Any) -> None:
+            nxt((fn(v), v))
+
+        return key_by
+    if kind == "map_values":
+
+        def map_values(p: Any) -> None:
+            nxt((p[0], fn(p[1])))
+
+        return map_values
+    if kind == "flat_map_values":
+
+        def flat_map_values(p: Any) -> None:
+            k = p[0]
+            for x in fn(p[1]):
+                nxt((k, x))
+
+        return flat_map_values
+    assert kind == "branch"
+    branches = list(zip(step.preds, outs, strict=True))
+
+    def branch(v: Any) -> None:
+        for pred, out in branches:  # Storm's branch: the first predicate that holds
+            if pred(v):
+                out(v)
+                return
+
+    return branch
