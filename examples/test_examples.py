@@ -65,3 +65,32 @@ def test_flights_windows_count_late_flights_apart() -> None:
 def test_exclamation_writes_to_its_kafka_topic() -> None:
     result = run_topology(exclamation.topology(), {"lines": ["hi"]})
     assert [r.value() for r in result.sinks["squall.exclamation.exclaimed"]] == [b"hi!!!!!!"]
+
+
+def test_wordcount_stream_counts_every_word() -> None:
+    from examples import wordcount_stream
+
+    result = run_topology(wordcount_stream.topology(), {"lines": LINES})
+    assert result.output() == {"the": 3, "cat": 1, "sat": 1, "on": 1, "mat": 1, "a": 1, "dog": 1, "barked": 1, "end": 1}
+
+
+def test_wordcount_trident_counts_every_word_exactly_once_despite_a_failed_batch() -> None:
+    from examples import wordcount_trident
+
+    faults = Faults().fail("persistent_aggregate", where=lambda t: t.get("word") == "the")
+    result = run_topology(wordcount_trident.topology(), {"lines": LINES}, faults=faults, config={"squall.batch.records": 1})
+    assert result.output() == {"the": 3, "cat": 1, "sat": 1, "on": 1, "mat": 1, "a": 1, "dog": 1, "barked": 1, "end": 1}
+
+
+def test_flights_join_joins_flights_with_tables_and_weather() -> None:
+    from examples import flights_join
+
+    lines = [
+        "airline,UA,United Air Lines Inc.",
+        "airport,EWR,Newark Liberty Intl,40.6925,-74.1686,18,-5,A,America/New_York",
+        "weather,EWR,2013,1,1,5,39.02,28.04,64.43,260,12.65858,NA,0,1011.9,10,2013-01-01T10:00:00Z",
+        "flight,2013,1,1,517,515,2,830,819,11,UA,1545,N14228,EWR,IAH,227,1400,5,15,2013-01-01T10:00:00Z",
+        "flight,2013,1,1,554,600,-6,812,837,-25,UA,1696,N39463,EWR,ORD,150,719,6,0,2013-01-01T11:00:00Z",  # no weather that hour
+    ]
+    result = run_topology(flights_join.topology(), {"records": lines})
+    assert result.output() == {"United Air Lines Inc. | Newark Liberty Intl | dry": 1} == dict(flights_join.direct_counts(lines))

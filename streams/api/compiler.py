@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from streams.api.bolts import AggregateBolt, ProcessorBolt, Reader, StateBolt, WindowBolt
+from streams.api.bolts import PAIR_QUERY, QUERY, UPDATE, AggregateBolt, ProcessorBolt, Reader, StateBolt, WindowBolt
 from streams.api.chain import STATELESS, Chain, Port, Step
 from streams.api.graph import Node
 from streams.exceptions import TopologyError
@@ -168,13 +168,17 @@ class Compiler:
             for side, parent in enumerate(node.parents):
                 self._subscribe(self.handles[parent], True, group, GroupingKind.FIELDS, ("key",), side=side)
         elif kind == "state":
-            group = self._head("state", node, entries=2)
-            self._subscribe(self.handles[node.parents[0]], True, group, GroupingKind.FIELDS, ("key",), side=0)
+            group = self._head("state", node)
+            self._subscribe(self.handles[node.parents[0]], True, group, GroupingKind.FIELDS, ("key",), side=UPDATE)
         elif kind == "state_query":
             query, state = node.parents
             group = self.handles[state].group
-            self._subscribe(self.handles[query], False, group, GroupingKind.FIELDS, ("value",), side=1)
-            self.handles[node] = Handle(group, ("entry", 1, 0))
+            entry = group.chain.entry()
+            if query.pair:
+                self._subscribe(self.handles[query], True, group, GroupingKind.FIELDS, ("key",), entry=entry, side=PAIR_QUERY)
+            else:
+                self._subscribe(self.handles[query], False, group, GroupingKind.FIELDS, ("value",), entry=entry, side=QUERY)
+            self.handles[node] = Handle(group, ("entry", entry, 0))
         elif kind == "to":
             bolt = node.args["bolt"]
             group = self._group("to", node, node.args["parallelism"], node.args["id"] or f"{type(bolt).__name__.lower()}{len(self.groups)}")
@@ -200,11 +204,9 @@ class Compiler:
         if group.kind == "aggregate":
             return AggregateBolt(node.args["aggregator"], node.args["keyed"], chain, readers)
         if group.kind == "window":
-            assert node.window is not None
-            return WindowBolt(node.window, "aggregate", chain, readers, keyed=node.args["keyed"], aggregator=node.args["aggregator"])
+            return WindowBolt(node.args["window"], "aggregate", chain, readers, keyed=node.args["keyed"], aggregator=node.args["aggregator"])
         if group.kind in ("join", "cogroup"):
-            assert node.window is not None
-            return WindowBolt(node.window, group.kind, chain, readers, how=node.args["how"])
+            return WindowBolt(node.args["window"], group.kind, chain, readers, how=node.args["how"])
         if group.kind == "state":
             return StateBolt(node.args["initial"], node.args["update"], chain, readers)
         assert group.kind == "to"

@@ -27,7 +27,8 @@ class Node:
       parents: the streams it reads (two for a join or a cogroup; the queries for ``state_query``).
       pair: its output is a :class:`~streams.api.stream.PairStream` (``(key, value)`` values).
       parallelism: executors of the bolt it starts (inherited by the operations fused after it).
-      window: the window set on the stream, applied by the next aggregation or join.
+      window: the window set on the stream, applied by the next aggregation or join (which
+        keeps it in ``args["window"]``; the stream after it has none).
       args: the operation's arguments (functions, aggregator, join kind, the user's bolt...).
       branch: for an arm of ``branch``, its index (the node itself is the branch step).
     """

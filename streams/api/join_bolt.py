@@ -1,9 +1,10 @@
 """JoinBolt: joins the streams of several components within a window (storm-client's ``org.apache.storm.bolt.JoinBolt``).
 
 Hash joins, in the order declared: the first source's tuples, then each ``join`` or
-``left_join`` of a new source on its field, equal to a field of a source already joined
-(``prior``). ``select`` names the output fields as ``source.field`` (or Storm's
-``source:field``); each output tuple holds them in that order, None for a missing side of a
+``left_join`` of a new source on its field. Storm's rule: each source joins on one field,
+the one it is grouped on, so ``join(new, field, prior)`` compares ``new.field`` with the
+field ``prior`` was joined on (SQL: ``inner join new on new.field = prior.<join field>``).
+``select`` names the output fields as ``source.field`` (or Storm's ``source:field``); each output tuple holds them in that order, None for a missing side of a
 left join. It is a :class:`~streams.WindowedBolt`: set a window (``with_tumbling_window``,
 ``with_window``, by count or time); its emits are anchored to the window's tuples and acked
 when they expire.

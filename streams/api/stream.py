@@ -283,14 +283,18 @@ class Stream:
         return Stream(self.builder, self._aggregate("reduce", Reducer(fn), keyed=False))
 
     def _aggregate(self, name: str, aggregator: CombinerAggregator, keyed: bool) -> Node:
-        node = self._then("window" if self.node.window else "aggregate", name, pair=keyed, aggregator=aggregator, keyed=keyed)
-        node.window = self.node.window
+        node = self._then("window" if self.node.window else "aggregate", name, pair=keyed, aggregator=aggregator, keyed=keyed, window=self.node.window)
         if not keyed:
             node.parallelism = 1
         return node
 
     def state_query(self, state: StreamState) -> PairStream:
         """``(value, state[value])`` for each value, read from a stream state (Storm's ``stateQuery``); ``None`` for a key never updated.
+
+        On a :class:`PairStream`, each pair's key is looked up and ``(key, (value,
+        state[key]))`` comes out: a stream joined with a table (a left join: ``None`` for a key
+        the table lacks), the table being what ``update_state_by_key`` keeps. A query sees the
+        updates that reached the state before it (same key, same task, in order).
 
         >>> from streams.testing import LocalTopology
         >>> from streams import RecordTranslator
@@ -307,11 +311,21 @@ class Stream:
         ...     local.settle()
         >>> local.result().outputs["squall.q.answers"]
         {'a': 2, 'b': None}
+
+        The table join: each value with its key's entry in the table (a dict of carriers here).
+
+        >>> from streams.testing import run_topology
+        >>> b = StreamBuilder()
+        >>> rows = b.new_stream(KafkaSpout(translator=RecordTranslator("row")), name="rows").map(lambda r: r.split(","))
+        >>> table, flights = rows.branch(lambda r: r[0] == "airline", lambda r: r[0] == "flight")
+        >>> names = table.map_to_pair(lambda r: (r[1], r[2])).update_state_by_key(None, lambda old, new: new)
+        >>> named = flights.map_to_pair(lambda r: (r[1], r[2])).state_query(names)
+        >>> named.map_to_pair(lambda p: (p[1][0], p[1][1])).set_output("squall.{topology}.named")
+        >>> run_topology(b.build("t"), {"rows": ["airline,UA,United", "flight,UA,1545", "flight,ZZ,7"]}).output()
+        {'1545': 'United', '7': None}
         """
         if not isinstance(state, StreamState):
             raise TopologyError(f"[state_query] needs the StreamState of update_state_by_key, got {type(state).__name__}")
-        if self.pair:
-            raise TopologyError("[state_query] queries a Stream of keys, not a PairStream: map(lambda p: p[0]) first")
         node = self.builder._add(Node("state_query", "state_query", [self.node, state.node], True, state.node.parallelism))
         return PairStream(self.builder, node)
 
@@ -413,8 +427,7 @@ class PairStream(Stream):
             raise TopologyError(f"[{name}] needs another PairStream, got {type(other).__name__}")
         if self.node.window is None:
             raise TopologyError(f"[{name}] joins within a window: call window(...) on this stream first")
-        node = self._then("join" if mode == "join" else "cogroup", name, parents=[self.node, other.node], how=how)
-        node.window = self.node.window
+        node = self._then("join" if mode == "join" else "cogroup", name, parents=[self.node, other.node], how=how, window=self.node.window)
         return PairStream(self.builder, node)
 
     def join(self, other: PairStream) -> PairStream:

@@ -179,12 +179,12 @@ class TridentJoinBolt(BatchBolt):
     """``TridentTopology.join``: an inner join of two streams' tuples within each batch, on equal join fields.
 
     Output: the join fields, then the left's other fields, then the right's (Storm's order),
-    under the names given.
+    under the names given. ``sides`` are the two inputs, ``(component, stream)`` each.
     """
 
     def __init__(
         self,
-        sides: tuple[str, str],
+        sides: tuple[tuple[str, str], tuple[str, str]],
         key_idx: tuple[tuple[int, ...], tuple[int, ...]],
         rest_idx: tuple[tuple[int, ...], tuple[int, ...]],
         fields: tuple[str, ...],
@@ -206,7 +206,7 @@ class TridentJoinBolt(BatchBolt):
 
     @override
     def execute(self, tuple: Tuple) -> None:
-        side = self.sides.index(tuple.source_component)
+        side = self.sides.index((tuple.source_component, tuple.stream))
         values = tuple.values
         self.rows[side].setdefault(_key(values, self.key_idx[side]), []).append(values)
 

@@ -165,11 +165,10 @@ class TridentTopology:
         for s in streams:
             entry = group.chain.entry()
             self._subscribe(s, group, s.grouping or (GroupingKind.SHUFFLE, ()), entry=entry)
-        main = group.chain.entry()  # every input feeds the same steps: a pass-through entry per input
-        handle = _Handle(group, ("entry", main, 0))
-        merged = TridentStream(self, handle, streams[0].fields, None)
-        merged._merge_entries = list(range(len(streams)))
-        return merged
+        shared = group.chain.roots[0]
+        for e in range(1, len(streams)):
+            group.chain.roots[e] = shared  # every input feeds what follows the merge: one list of targets
+        return TridentStream(self, _Handle(group, ("entry", 0, 0)), streams[0].fields, None)
 
     def join(
         self, left: TridentStream, left_fields: Sequence[str], right: TridentStream, right_fields: Sequence[str], out_fields: Sequence[str]
@@ -191,12 +190,10 @@ class TridentTopology:
         if not self.transactional:
             raise TopologyError(f"[join] needs a transactional stream, got {type(self.spout).__name__}")
         group = self._group("bolt", "join")
-        group.obj = TridentJoinBolt(("?", "?"), (lk, rk), (lr, rr), tuple(out_fields))
+        group.obj = TridentJoinBolt((("?", "?"), ("?", "?")), (lk, rk), (lr, rr), tuple(out_fields))
         self._subscribe(left, group, (GroupingKind.FIELDS, tuple(left_fields)), side=0)
         self._subscribe(right, group, (GroupingKind.FIELDS, tuple(right_fields)), side=1)
-        if group.inputs[0][0] == group.inputs[1][0]:
-            raise TopologyError("[join] both sides come from the same component: add an each() or a repartition to one side")
-        group.obj.sides = (group.inputs[0][0], group.inputs[1][0])
+        group.obj.sides = ((group.inputs[0][0], group.inputs[0][1]), (group.inputs[1][0], group.inputs[1][1]))
         return TridentStream(self, _Handle(group), tuple(out_fields), None)
 
     def build(self, name: str, conf: dict[str, Any] | None = None) -> Topology:
@@ -246,7 +243,6 @@ class TridentStream:
         self.fields = tuple(fields)
         self.grouping = grouping
         """A repartition asked for (``partition_by``, ``shuffle``...): the next operation starts a bolt with it."""
-        self._merge_entries: list[int] = []
 
     def _indexes(self, op: str, fields: Sequence[str]) -> tuple[int, ...]:
         if isinstance(fields, str):
@@ -261,10 +257,6 @@ class TridentStream:
     def _chain_handle(self, op: str) -> _Handle:
         """Where a stateless step attaches: this stream's chain, or a new fused bolt (after a spout, a batch bolt or a repartition)."""
         h = self.handle
-        if self._merge_entries:
-            for e in self._merge_entries:
-                assert h.where is not None
-                h.group.chain.roots[e] = h.group.chain.roots[h.where[1]]  # each merged input runs the shared steps
         if h.where is not None and self.grouping is None:
             return h
         group = self.topology._group("chain", op)

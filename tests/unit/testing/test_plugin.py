@@ -16,6 +16,6 @@ def pytest_run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_the_examples_tests_pass_with_the_plugin_and_need_it() -> None:
     with_plugin = pytest_run("-p", "streams.testing", "examples/test_examples.py")
     assert with_plugin.returncode == 0, with_plugin.stdout
-    assert "6 passed" in with_plugin.stdout
+    assert "9 passed" in with_plugin.stdout
     without = pytest_run("examples/test_examples.py::test_wordcount_counts_every_word")
     assert without.returncode == 1 and "fixture 'squall_kit' not found" in without.stdout
