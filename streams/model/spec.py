@@ -165,6 +165,30 @@ class Topology:
         for d in ordered:
             for sub in d.inputs:
                 self._subscribers.setdefault((sub.component, sub.stream), []).append((d, sub))
+        self.tid_components = self._tid_components()
+        """Components whose emits carry tuple ids: those a stateful bolt is downstream of (its dedupe needs them)."""
+
+    def _tid_components(self) -> frozenset[str]:
+        """Every component from which a bolt that needs tuple ids can be reached (the ids are derived hop by hop from the spout's)."""
+        if not self.tuple_ids:
+            return frozenset()
+        downstream: dict[str, set[str]] = {}
+        for d in self.components.values():
+            for sub in d.inputs:
+                downstream.setdefault(sub.component, set()).add(d.id)
+        needing = {cid for cid, d in self.components.items() if d.obj.needs_tuple_ids}
+        out: set[str] = set()
+        for cid in self.components:
+            seen, todo = set(), list(downstream.get(cid, ()))
+            while todo:
+                nxt = todo.pop()
+                if nxt in needing:
+                    out.add(cid)
+                    break
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.extend(downstream.get(nxt, ()))
+        return frozenset(out)
 
     def _validate(self) -> None:
         if not any(d.is_spout for d in self.components.values()):

@@ -88,6 +88,23 @@ class StatefulBolt(Component):
         """Process one tuple, updating the state; ack or fail it."""
         raise NotImplementedError
 
+    def reads_only(self, tuple: Tuple) -> bool:  # noqa: A002
+        """True for a tuple that only reads the state (a query).
+
+        Such a tuple is executed on every delivery, replays included, never deduplicated nor
+        remembered, and its ack is not held for a checkpoint. The default, False: every tuple
+        may change the state.
+        """
+        return False
+
+    def replayed(self, tuple: Tuple) -> None:  # noqa: A002
+        """A tuple whose effect is already in the state came again (its tree replays).
+
+        Emit what it should emit downstream, anchored to it, and change nothing; ack nothing (the
+        runtime does). Without this, what a stateful bolt emits is emitted once: a replay caused by a failure
+        downstream of it would find nothing to replay. The default emits nothing.
+        """
+
     def pre_commit(self) -> None:
         """Called just before each checkpoint (Storm's ``preCommit``): put what must be saved into the state."""
 
@@ -120,8 +137,11 @@ class _DeferringCollector:
         self._collector.emit_direct(task, values, anchors=anchors, stream=stream)
 
     def ack(self, tuple: Tuple) -> None:  # noqa: A002
-        """Acked for real after the checkpoint that holds its effect."""
-        self._owner.acked.append(tuple)
+        """Acked for real after the checkpoint that holds its effect (a read-only tuple at once: it has no effect to hold)."""
+        if tuple is self._owner.reading:
+            self._collector.ack(tuple)
+        else:
+            self._owner.acked.append(tuple)
 
     def fail(self, tuple: Tuple, reason: str | None = None) -> None:  # noqa: A002
         """Roll the task back to its last checkpoint; this tuple and every one executed since replay (``reason`` is reported)."""
@@ -177,6 +197,8 @@ class StatefulBoltExecutor(DelegatingBolt):
         """A tuple was executed since the last tick."""
         self.user_ticks = False
         self.positions: Callable[[], dict[int, int]] | None = None
+        self.reading: Tuple | None = None
+        """The read-only tuple being executed (:meth:`StatefulBolt.reads_only`): its ack goes through at once."""
 
     # -- topology time -----------------------------------------------------------------------------
     @override
@@ -250,9 +272,18 @@ class StatefulBoltExecutor(DelegatingBolt):
             self.busy = False
             return
         self.busy = True
+        inner = self.inner
+        if inner.reads_only(tuple):  # a query: no effect to dedupe, hold or roll back
+            self.reading = tuple
+            try:
+                inner.execute(tuple)
+            finally:
+                self.reading = None
+            return
         tid = tuple.tid
         if tid is not None and not self.applied.add(tid):
             self.duplicates += 1
+            inner.replayed(tuple)  # emit again what it emitted, so its replayed tree reaches downstream
             self.acked.append(tuple)  # its effect is in the state: ack it with the next checkpoint
             return
         self.executed.append(tuple)

@@ -310,6 +310,9 @@ class WindowedBoltExecutor(DelegatingBolt):
         self.component = context.this_component_id
         self.collector = collector
         self.windows = EventTimeWindows(spec) if spec.event_time else WindowEngine(spec)
+        if isinstance(self.windows, EventTimeWindows):  # the watermark waits for every input (a join's two sides)
+            inputs = context.topology.components[self.component].inputs
+            self.windows.expect([f"{s.component}/{s.stream}" for s in inputs if not s.stream.startswith("__")], self.clock())
         self.out = self._output_collector(collector)
         context.register_metric("window_late", lambda: float(self.late_count))
         context.register_metric("window_refused", lambda: float(self.refused))
@@ -348,7 +351,8 @@ class WindowedBoltExecutor(DelegatingBolt):
             return
         if isinstance(windows, EventTimeWindows):
             ts = self._timestamp(tuple)
-            if windows.add(f"{tuple.source_component}:{tuple.source_task}/{tuple.stream}", ts, tuple, now):
+            source, stream = tuple.source_component, tuple.stream
+            if windows.add(f"{source}:{tuple.source_task}/{stream}", ts, tuple, now, f"{source}/{stream}"):
                 self._held(tuple)
             else:
                 self._late(tuple, ts, windows.watermark)

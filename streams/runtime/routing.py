@@ -57,8 +57,8 @@ class Router:
     def __init__(self, topology: Topology, component: str, context: TopologyContext) -> None:
         cdef = topology.components[component]
         self.component = component
-        self.tuple_ids = topology.tuple_ids
-        """Tuples carry ids across replays (a stateful bolt is in the topology: :mod:`streams.state.keyvalue`)."""
+        self.tuple_ids = component in topology.tid_components
+        """Its emits carry ids across replays: a stateful bolt is downstream (:mod:`streams.state.keyvalue`); past the last one, nothing needs them."""
         self.routes: dict[str, list[Route]] = {}
         self.outputs: dict[str, list[Output]] = {}
         self.direct: dict[str, bool] = {}

