@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from streams import KafkaSpout, RecordTranslator
+from streams import KafkaSpout, RecordTranslator, Topology
 from streams.api import StreamBuilder
 from streams.testing import Faults, LocalTopology, run_topology
 
 
-def topology(repartition: bool) -> object:
+def topology(repartition: bool) -> Topology:
     b = StreamBuilder()
     rows = b.new_stream(KafkaSpout(translator=RecordTranslator("row")), name="rows").map(lambda r: r.split(","))
     updates, queries = rows.branch(lambda r: r[0] == "set", lambda r: r[0] == "get")
