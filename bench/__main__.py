@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
     pr = sub.add_parser("pairs", help="contender B over contender A on one workload, in ABBA pairs (median of the pairs' ratios)")
     pr.add_argument("a", help="the contender compared with, e.g. squall-acked")
     pr.add_argument("b", help="the contender measured, e.g. squall-stateful")
-    pr.add_argument("--workload", choices=["wordcount", "flights"], default="wordcount")
+    pr.add_argument("--workload", choices=["wordcount", "flights", "join"], default="wordcount")
     pr.add_argument("--runs", type=int, default=4, help="pairs of runs, alternating which runs first")
     pr.add_argument("--broker", choices=["kafka", "tansu"], default="tansu")
     pr.add_argument("--target", type=float, default=None, help="the least median ratio B/A that is good enough")

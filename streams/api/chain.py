@@ -99,6 +99,14 @@ class Chain:
         """Entry ``entry`` goes to step or port ``dst``."""
         self.roots[entry].append(dst)
 
+    def attach(self, where: tuple[str, int, int], dst: int | Port) -> None:
+        """What comes out at ``where`` (``("entry", i, 0)`` or ``("step", i, branch)``) goes to step or port ``dst`` too."""
+        what, index, branch = where
+        if what == "entry":
+            self.feed(index, dst)
+        else:
+            self.connect(index, dst, branch)
+
     @property
     def ports(self) -> list[Port]:
         """Every port the chain emits on, once each, in order of first use."""

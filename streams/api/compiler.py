@@ -106,11 +106,7 @@ class Compiler:
     @staticmethod
     def _attach(src: Handle, target: int | Port) -> None:
         assert src.where is not None
-        what, index, branch = src.where
-        if what == "entry":
-            src.group.chain.feed(index, target)
-        else:
-            src.group.chain.connect(index, target, branch)
+        src.group.chain.attach(src.where, target)
 
     def _processor_after(self, parent: Node, node: Node) -> Handle:
         """The handle stateless steps after ``parent`` attach to: ``parent``'s own, or, after a spout, a new processor bolt's entry."""

@@ -227,11 +227,7 @@ class TridentTopology:
 
 def _attach(h: _Handle, target: int | Port) -> None:
     assert h.where is not None
-    what, index, branch = h.where
-    if what == "entry":
-        h.group.chain.feed(index, target)
-    else:
-        h.group.chain.connect(index, target, branch)
+    h.group.chain.attach(h.where, target)
 
 
 class TridentStream:

@@ -12,6 +12,20 @@ from streams.model.tuple import Tuple
 from streams.testing import run_topology
 
 
+class Csv(RecordTranslator):
+    """A spout's record as CSV fields with the given names."""
+
+    def __init__(self, *fields: str) -> None:
+        super().__init__()
+        self.names = fields
+
+    def streams(self) -> dict[str, tuple[str, ...]]:
+        return {"default": self.names}
+
+    def translate(self, msg: Any) -> tuple[str, list[Any]] | None:
+        return "default", msg.value().decode().split(",")
+
+
 def json_value(t: Tuple) -> Any:
     return json.loads(t.values[0])
 

@@ -9,15 +9,7 @@ from streams.api import StreamBuilder, TumblingWindows
 from streams.api.join_bolt import JoinBolt
 from streams.trident import Count as TridentCount
 from streams.trident import StateFactory, Sum, TridentTopology
-
-
-class Csv(RecordTranslator):
-    def __init__(self, *fields: str) -> None:
-        super().__init__()
-        self.names = fields
-
-    def streams(self) -> dict[str, tuple[str, ...]]:
-        return {"default": self.names}
+from tests.unit.api.helpers import Csv
 
 
 def test_a_by_key_operation_on_a_stream_that_is_not_a_pair_stream() -> None:

@@ -8,25 +8,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streams import Count, KafkaSpout, RecordTranslator, TopologyBuilder
+from streams import Count, KafkaSpout, TopologyBuilder
 from streams.api.join_bolt import JoinBolt
 from streams.testing import run_topology
+from tests.unit.api.helpers import Csv
 
 users = st.lists(st.tuples(st.sampled_from(["u1", "u2", "u3"]), st.sampled_from(["fr", "uk"])), max_size=6)
 orders = st.lists(st.tuples(st.sampled_from(["u1", "u2", "u3", "u4"]), st.integers(1, 9)), max_size=10)
 coupons = st.lists(st.tuples(st.sampled_from(["u1", "u2", "u5"]), st.sampled_from(["c1", "c2"])), max_size=5)
-
-
-class Csv(RecordTranslator):
-    def __init__(self, *fields: str) -> None:
-        super().__init__()
-        self.names = fields
-
-    def streams(self) -> dict[str, tuple[str, ...]]:
-        return {"default": self.names}
-
-    def translate(self, msg: Any) -> tuple[str, list[Any]] | None:
-        return "default", msg.value().decode().split(",")
 
 
 def topology(how: str) -> Any:
