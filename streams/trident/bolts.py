@@ -22,7 +22,7 @@ from streams.model.bolt import BasicBolt, BasicOutputCollector
 from streams.model.component import OutputFieldsDeclarer
 from streams.model.context import TopologyContext
 from streams.model.tuple import Tuple
-from streams.trident.operations import Aggregator, CombinerAggregator, QueryFunction, ReducerAggregator, StateFactory, TridentCollector, TridentTuple
+from streams.trident.operations import Aggregator, CombinerAggregator, Count, QueryFunction, ReducerAggregator, StateFactory, TridentCollector, TridentTuple
 
 _MISSING = object()
 
@@ -123,6 +123,7 @@ class PersistentAggregateBolt(BatchBolt, Committer):
         self.factory = factory
         self.updates: dict[Any, Any] = {}
         self.state: Any = None
+        self._counting = type(aggregator) is Count
 
     @override
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: BatchOutputCollector, attempt: BatchAttempt) -> None:
@@ -135,10 +136,14 @@ class PersistentAggregateBolt(BatchBolt, Committer):
         # 1. combine the batch per key
         values = tuple.values
         key = _key(values, self.sel.key_idx)
+        updates = self.updates
+        if self._counting:  # Count: a plain int per key (the hot path of a word count)
+            updates[key] = updates.get(key, 0) + 1
+            return
         agg = self.aggregator
         v = agg.init(self.sel.input(values))
-        acc = self.updates.get(key, _MISSING)
-        self.updates[key] = v if acc is _MISSING else agg.combine(acc, v)
+        acc = updates.get(key, _MISSING)
+        updates[key] = v if acc is _MISSING else agg.combine(acc, v)
 
     @override
     def finish_batch(self) -> None:

@@ -50,7 +50,18 @@ from streams.model.spout import Spout
 from streams.model.topology import TopologyBuilder
 from streams.model.tuple import DEFAULT_STREAM
 from streams.trident.bolts import BatchAggregateBolt, PersistentAggregateBolt, Selection, StateQueryBolt, TridentJoinBolt
-from streams.trident.operations import Aggregator, CombinerAggregator, Filter, MapGet, QueryFunction, ReducerAggregator, StateFactory, TridentTuple, as_function
+from streams.trident.operations import (
+    Aggregator,
+    CombinerAggregator,
+    Filter,
+    Function,
+    MapGet,
+    QueryFunction,
+    ReducerAggregator,
+    StateFactory,
+    TridentTuple,
+    as_function,
+)
 
 Grouping = tuple[GroupingKind, tuple[str, ...]]
 
@@ -279,11 +290,19 @@ class TridentStream:
         clash = [f for f in out_fields if f in self.fields]
         if clash:
             raise TopologyError(f"[each] output fields {clash} are already in the stream's fields {list(self.fields)}")
-        run = as_function(function, out_fields)
         names = tuple(self.fields[i] for i in idx)
+        if len(out_fields) == 1 and not isinstance(function, Function) and callable(function):
+            call = function
 
-        def each(values: Sequence[Any]) -> list[list[Any]]:
-            return [[*values, *out] for out in run(TridentTuple([values[i] for i in idx], names))]
+            def each(values: Sequence[Any]) -> list[list[Any]]:  # a callable with one output field: no tuple objects
+                got = call(*[values[i] for i in idx])
+                return [] if got is None else [[*values, x] for x in got]
+
+        else:
+            run = as_function(function, out_fields)
+
+            def each(values: Sequence[Any]) -> list[list[Any]]:
+                return [[*values, *out] for out in run(TridentTuple([values[i] for i in idx], names))]
 
         return self._step("each", "flat_map", each, (*self.fields, *out_fields))
 
