@@ -56,8 +56,6 @@ VALUE_FIELDS = ("value",)
 TICK_S = 0.1
 """How often an :class:`AggregateBolt` forwards its changed keys (seconds; the hand-written word count's tick)."""
 
-JOIN_KINDS = ("inner", "left", "right", "full")
-
 UPDATE, QUERY, PAIR_QUERY = 0, 1, 2
 """A :class:`StateBolt` input's ``side``: updates, queries by value, queries by a pair's key."""
 

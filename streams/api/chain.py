@@ -141,7 +141,7 @@ def _target(t: int | Port, linked: list[Any], emit: Emit) -> Forward:
     if t.fields:
 
         def to_tuple_port(v: Any) -> None:
-            emit(list(v), stream)
+            emit(v if type(v) is list else list(v), stream)  # a step's values are a fresh list: no copy
 
         return to_tuple_port
     if t.pair:

@@ -1,9 +1,10 @@
 """The Stream API's graph: one :class:`Node` per operation, as the user wrote them (Storm's ``streams/Node`` and ``ProcessorNode``).
 
 Pure data: :mod:`streams.api.stream` adds nodes, :mod:`streams.api.compiler` turns them into
-bolts. A node's ``kind`` is a stateless operation (:data:`streams.api.chain.STATELESS`), or
-one of :data:`HEADS` (an operation that starts a bolt), ``spout``, ``to`` (the user's own
-bolt) or ``output``.
+bolts. A node's ``kind`` is a stateless operation (:data:`streams.api.chain.STATELESS`), a
+pass-through (``pass`` for ``window``, ``arm`` for a branch's arm), an operation that starts a
+bolt (``repartition``, ``aggregate``, ``window``, ``join``, ``cogroup``, ``state``,
+``state_query``), ``spout``, ``to`` (the user's own bolt) or ``output``.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from streams.api.chain import STATELESS
 from streams.api.windows import Window
 
-HEADS = ("repartition", "aggregate", "window", "join", "cogroup", "state", "state_query")
-"""Operations that start a new bolt: the values must be regrouped (by key, to one task, or evenly)."""
+KEEPS_WINDOW = (*STATELESS, "arm", "pass", "repartition")
+"""Operations after which the stream keeps a pending window (the next aggregation or join uses it)."""
 
 
 @dataclass(eq=False)
@@ -41,5 +43,3 @@ class Node:
     window: Window | None = None
     args: dict[str, Any] = field(default_factory=dict)
     branch: int | None = None
-    children: list[Node] = field(default_factory=list)
-    order: int = 0

@@ -62,6 +62,7 @@ from typing import Any
 
 from typing_extensions import override
 
+from streams.api.bolts import hashable
 from streams.exceptions import TopologyError
 from streams.model.component import OutputFieldsDeclarer
 from streams.model.tuple import DEFAULT_STREAM, Tuple
@@ -201,12 +202,12 @@ class JoinBolt(WindowedBolt):
         for c in self.clauses:
             table: dict[Any, list[Tuple]] = {}
             for t in by_source.get(c.source, []):
-                table.setdefault(_key(t.get(c.field)), []).append(t)
+                table.setdefault(hashable(t.get(c.field)), []).append(t)
             prior_field = self.field if c.prior == self.source else _field_of(self, c.prior)
             joined: list[dict[str, Tuple | None]] = []
             for row in rows:
                 prior = row.get(c.prior)
-                matches = table.get(_key(prior.get(prior_field)), []) if prior is not None else []
+                matches = table.get(hashable(prior.get(prior_field)), []) if prior is not None else []
                 if matches:
                     joined.extend({**row, c.source: m} for m in matches)
                 elif c.how == "left":
@@ -241,7 +242,3 @@ def _field_of(bolt: JoinBolt, source: str) -> str:
         if c.source == source:
             return c.field
     return bolt.field
-
-
-def _key(value: Any) -> Any:
-    return tuple(value) if type(value) is list else value

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from streams.api.aggregators import CombinerAggregator, Counter, FunctionAggregator, Reducer
-from streams.api.graph import Node
+from streams.api.graph import KEEPS_WINDOW, Node
 from streams.api.windows import Window
 from streams.exceptions import TopologyError
 from streams.model.spec import Topology
@@ -81,9 +81,6 @@ class StreamBuilder:
         self.outputs: list[Node] = []
 
     def _add(self, node: Node) -> Node:
-        node.order = len(self.nodes)
-        for p in node.parents:
-            p.children.append(node)
         self.nodes.append(node)
         return node
 
@@ -135,9 +132,7 @@ class Stream:
         if self.node.kind == "for_each":
             raise TopologyError(f"[{name or kind}] follows for_each, which ends a stream")
         pair = self.pair if pair is None else pair
-        window = self.node.window if kind in ("filter", "peek", "map_values", "flat_map_values", "branch", "arm", "pass", "repartition") else None
-        if kind in ("map", "flat_map", "map_to_pair", "key_by"):
-            window = self.node.window  # a value-level step keeps the window for the aggregation after it
+        window = self.node.window if kind in KEEPS_WINDOW else None  # a value-level step keeps the window for the aggregation after it
         node = Node(kind, name or kind, parents or [self.node], pair, self.node.parallelism, window=window, args=args)
         return self.builder._add(node)
 

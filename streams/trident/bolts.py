@@ -5,7 +5,8 @@ Storm's ``AggregateProcessor``, ``PartitionPersistProcessor``, ``StateQueryProce
 Each is an ordinary :class:`~streams.BatchBolt` (or :class:`~streams.BasicBolt`): the
 transactional spout wraps it in a CoordinatedBolt, so a batch's tuples reach it, its
 ``finish_batch`` runs once the batch is complete, and a committer's only in the commit phase,
-strictly in txid order (seed 003). ``persistent_aggregate`` combines a batch's tuples per key
+strictly in txid order (seed 003). Each batch gets a fresh copy of the bolt, so its per-batch
+maps start empty. ``persistent_aggregate`` combines a batch's tuples per key
 in memory, then applies them to the state in one transaction with the txid: a replayed batch
 is skipped (``transactional``) or re-applied over the previous value (``opaque``), so the
 state is exact.
@@ -17,6 +18,7 @@ from typing import Any
 
 from typing_extensions import override
 
+from streams.api.bolts import hashable
 from streams.model.batch import BatchAttempt, BatchBolt, BatchOutputCollector, Committer
 from streams.model.bolt import BasicBolt, BasicOutputCollector
 from streams.model.component import OutputFieldsDeclarer
@@ -30,9 +32,8 @@ _MISSING = object()
 def _key(values: list[Any], idx: tuple[int, ...]) -> Any:
     """The key of a tuple: one field's value, or the tuple of several (a JSON list back as a tuple)."""
     if len(idx) == 1:
-        v = values[idx[0]]
-        return tuple(v) if type(v) is list else v
-    return tuple(tuple(values[i]) if type(values[i]) is list else values[i] for i in idx)
+        return hashable(values[idx[0]])
+    return tuple(hashable(values[i]) for i in idx)
 
 
 class Selection:
@@ -61,12 +62,6 @@ class BatchAggregateBolt(BatchBolt):
     @override
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(list(self.fields))
-
-    @override
-    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: BatchOutputCollector, attempt: BatchAttempt) -> None:
-        super().prepare(conf, context, collector, attempt)
-        self.groups = {}
-        self.keys = {}
 
     @override
     def execute(self, tuple: Tuple) -> None:
@@ -128,7 +123,6 @@ class PersistentAggregateBolt(BatchBolt, Committer):
     @override
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: BatchOutputCollector, attempt: BatchAttempt) -> None:
         super().prepare(conf, context, collector, attempt)
-        self.updates = {}
         self.state = context.state(self.factory.name, self.factory.kind, combine=self.aggregator.combine)
 
     @override
@@ -203,11 +197,6 @@ class TridentJoinBolt(BatchBolt):
     @override
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
         declarer.declare(list(self.fields))
-
-    @override
-    def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: BatchOutputCollector, attempt: BatchAttempt) -> None:
-        super().prepare(conf, context, collector, attempt)
-        self.rows = ({}, {})
 
     @override
     def execute(self, tuple: Tuple) -> None:
