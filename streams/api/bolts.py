@@ -152,18 +152,19 @@ class ProcessorBolt(BasicBolt, _ChainOwner):
 
     @override
     def prepare(self, conf: dict[str, Any], context: TopologyContext) -> None:
-        entries = self.chain.link_entries(self._emit)
+        self._collector = None  # linked on the first execute, to that collector's emit
+
+    def _link(self, collector: BasicOutputCollector) -> None:
+        """The chain's closures, emitting straight through ``collector`` (the executor passes the same one every time)."""
+        entries = self.chain.link_entries(collector.emit)
         self._route = {(r.component, r.stream): (r.function(), entries[r.entry]) for r in self.readers}
         self._only = next(iter(self._route.values())) if len(self._route) == 1 else None
-
-    def _emit(self, values: list[Any], stream: str) -> None:
-        c = self._collector
-        assert c is not None
-        c.emit(values, stream)
+        self._collector = collector
 
     @override
     def execute(self, tuple: Tuple, collector: BasicOutputCollector) -> None:
-        self._collector = collector
+        if collector is not self._collector:
+            self._link(collector)
         read, forward = self._only or self._route[(tuple.source_component, tuple.stream)]
         forward(read(tuple))
 

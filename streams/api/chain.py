@@ -34,7 +34,7 @@ from streams.exceptions import TopologyError
 Forward = Callable[[Any], None]
 """Takes one value on to what follows in the chain."""
 
-Emit = Callable[[list[Any], str], None]
+Emit = Callable[[list[Any], str], object]
 """Emits ``values`` on a stream (the bolt's collector, anchored by the bolt)."""
 
 STATELESS = ("filter", "map", "flat_map", "peek", "for_each", "map_to_pair", "key_by", "map_values", "flat_map_values", "branch")
@@ -65,6 +65,8 @@ class Step:
     fn: Callable[..., Any] | None = None
     preds: tuple[Callable[[Any], bool], ...] = ()
     next: list[list[int | Port]] = field(default_factory=lambda: [[]])
+    singles: bool = False
+    """A Trident ``flat_map`` whose items are one field's values, each going on as ``[item]``."""
 
     def __post_init__(self) -> None:
         if self.kind not in STATELESS:
@@ -123,7 +125,8 @@ class Chain:
         for i in range(len(self.steps) - 1, -1, -1):
             step = self.steps[i]
             outs = [_fan_out([_target(t, linked, emit) for t in targets]) for targets in step.next]
-            linked[i] = _link_step(step, outs)
+            sole = step.next[0][0] if len(step.next) == 1 and len(step.next[0]) == 1 else None
+            linked[i] = (_link_to_port(step, sole, emit) if isinstance(sole, Port) else None) or _link_step(step, outs)
         return [f for f in linked if f is not None]
 
     def link_entries(self, emit: Emit) -> list[Forward]:
@@ -155,6 +158,40 @@ def _target(t: int | Port, linked: list[Any], emit: Emit) -> Forward:
         emit([v], stream)
 
     return to_port
+
+
+def _link_to_port(step: Step, port: Port, emit: Emit) -> Forward | None:
+    """A ``map`` or ``flat_map`` whose only target is a port, emitting itself (one Python call less per value: the hot path of a fused bolt)."""
+    fn = step.fn
+    stream = port.stream
+    if fn is None or step.kind not in ("map", "flat_map") or port.pair:
+        return None
+    if step.kind == "flat_map":
+        if port.fields and not step.singles:
+
+            def flat_map_tuples(v: Any) -> None:
+                for x in fn(v):
+                    emit(x if type(x) is list else list(x), stream)
+
+            return flat_map_tuples
+
+        def flat_map_values(v: Any) -> None:
+            for x in fn(v):
+                emit([x], stream)
+
+        return flat_map_values
+    if port.fields:
+
+        def map_tuple(v: Any) -> None:
+            x = fn(v)
+            emit(x if type(x) is list else list(x), stream)
+
+        return map_tuple
+
+    def map_value(v: Any) -> None:
+        emit([fn(v)], stream)
+
+    return map_value
 
 
 def _drop(_: Any) -> None:
@@ -191,6 +228,13 @@ def _link_step(step: Step, outs: list[Forward]) -> Forward:
             nxt(fn(v))
 
         return map_
+    if kind == "flat_map" and step.singles:
+
+        def flat_map_singles(v: Any) -> None:
+            for x in fn(v):
+                nxt([x])
+
+        return flat_map_singles
     if kind == "flat_map":
 
         def flat_map(v: Any) -> None:

@@ -95,6 +95,10 @@ class TridentTopology:
         self.spout: Spout | None = None
         self.state_outputs: list[StateFactory] = []
         self._ports = 0
+        self._eaches: dict[tuple[str, int], Callable[..., Any]] = {}
+        """Fused ``each`` steps of a callable with one output field: ``(component, step) -> the callable of the input values``."""
+        self._projections: list[tuple[_Group, int, int, Callable[[Sequence[Any]], Any]]] = []
+        """``(component, each step, project step, fused function)``: a ``project`` to the output field alone right after such an ``each``."""
 
     def new_stream(self, txid_name: str, spout: Spout) -> TridentStream:
         """The stream of ``spout``'s batches; ``txid_name`` is its component id (Storm's transactional id).
@@ -211,6 +215,7 @@ class TridentTopology:
         """The transactional topology. Raises TopologyError naming the component at fault."""
         if self.spout is None:
             raise TopologyError(f"[{name}] a Trident topology needs new_stream(txid, spout)")
+        self._fuse_projections()
         tb = TopologyBuilder()
         for g in self.groups:
             if g.kind == "spout":
@@ -234,6 +239,34 @@ class TridentTopology:
         for factory in self.state_outputs:
             tb.set_state_output(factory.name, kind=factory.kind)
         return tb.create_topology(name, dict(conf or {}))
+
+    def _fuse_projections(self) -> None:
+        """An ``each`` followed only by a ``project`` to its output field becomes one step making ``[value]`` lists (no line carried, no copy)."""
+        for group, each, project, fused in self._projections:
+            steps = group.chain.steps
+            if steps[each].next == [[project]] and steps[each].fn is not fused:
+                steps[each].fn = fused
+                steps[each].singles = True
+                steps[each].next = steps[project].next
+                steps[project].next = [[]]
+
+
+def _apply(call: Callable[..., Any], idx: tuple[int, ...]) -> Callable[[Sequence[Any]], Any]:
+    """``call`` of the values at ``idx``; an iterable of its outputs (None: none)."""
+    if len(idx) == 1:
+        [i] = idx
+
+        def one(values: Sequence[Any]) -> Any:
+            got = call(values[i])
+            return () if got is None else got
+
+        return one
+
+    def many(values: Sequence[Any]) -> Any:
+        got = call(*[values[i] for i in idx])
+        return () if got is None else got
+
+    return many
 
 
 def _attach(h: _Handle, target: int | Port) -> None:
@@ -298,6 +331,10 @@ class TridentStream:
                 got = call(*[values[i] for i in idx])
                 return [] if got is None else [[*values, x] for x in got]
 
+            out = self._step("each", "flat_map", each, (*self.fields, *out_fields))
+            assert out.handle.where is not None
+            self.topology._eaches[(out.handle.group.id, out.handle.where[1])] = _apply(call, idx)
+            return out
         else:
             run = as_function(function, out_fields)
 
@@ -331,7 +368,13 @@ class TridentStream:
     def project(self, fields: Sequence[str]) -> TridentStream:
         """Only ``fields``, in that order (Storm's ``project``)."""
         idx = self._indexes("project", fields)
-        return self._step("project", "map", lambda v: [v[i] for i in idx], tuple(fields))
+        out = self._step("project", "map", lambda v: [v[i] for i in idx], tuple(fields))
+        h, at = self.handle, out.handle.where
+        inputs = self.topology._eaches.get((h.group.id, h.where[1])) if h.where is not None and h.where[0] == "step" and self.grouping is None else None
+        if inputs is not None and at is not None and idx == (len(self.fields) - 1,):
+            assert h.where is not None
+            self.topology._projections.append((h.group, h.where[1], at[1], inputs))
+        return out
 
     # -- repartitioning ----------------------------------------------------------------------------
     def _regroup(self, kind: GroupingKind, fields: tuple[str, ...] = ()) -> TridentStream:

@@ -73,6 +73,28 @@ def test_each_filter_map_flat_map_and_project_fuse_into_one_bolt_and_transform_e
     assert sorted(emitted(result, "each")) == [("ANT!", "ant"), ("ANT!", "ant"), ("BEE!", "bee"), ("BEE!", "bee")]
 
 
+def test_each_then_a_project_to_its_output_is_one_step_unless_the_each_feeds_more() -> None:
+    t, s = new()
+    s.each(["line"], str.split, ["word"]).project(["word"]).group_by(["word"]).persistent_aggregate(StateFactory("c", "transactional"), Count(), ["n"])
+    topo = t.build("fused")
+    chain = topo.components["each"].obj.inner.inner.chain
+    assert chain.steps[0].singles and chain.steps[0].next == [[chain.ports[0]]]  # the project step is bypassed
+    lines = ["an ant", "a bee an"]
+    result = run_topology(topo, {"lines": lines})
+    assert result.output() == direct(lines)
+    assert sorted(emitted(result, "each")) == [("a",), ("an",), ("an",), ("ant",), ("bee",)]
+
+    t, s = new()  # the each's output also goes on whole: nothing fused
+    words = s.each(["line"], str.split, ["word"])
+    words.project(["word"]).group_by(["word"]).persistent_aggregate(StateFactory("c", "transactional"), Count(), ["n"])
+    words.group_by(["line"]).persistent_aggregate(StateFactory("l", "transactional"), Count(), ["n"])
+    topo = t.build("shared")
+    assert not any(step.singles for step in topo.components["each"].obj.inner.inner.chain.steps)
+    result = run_topology(topo, {"lines": lines})
+    assert result.output("shared.c") == direct(lines)
+    assert result.output("shared.l") == {"an ant": 2, "a bee an": 3}
+
+
 class Longest(ReducerAggregator):
     def init(self) -> str:
         return ""
