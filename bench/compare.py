@@ -43,7 +43,8 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -711,12 +712,30 @@ def run(args: Any) -> dict[str, Any]:
     if getattr(args, "set_eo", None):  # --set-eo KEY=VALUE (squall-exactly-once)
         result["settings_exactly_once"] = args.set_eo
     for kind in brokers_of(args):
+        if kind == "tansu" and not args.bootstrap:  # a fresh embedded broker per run: it keeps every record in memory, so earlier runs would slow later ones
+            print("[bench] broker tansu: a fresh one for each run", file=sys.stderr, flush=True)
+            result["brokers"][kind] = {"workloads": {w: run_workload(args, kind, FRESH, w, settings, quiet_s, limit_s, workdir) for w in args.workloads}}
+            continue
         with broker(args.bootstrap, "tansu" if kind == "external" else kind, args.broker_warmup) as bootstrap:
             print(f"[bench] broker {kind} at {bootstrap}", file=sys.stderr, flush=True)
             result["brokers"][kind] = {"workloads": {w: run_workload(args, kind, bootstrap, w, settings, quiet_s, limit_s, workdir) for w in args.workloads}}
     print_results(result)
     write_json(args.json, result)
     return result
+
+
+FRESH = "fresh"
+"""The bootstrap of a run that gets its own embedded broker (:func:`on_broker`)."""
+
+
+@contextmanager
+def on_broker(bootstrap: str) -> Iterator[str]:
+    """``bootstrap``, or for :data:`FRESH` a new embedded broker for this run alone (stopped after it)."""
+    if bootstrap != FRESH:
+        yield bootstrap
+        return
+    with broker(None, "tansu") as fresh:
+        yield fresh
 
 
 def run_contender(
@@ -790,7 +809,8 @@ def run_workload(
     for name in contenders:
         print(f"[bench] {kind} {workload}: {name} ...", file=sys.stderr, flush=True)
         try:
-            row = run_contender(name, bootstrap, workload, lines, exp, None, quiet_s, limit_s, workdir, settings, on_kafka, getattr(args, "set_eo", None))
+            with on_broker(bootstrap) as b:
+                row = run_contender(name, b, workload, lines, exp, None, quiet_s, limit_s, workdir, settings, on_kafka, getattr(args, "set_eo", None))
         except Exception as exc:  # a contender that breaks is reported, not hidden
             row = {"error": f"{type(exc).__name__}: {exc}", "correct": False}
         if "seconds" in row:
@@ -818,9 +838,8 @@ def run_workload(
                 crate, csample, cexp = rate, sample, sexp
             print(f"[bench] {kind} {workload}: {name} latency at {crate:,.0f} records/s ...", file=sys.stderr, flush=True)
             try:
-                lat = run_contender(
-                    name, bootstrap, workload, csample, cexp, crate, quiet_s, limit_s, workdir, settings, on_kafka, getattr(args, "set_eo", None)
-                )
+                with on_broker(bootstrap) as b:
+                    lat = run_contender(name, b, workload, csample, cexp, crate, quiet_s, limit_s, workdir, settings, on_kafka, getattr(args, "set_eo", None))
                 rows[name]["p50_s"], rows[name]["p99_s"] = lat.get("p50_s"), lat.get("p99_s")
                 rows[name]["latency_rate"] = crate
                 if lat.get("hops"):
@@ -841,7 +860,8 @@ def run_latency_workload(
             continue
         print(f"[bench] {kind} latency: {name} ...", file=sys.stderr, flush=True)
         try:
-            row = run_latency(bootstrap, lines, None, limit_s, workdir, overrides)
+            with on_broker(bootstrap) as b:
+                row = run_latency(b, lines, None, limit_s, workdir, overrides)
             row["records_per_s"] = len(lines) / row["seconds"] if row["seconds"] > 0 else None
             if row.get("produced_bytes"):
                 row["bytes_per_record"] = row["produced_bytes"] / len(lines)
@@ -850,7 +870,8 @@ def run_latency_workload(
                 settle = args.latency_settle
                 sample = lines[: max(200, int(rate * (settle + args.latency_seconds)))]
                 print(f"[bench] {kind} latency: {name} at {rate:,.0f} records/s (measured after {settle:g} s) ...", file=sys.stderr, flush=True)
-                lat = run_latency(bootstrap, sample, rate, limit_s, workdir, overrides, settle)
+                with on_broker(bootstrap) as b:
+                    lat = run_latency(b, sample, rate, limit_s, workdir, overrides, settle)
                 row["p50_s"], row["p99_s"], row["latency_rate"], row["latency_hops"] = lat["p50_s"], lat["p99_s"], rate, lat["hops"]
                 row["p99_with_start_s"], row["latency_settle_s"] = lat["p99_with_start_s"], lat["settle_s"]
                 row["latency_correct"] = lat["correct"]
