@@ -5,7 +5,10 @@
    minute, not after the half hour the brokers take.
 2. **unit**: the broker-free tests (hypothesis properties, the test kit), about 3 minutes.
 3. **integration**: real brokers (Apache Kafka, tansu), PostgreSQL, Prometheus, network
-   namespaces.
+   namespaces; two pytest-xdist workers (``SQUALL_TEST_WORKERS``), each with its own brokers,
+   a module's tests on one worker (tests/integration/conftest.py, ``xdist_group``): most of
+   these tests wait (on timeouts, cuts, restarts), so two side by side take about half the
+   wall time on two cores.
 
 ``python -m tests --lane unit`` runs one lane; arguments after ``--`` go to every pytest run
 (``python -m tests -- -k acker``). A lane whose pytest collects nothing fails (pytest's exit 5).
@@ -15,6 +18,7 @@ The last line sums the lanes that ran: ``total: N passed, N failed``.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -24,7 +28,7 @@ STATIC = ["tests/unit/test_lint.py", "tests/unit/test_layers.py"]
 LANES: dict[str, list[str]] = {
     "static": STATIC,
     "unit": ["tests/unit", *(f"--ignore={p}" for p in STATIC)],
-    "integration": ["tests/integration"],
+    "integration": ["tests/integration", "-n", os.environ.get("SQUALL_TEST_WORKERS", "2"), "--dist", "loadgroup"],
 }
 """Lane -> pytest arguments, in the order they run."""
 

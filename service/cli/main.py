@@ -15,19 +15,16 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from service.brokers.apache_kafka import KAFKA_VERSION, ApacheKafka
-from service.brokers.embedded import EMBEDDED_WARNING, EmbeddedBroker
 from service.cli.app import DEFAULT_BOOTSTRAP, Bootstrap, app, client, settings, user_errors
 from service.cli.ops import register_diagnosis_verbs
-from service.control.client import kill_topology, parse_conf, parse_executors, rebalance_topology, set_active, submit
-from service.query.status import list_topologies, status
-from service.run.progress import Progress
-from service.run.runner import Job
-from streams.monitoring.errors import ErrorReport
+
+if TYPE_CHECKING:
+    from service.brokers.apache_kafka import ApacheKafka
+    from service.brokers.embedded import EmbeddedBroker
 
 
 @app.command()
@@ -42,6 +39,9 @@ def run(
     bootstrap_servers: Bootstrap = None,
 ) -> None:
     """Run a topology on real input until every source record is acked, then summarise."""
+    from service.run.progress import Progress
+    from service.run.runner import Job
+
     s = settings(bootstrap_servers)
     logging.basicConfig(level=s.log_level if s.log_level != "INFO" else "WARNING", format="%(asctime)s %(levelname)s %(name)s %(message)s")
     job = Job(topology_file, input, output, s, show=show)
@@ -70,6 +70,9 @@ def broker(
     data_dir: Annotated[Path | None, typer.Option(help="with --kafka: where its logs and data go (default: a temporary folder, removed on exit)")] = None,
 ) -> None:
     """Run a broker in the foreground until SIGTERM or Ctrl-C: the embedded one (memory only, for trying Squall) or Apache Kafka."""
+    from service.brokers.apache_kafka import KAFKA_VERSION, ApacheKafka
+    from service.brokers.embedded import EmbeddedBroker
+
     # Block the signals first: sigwait only receives a blocked signal; unblocked, SIGTERM's
     # default action would end this process and leave the broker running.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
@@ -99,6 +102,7 @@ def serve(
     bootstrap_servers: Bootstrap = None,
 ) -> None:
     """Run a supervisor until SIGTERM: it runs its share of every submitted topology's workers."""
+    from service.brokers.embedded import EMBEDDED_WARNING, EmbeddedBroker
     from service.supervisor.daemon import SupervisorService
 
     s = settings(bootstrap_servers)
@@ -131,6 +135,8 @@ def submit_cmd(
     bootstrap_servers: Bootstrap = None,
 ) -> None:
     """Store a topology in the control topic and start it (storm jar)."""
+    from service.control.client import parse_conf, submit
+
     typer.echo(submit(client(bootstrap_servers), topology_file, name, parse_conf(conf or []), time.time()))
 
 
@@ -138,6 +144,8 @@ def submit_cmd(
 @user_errors
 def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False, bootstrap_servers: Bootstrap = None) -> None:
     """Each topology's status, uptime, workers, executors and tasks (storm list)."""
+    from service.query.status import list_topologies
+
     rows = list_topologies(client(bootstrap_servers), time.time())
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
@@ -155,6 +163,8 @@ def kill_cmd(
     bootstrap_servers: Bootstrap = None,
 ) -> None:
     """Deactivate, wait, stop the workers and remove the topology (storm kill -w)."""
+    from service.control.client import kill_topology
+
     typer.echo(kill_topology(client(bootstrap_servers), name, wait, time.time()))
 
 
@@ -162,6 +172,8 @@ def kill_cmd(
 @user_errors
 def activate_cmd(name: Annotated[str, typer.Argument(help="topology name")], bootstrap_servers: Bootstrap = None) -> None:
     """Resume the spouts (storm activate)."""
+    from service.control.client import set_active
+
     typer.echo(set_active(client(bootstrap_servers), name, True, time.time()))
 
 
@@ -169,6 +181,8 @@ def activate_cmd(name: Annotated[str, typer.Argument(help="topology name")], boo
 @user_errors
 def deactivate_cmd(name: Annotated[str, typer.Argument(help="topology name")], bootstrap_servers: Bootstrap = None) -> None:
     """Pause the spouts; bolts keep draining (storm deactivate)."""
+    from service.control.client import set_active
+
     typer.echo(set_active(client(bootstrap_servers), name, False, time.time()))
 
 
@@ -181,6 +195,8 @@ def rebalance_cmd(
     bootstrap_servers: Bootstrap = None,
 ) -> None:
     """Change workers and executors of a running topology; tasks stay fixed (storm rebalance)."""
+    from service.control.client import parse_executors, rebalance_topology
+
     typer.echo(rebalance_topology(client(bootstrap_servers), name, workers, parse_executors(executors or []), time.time()))
 
 
@@ -192,6 +208,9 @@ def status_cmd(
     bootstrap_servers: Bootstrap = None,
 ) -> None:
     """The Storm UI's topology page: per component counts, latency, capacity, lag; errors."""
+    from service.query.status import status
+    from streams.monitoring.errors import ErrorReport
+
     st = status(client(bootstrap_servers), name, time.time())
     if as_json:
         typer.echo(json.dumps(st, indent=2))

