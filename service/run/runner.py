@@ -149,7 +149,8 @@ class Job:
         self.board = StatsBoard(bootstrap, self.name)
         self.started = time.monotonic()
         if produce_input:
-            self.wait_ready()  # e.g. a SparkBolt's driver takes ~20 s to start
+            spark = any(is_spark_bolt(c.obj) for c in self.topology.components.values())
+            self.wait_ready(240.0 if spark else 120.0)  # a SparkBolt's driver takes ~20 s to start, minutes on a busy machine
             self.produce_input()
 
     def wait_ready(self, timeout_s: float = 120.0) -> None:

@@ -79,12 +79,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("broker_kind", broker_kinds(marks), indirect=True, scope="session")
 
 
-XDIST_GROUPS = {"test_multihost": "netns", "test_multihost_kafka": "netns", "test_spark_bolt": "spark", "test_spark_source_sink": "spark"}
-"""Modules that share one xdist worker (``-n 2 --dist loadgroup``, tests/__main__.py): the
-network-namespace LANs (each a set of brokers and supervisors: one at a time) and Spark (its
-session and JVMs). Every other module is a group of its own, so its module fixtures start once."""
+XDIST_GROUPS = {"test_spark_bolt": "spark", "test_spark_source_sink": "spark"}
+"""Modules that share one xdist worker (``-n 2 --dist loadgroup``, tests/__main__.py): Spark's
+(its session and JVMs). Every other module is a group of its own, so its module fixtures start
+once. The multi-host modules run in a lane of their own, alone (tests/__main__.py, ``HOSTS``)."""
 
-FIRST = ("netns", "spark", "test_service", "test_stream_api", "test_bench_smoke", "test_kafka_cluster")
+FIRST = ("spark", "test_service", "test_stream_api", "test_bench_smoke", "test_kafka_cluster")
 """The longest groups, handed out first so that the two workers finish together."""
 
 
