@@ -161,9 +161,16 @@ def _target(t: int | Port, linked: list[Any], emit: Emit) -> Forward:
 
 
 def _link_to_port(step: Step, port: Port, emit: Emit) -> Forward | None:
-    """A ``map`` or ``flat_map`` whose only target is a port, emitting itself (one Python call less per value: the hot path of a fused bolt)."""
+    """A ``map``, ``flat_map`` or ``map_to_pair`` whose only target is a port, emitting itself (one call less per value: a fused bolt's hot path)."""
     fn = step.fn
     stream = port.stream
+    if fn is not None and step.kind == "map_to_pair" and port.pair:
+
+        def map_to_pair(v: Any) -> None:
+            k, x = fn(v)
+            emit([k, x], stream)
+
+        return map_to_pair
     if fn is None or step.kind not in ("map", "flat_map") or port.pair:
         return None
     if step.kind == "flat_map":
