@@ -44,7 +44,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -712,12 +712,10 @@ def run(args: Any) -> dict[str, Any]:
     if getattr(args, "set_eo", None):  # --set-eo KEY=VALUE (squall-exactly-once)
         result["settings_exactly_once"] = args.set_eo
     for kind in brokers_of(args):
-        if kind == "tansu" and not args.bootstrap:  # a fresh embedded broker per run: it keeps every record in memory, so earlier runs would slow later ones
-            print("[bench] broker tansu: a fresh one for each run", file=sys.stderr, flush=True)
-            result["brokers"][kind] = {"workloads": {w: run_workload(args, kind, FRESH, w, settings, quiet_s, limit_s, workdir) for w in args.workloads}}
-            continue
-        with broker(args.bootstrap, "tansu" if kind == "external" else kind, args.broker_warmup) as bootstrap:
-            print(f"[bench] broker {kind} at {bootstrap}", file=sys.stderr, flush=True)
+        # the embedded broker keeps every record in memory, so earlier runs would slow later ones: a fresh one per run (on_broker)
+        fresh = kind == "tansu" and not args.bootstrap
+        with nullcontext(FRESH) if fresh else broker(args.bootstrap, "tansu" if kind == "external" else kind, args.broker_warmup) as bootstrap:
+            print(f"[bench] broker {kind} at {bootstrap}" if not fresh else "[bench] broker tansu: a fresh one for each run", file=sys.stderr, flush=True)
             result["brokers"][kind] = {"workloads": {w: run_workload(args, kind, bootstrap, w, settings, quiet_s, limit_s, workdir) for w in args.workloads}}
     print_results(result)
     write_json(args.json, result)
