@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--smoke", action="store_true", help="tiny input, correctness only")
     s.add_argument("--latency-seconds", type=float, default=10.0)
     u.add_argument("--json", default=None, help="write results as JSON here")
-    t = sub.add_parser("trace", help="what sampled tracing (1% of trees) costs squall-acked, in ABBA pairs")
+    t = sub.add_parser("trace", help="what sampled tracing (1%% of trees) costs squall-acked, in ABBA pairs")
     t.add_argument("--runs", type=int, default=4, help="pairs of runs (acked + traced), alternating which runs first")
     t.add_argument("--broker", choices=["kafka", "tansu"], default="tansu")
     t.add_argument("--smoke", action="store_true", help="tiny input, correctness only")
