@@ -92,8 +92,10 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument(
             "--broker-warmup", type=float, default=30.0, metavar="SECONDS", help="traffic to warm a fresh Apache Kafka's JIT before measuring (0: none)"
         )
-        p.add_argument("--workdir", default=tempfile.mkdtemp(prefix="squall-bench-"))
+        p.add_argument("--workdir", default=None, help="where workers keep their logs and state (default: a new temporary directory)")
     args = parser.parse_args(argv)
+    if getattr(args, "workdir", "unset") is None:
+        args.workdir = tempfile.mkdtemp(prefix="squall-bench-")
     if hasattr(args, "set"):
         args.set = dict(parse_setting(kv) for kv in args.set)
     if hasattr(args, "set_eo"):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from bench.__main__ import main
@@ -18,3 +21,11 @@ def test_help_prints_the_usage_and_exits_0(verb: str | None, capsys: pytest.Capt
     assert out.startswith("usage: python -m bench")
     if verb is not None:
         assert verb in out.splitlines()[0]
+
+
+def test_help_leaves_no_work_directory_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    for verb in VERBS:
+        with pytest.raises(SystemExit):
+            main([verb, "--help"])
+    assert list(tmp_path.iterdir()) == []
