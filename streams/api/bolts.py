@@ -7,7 +7,8 @@ Storm's ``ProcessorBolt``, ``WindowedProcessorBolt`` and ``StatefulProcessorBolt
 * :class:`AggregateBolt`: a running aggregate per key (or one, for a global ``aggregate``),
   held in memory. It forwards each changed key's latest result on its tick, anchored to the
   tuples that changed it, then acks them (Storm forwards on every tuple; Squall coalesces a
-  tick's updates of a key into one, the same last value with fewer tuples).
+  tick's updates of a key into one, the same last value with fewer tuples). Results that only
+  go to outputs are written unanchored, before the acks.
 * :class:`WindowBolt`: a :class:`~streams.WindowedBolt` that aggregates, joins or
   cogroups each window by key; its emits are anchored to the window's tuples, acked when
   they expire.
@@ -33,7 +34,7 @@ from typing import Any
 from typing_extensions import override
 
 from streams.api.aggregators import CombinerAggregator, Counter
-from streams.api.chain import Chain, Forward
+from streams.api.chain import Chain, Forward, Port
 from streams.api.windows import Window
 from streams.model.bolt import BasicBolt, BasicOutputCollector, Bolt
 from streams.model.collector import OutputCollector
@@ -191,6 +192,14 @@ class AggregateBolt(Bolt, _ChainOwner):
     task that restarts starts from nothing (use ``update_state_by_key`` or Trident for
     totals that survive restarts).
 
+    A *leaf* aggregate, whose results go straight to outputs (``set_output``) that no bolt
+    subscribes to, emits them unanchored and then acks its tuples in arrival order, as the
+    hand-written word count does: anchors would only be carried to a sink that tracks
+    nothing, and the executor sends the acks only once the outputs produced before them
+    are delivered (:meth:`streams.runtime.bolt.BoltExecutor._flush`, step 1), so a tuple is
+    still acked only once its key's result is durable. A result that cannot be emitted
+    fails the tuples of its key alone, either way.
+
     Args:
       aggregator: the :class:`~streams.api.aggregators.CombinerAggregator`.
       keyed: inputs are pairs ``(key, value)``; else values, aggregated globally.
@@ -208,6 +217,12 @@ class AggregateBolt(Bolt, _ChainOwner):
         """The one input's reader, when there is one input."""
         self._counting = isinstance(aggregator, Counter)
         """``count_by_key``: the count kept as a plain int (the hot path of a word count)."""
+        self._leaf: list[Port] | None = None
+        """A leaf aggregate's ports (class docstring), set in ``prepare``; None when a bolt reads its results."""
+        self._changed: dict[Any, None] = {}
+        """A leaf aggregate's keys changed since the last tick, in order of first change."""
+        self._unacked: list[Tuple] = []
+        """A leaf aggregate's tuples since the last tick, in arrival order."""
 
     @override
     def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
@@ -223,6 +238,7 @@ class AggregateBolt(Bolt, _ChainOwner):
         self.out.collector = collector
         self._entries = self.chain.link_entries(self.out.emit)
         self._read = self.readers[0].function() if len(self.readers) == 1 else None
+        self._leaf = _leaf_ports(self.chain, context)
 
     @override
     def execute(self, tuple: Tuple) -> None:
@@ -241,6 +257,10 @@ class AggregateBolt(Bolt, _ChainOwner):
             agg = self.aggregator
             acc = self.acc.get(key, _MISSING)
             self.acc[key] = agg.apply(agg.init() if acc is _MISSING else acc, value)
+        if self._leaf is not None:
+            self._changed[key] = None
+            self._unacked.append(tuple)
+            return
         waiting = self.pending.get(key)
         if waiting is None:
             self.pending[key] = [tuple]
@@ -248,7 +268,10 @@ class AggregateBolt(Bolt, _ChainOwner):
             waiting.append(tuple)
 
     def flush(self) -> None:
-        """Forward each changed key's result, anchored to its tuples, then ack them."""
+        """Forward each changed key's result, anchored to its tuples, then ack them (a leaf: :meth:`_flush_leaf`)."""
+        if self._leaf is not None:
+            self._flush_leaf(self._leaf)
+            return
         pending, self.pending = self.pending, {}
         forward = self._entries[0]
         result = self.aggregator.result
@@ -264,9 +287,51 @@ class AggregateBolt(Bolt, _ChainOwner):
                 self.collector.ack(t)
         self.out.anchors = None
 
+    def _flush_leaf(self, ports: list[Port]) -> None:
+        """A leaf's tick: emit each changed key's result on every port, unanchored; then ack the tick's tuples in arrival order.
+
+        The tuples of a key whose result raised (a result the output cannot encode) are
+        failed with the reason, and the others acked.
+        """
+        changed, self._changed = self._changed, {}
+        unacked, self._unacked = self._unacked, []
+        emit, acc, result, keyed = self.collector.emit, self.acc, self.aggregator.result, self.keyed
+        failed: dict[Any, str] = {}
+        for key in changed:
+            try:
+                value = (key, result(acc[key])) if keyed else result(acc[key])
+                for port in ports:
+                    emit([value[0], value[1]] if port.pair else [value], None, port.stream)
+            except Exception as exc:
+                failed[key] = f"forwarding key {key!r} raised {type(exc).__name__}: {exc}"
+        ack = self.collector.ack
+        if not failed:
+            for t in unacked:
+                ack(t)
+            return
+        for t in unacked:
+            v = self._read(t) if self._read is not None else self.reader(t).read(t)
+            why = failed.get(v[0] if keyed else None)
+            if why is None:
+                ack(t)
+            else:
+                self.collector.fail(t, why)
+
     @override
     def cleanup(self) -> None:
         self.flush()
+
+
+def _leaf_ports(chain: Chain, context: TopologyContext) -> list[Port] | None:
+    """The ports of a chain that only emits its entry's values to outputs no bolt subscribes to; None otherwise (:class:`AggregateBolt`)."""
+    if len(chain.roots) != 1 or not chain.roots[0]:
+        return None
+    ports = [t for t in chain.roots[0] if isinstance(t, Port)]
+    if len(ports) != len(chain.roots[0]) or any(p.fields for p in ports):
+        return None
+    if any(context.topology.subscribers(context.this_component_id, p.stream) for p in ports):
+        return None
+    return ports
 
 
 _MISSING = object()

@@ -11,12 +11,18 @@ The rules, in Storm's words:
    ``update_state_by_key``, and ``state_query`` (on the queried value, so a query reaches the
    task that holds its key). A global ``aggregate``/``reduce`` takes a global grouping (one
    task); ``repartition(n)`` a shuffle to ``n`` executors; ``to(bolt)`` a shuffle to the user's bolt.
-3. **Anchoring.** Every emit is anchored: a processor bolt is a BasicBolt (anchored to its
-   input, acked after), an aggregation anchors to the tuples it aggregated, a window to its
-   tuples, a state update to its input.
+3. **Anchoring.** Every emit a bolt reads is anchored: a processor bolt is a BasicBolt
+   (anchored to its input, acked after), an aggregation anchors to the tuples it aggregated
+   (a running aggregate that only feeds outputs writes them first, then acks:
+   :class:`~streams.api.bolts.AggregateBolt`), a window to its tuples, a state update to its input.
 
 The parallelism of a bolt is that of the stream it starts from (a spout's, or
-``repartition``'s); a global aggregate runs on one task.
+``repartition``'s); a global aggregate runs on one task. A ``repartition`` after a bolt
+whose every consumer regroups anyway (an aggregation, a window, a join, a cogroup, a state,
+``to``) would be a bolt that runs nothing, one Kafka hop more: it sets the parallelism of
+what follows and starts no bolt (``s.repartition(4).count_by_key()`` is one bolt of 4
+executors). A bolt that a ``repartition`` starts is named after the one operation fused
+first into it, if it has one (``lines.repartition(1).flat_map(f)`` is ``flat_map1``).
 """
 
 from __future__ import annotations
@@ -36,6 +42,10 @@ from streams.model.tuple import DEFAULT_STREAM
 
 if TYPE_CHECKING:
     from streams.api.stream import StreamBuilder
+
+
+REGROUPING = ("aggregate", "window", "join", "cogroup", "state", "state_query", "to")
+"""Operations that start a bolt of their own, reading their input through a grouping (module docstring, rule 2)."""
 
 
 @dataclass(eq=False)
@@ -70,15 +80,22 @@ class Compiler:
         self.outputs: list[tuple[str, str, str, str]] = []
         self.ids: set[str] = set()
         self.ports = 0
+        self.children: dict[Node, list[Node]] = {}
+        """Each node's consumers (the graph's edges, reversed)."""
+        for node in builder.nodes:
+            for parent in node.parents:
+                self.children.setdefault(parent, []).append(node)
 
     # -- groups ----------------------------------------------------------------------------------
-    def _group(self, kind: str, node: Node, parallelism: int, cid: str | None = None) -> Group:
+    def _group(self, kind: str, node: Node, parallelism: int, cid: str | None = None, name: str | None = None) -> Group:
+        """A new group; its id is ``cid``, else ``name`` (default: the node's) and a number."""
         if cid is None:
+            name = name or node.name
             n = len([g for g in self.groups if g.kind != "spout"]) + 1
-            cid = f"{node.name}{n}"
+            cid = f"{name}{n}"
             while cid in self.ids:
                 n += 1
-                cid = f"{node.name}{n}"
+                cid = f"{name}{n}"
         if cid in self.ids:
             raise TopologyError(f"[{node.name}] component id {cid!r} is used twice")
         self.ids.add(cid)
@@ -118,6 +135,13 @@ class Compiler:
         self._subscribe(h, parent.pair, group, GroupingKind.SHUFFLE, entry=entry)
         return Handle(group, ("entry", entry, 0))
 
+    def _consumers(self, node: Node) -> list[Node]:
+        """The operations that read ``node``'s values, looking through a ``window`` (a ``pass`` node)."""
+        out: list[Node] = []
+        for child in self.children.get(node, []):
+            out.extend(self._consumers(child) if child.kind == "pass" else [child])
+        return out
+
     def _head(self, kind: str, node: Node, entries: int = 1) -> Group:
         group = self._group(kind, node, node.parallelism)
         for _ in range(entries):
@@ -150,7 +174,13 @@ class Compiler:
             assert h.where is not None
             self.handles[node] = Handle(h.group, ("step", h.where[1], node.branch or 0))
         elif kind == "repartition":
-            group = self._group("processor", node, node.parallelism)
+            upstream = self.handles[node.parents[0]]
+            children = self._consumers(node)
+            if upstream.where is not None and children and all(c.kind in REGROUPING for c in children):
+                self.handles[node] = upstream  # a hop that runs nothing: what follows regroups, with this parallelism
+                return
+            first = children[0].name if len(children) == 1 and children[0].kind in STATELESS else None
+            group = self._group("processor", node, node.parallelism, name=first)
             entry = group.chain.entry()
             self._subscribe(self.handles[node.parents[0]], node.pair, group, GroupingKind.SHUFFLE, entry=entry)
             self.handles[node] = Handle(group, ("entry", entry, 0))

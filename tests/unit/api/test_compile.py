@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from examples import flights_join, wordcount_stream
 from streams import KafkaSpout, RecordTranslator
-from streams.api import Count, StreamBuilder, TumblingWindows
+from streams.api import CombinerAggregator, Count, StreamBuilder, TumblingWindows
 from streams.api.bolts import AggregateBolt, ProcessorBolt, StateBolt, WindowBolt
-from streams.model.bolt import BasicBoltExecutor
+from streams.model.bolt import BasicBolt, BasicBoltExecutor, BasicOutputCollector
+from streams.model.component import OutputFieldsDeclarer
 from streams.model.spec import GroupingKind, Topology
 from streams.model.stateful import StatefulBoltExecutor
+from streams.model.tuple import Tuple
 from streams.model.windowed import WindowedBoltExecutor
 from streams.testing import run_topology
 
@@ -101,12 +105,72 @@ def test_windows_joins_and_state_compile_to_windowed_and_stateful_bolts() -> Non
     assert len(t.components["update_state_by_key2"].inputs) == 2
 
 
-def test_every_emit_is_anchored() -> None:
+def test_every_emit_to_a_bolt_is_anchored_and_a_leaf_aggregate_acks_after_writing_its_results() -> None:
     result = run_topology(wordcount_stream.topology(), {"lines": ["the cat sat", "the end"]})
-    bolt_emits = [e for (cid, _), es in result.emitted.items() if cid != "lines" for e in es]
-    assert bolt_emits and all(e.anchors for e in bolt_emits), [e for e in bolt_emits if not e.anchors]
-    counts = [e for e in bolt_emits if e.component == "count_by_key2"]
-    assert {e.values[0]: len(e.anchors) for e in counts} == {"the": 2, "cat": 1, "sat": 1, "end": 1}  # anchored to every word it counted
+    words = result.emitted[("flat_map1", "s1")]
+    assert sorted(tuple(e.values) for e in words) == [("cat", 1), ("end", 1), ("sat", 1), ("the", 1), ("the", 1)]
+    assert all(e.anchors for e in words)
+    # count_by_key2 writes only to set_output, which no bolt reads: its results go out unanchored
+    # (nothing would track the anchors), and the words are acked after them, as the hand-written
+    # word count does; so every line is acked and the output holds the counts
+    counts = result.emitted[("count_by_key2", "s2")]
+    assert counts and not any(e.anchors for e in counts)
+    assert result.final_outcomes("lines") == {"acked": 2}
+    assert result.output() == {"the": 2, "cat": 1, "sat": 1, "end": 1}
+
+
+class Keep(BasicBolt):
+    def declare_output_fields(self, declarer: OutputFieldsDeclarer) -> None:
+        declarer.declare(["key", "value"])
+
+    def execute(self, tuple: Tuple, collector: BasicOutputCollector) -> None:  # noqa: A002
+        collector.emit(list(tuple.values))
+
+
+def test_an_aggregate_that_a_bolt_reads_anchors_each_result_to_every_tuple_it_counted() -> None:
+    b = StreamBuilder()
+    counts = b.new_stream(spout(), name="lines").flat_map(str.split).map_to_pair(lambda w: (w, 1)).count_by_key()
+    counts.to(Keep(), name="keep")
+    result = run_topology(b.build("anchored"), {"lines": ["the cat sat", "the end"]})
+    counts_out = result.emitted[("count_by_key2", "s2")]
+    assert {e.values[0]: len(e.anchors) for e in counts_out} == {"the": 2, "cat": 1, "sat": 1, "end": 1}
+    assert result.final_outcomes("lines") == {"acked": 2}
+
+
+class NoDuplicates(CombinerAggregator):
+    """Counts, but has no result for a count above 1 (a result the output cannot take)."""
+
+    def init(self) -> int:
+        return 0
+
+    def apply(self, aggregate: int, value: Any) -> int:
+        return aggregate + 1
+
+    def merge(self, a: int, b: int) -> int:
+        return a + b
+
+    def result(self, aggregate: int) -> int:
+        if aggregate > 1:
+            raise ValueError(f"count {aggregate}")
+        return aggregate
+
+
+@pytest.mark.parametrize("leaf", [True, False])
+def test_a_result_that_raises_fails_the_tuples_of_its_key_alone(leaf: bool) -> None:
+    b = StreamBuilder()
+    lines = b.new_stream(spout(), name="lines")
+    counts = lines.flat_map(str.split).map_to_pair(lambda w: (w, 1)).aggregate_by_key(NoDuplicates())
+    if leaf:
+        counts.set_output("squall.{topology}.out")
+    else:
+        counts.to(Keep(), name="keep")
+    topology = b.build("raises", {"squall.spout.tree.records": 1})  # one line per tree: a failed line replays alone
+    result = run_topology(topology, {"lines": ["dup dup", "one two"]})
+    [dup, fine] = result.input_outcomes("lines")
+    assert fine == ["acked"]
+    assert dup[0] == "failed" and "acked" not in dup  # replayed, failing each time, until dead-lettered
+    errors = [r for r in result.reports if r.component == "aggregate_by_key2"]
+    assert errors and all("forwarding key 'dup' raised ValueError: count" in e.message for e in errors)
 
 
 def test_the_stream_word_count_is_fifteen_lines_of_user_code() -> None:
@@ -124,3 +188,30 @@ def test_the_compiled_topology_is_an_ordinary_one() -> None:
     t = b.build("plain", {"topology.workers": 3})
     assert isinstance(t, Topology) and t.conf == {"topology.workers": 3}
     assert [o.topic for o in t.outputs] == ["squall.{topology}.out"]
+
+
+def test_a_repartition_before_an_operation_that_regroups_sets_its_parallelism_and_starts_no_bolt() -> None:
+    b = StreamBuilder()
+    words = b.new_stream(spout(), 2, name="lines").repartition(1).flat_map(str.split).map_to_pair(lambda w: (w, 1))
+    words.repartition(3).count_by_key().set_output("squall.{topology}.counts")
+    words.repartition(4).window(TumblingWindows.of(Count(2))).count_by_key().set_output("squall.{topology}.windowed")
+    t = b.build("hops")
+    # the first repartition starts the bolt its flat_map runs in, named after it; the others run nothing
+    assert {d.id: d.parallelism for d in t.bolts} == {"flat_map1": 1, "count_by_key2": 3, "count_by_key3": 4}
+    assert {(s.component, s.kind) for d in t.bolts[1:] for s in d.inputs} == {("flat_map1", GroupingKind.FIELDS)}
+    # and it counts as before: the words reach count_by_key2's 3 tasks by key
+    b = StreamBuilder()
+    words = b.new_stream(spout(), 2, name="lines").repartition(1).flat_map(str.split).map_to_pair(lambda w: (w, 1))
+    words.repartition(3).count_by_key().set_output("squall.{topology}.counts")
+    assert run_topology(b.build("hop"), {"lines": ["a b a", "c b"]}).output() == {"a": 2, "b": 2, "c": 1}
+
+
+def test_a_repartition_that_runs_something_or_follows_a_spout_keeps_its_bolt() -> None:
+    b = StreamBuilder()
+    lines = b.new_stream(spout(), 2, name="lines")
+    lines.repartition(3).key_by(len).count_by_key().set_output("squall.{topology}.by_length")  # after a spout: the keys are read in a bolt
+    pairs = lines.map_to_pair(lambda w: (w, 1))
+    pairs.repartition(2).map_values(lambda n: n * 10).reduce_by_key(lambda a, c: a + c).set_output("squall.{topology}.tens")
+    t = b.build("kept")
+    assert {d.id: d.parallelism for d in t.bolts} == {"key_by1": 3, "count_by_key2": 3, "map_to_pair3": 2, "map_values4": 2, "reduce_by_key5": 2}
+    assert [(s.component, s.kind) for s in t.components["map_values4"].inputs] == [("map_to_pair3", GroupingKind.SHUFFLE)]
