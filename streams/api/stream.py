@@ -230,6 +230,10 @@ class Stream:
     def repartition(self, parallelism: int) -> Any:
         """The same values, spread evenly over ``parallelism`` executors of a new bolt (Storm's ``repartition``); what follows runs there.
 
+        Before operations that all regroup anyway (``*_by_key``, a window, a join, a state,
+        ``to``), after a bolt, it starts no bolt of its own: it sets their parallelism
+        (:mod:`streams.api.compiler`). Raises TopologyError for a ``parallelism`` below 1.
+
         >>> from streams.testing import run_stream
         >>> run_stream(lambda s: s.repartition(2).map(str), [1])
         ['1']
