@@ -1,4 +1,4 @@
-"""``python -m tests``: the whole suite in three lanes, stopping at the first that fails (what ``.ci/run`` calls).
+"""``python -m tests``: the whole suite in four lanes, stopping at the first that fails (what ``.ci/run`` calls).
 
 1. **static**: ruff (lint and format), mypy --strict and the layer contract
    (``tests/unit/test_lint.py``, ``tests/unit/test_layers.py``): a typo fails in about a
