@@ -99,6 +99,15 @@ def serve(
     broker_port: Annotated[int, typer.Option(help="the embedded broker's port")] = 9092,
     http_port: Annotated[int | None, typer.Option(help="/healthz, /readyz, /metrics port (default 9470)")] = None,
     http_host: Annotated[str | None, typer.Option(help="HTTP bind address (default 127.0.0.1)")] = None,
+    data_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--data-dir",
+            envvar="SQUALL_DATA_DIR",
+            metavar="PATH",
+            help="where the supervisor keeps its workers' plans, logs and SQLite state (default ~/.cache/squall)",
+        ),
+    ] = None,
     bootstrap_servers: Bootstrap = None,
 ) -> None:
     """Run a supervisor until SIGTERM: it runs its share of every submitted topology's workers."""
@@ -110,6 +119,8 @@ def serve(
         s.http_port = http_port
     if http_host is not None:
         s.http_host = http_host
+    if data_dir is not None:
+        s.data_dir = data_dir
     logging.basicConfig(level=s.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     embedded = EmbeddedBroker(port=broker_port) if embedded_broker else None
     bootstrap = embedded.start() if embedded is not None else (s.resolved_bootstrap() or DEFAULT_BOOTSTRAP)

@@ -3,6 +3,10 @@ the drain condition, CLI argument parsing (no broker, no processes)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -139,3 +143,31 @@ def test_a_user_mistake_is_one_line_and_exit_2_with_a_traceback_only_when_verbos
     assert got.exit_code == 2 and got.output.strip() == "error: -e 'count': expected COMPONENT=EXECUTORS"
     got = runner.invoke(app, ["--verbose", "submit", "/no/such/topology.py"])
     assert got.exit_code == 2 and "Traceback" in got.output and got.output.strip().endswith("topology file not found")
+
+
+def test_serve_takes_its_data_dir_from_the_option_or_squall_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import service.supervisor.daemon as daemon
+
+    started: list[Path] = []
+
+    class Supervisor:
+        def __init__(self, settings: Any, bootstrap: str, embedded: Any = None) -> None:
+            started.append(settings.data_dir)
+            self.id = "test"
+            self.http = SimpleNamespace(host="127.0.0.1", port=0)
+
+        def run(self) -> None:
+            pass
+
+        def stop(self) -> None:
+            pass
+
+    monkeypatch.setattr(daemon, "SupervisorService", Supervisor)
+    runner = CliRunner()
+    got = runner.invoke(app, ["serve", "--data-dir", str(tmp_path / "a"), "--bootstrap-servers", "127.0.0.1:1"])
+    assert got.exit_code == 0, got.output
+    got = runner.invoke(app, ["serve", "--bootstrap-servers", "127.0.0.1:1"], env={"SQUALL_DATA_DIR": str(tmp_path / "b")})
+    assert got.exit_code == 0, got.output
+    assert started == [tmp_path / "a", tmp_path / "b"]
+    help_text = runner.invoke(app, ["serve", "--help"], env={"COLUMNS": "200"}).output
+    assert "--data-dir" in help_text and "SQUALL_DATA_DIR" in help_text
