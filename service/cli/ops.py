@@ -178,7 +178,7 @@ def dlq_cmd(
     action: Annotated[DlqAction, typer.Argument(help="list: one line each; show: headers, record and why; replay: back to the spout's topic")],
     offsets: Annotated[list[int] | None, typer.Argument(help="dead-letter offsets (the @N that list prints)")] = None,
     replay_all: Annotated[bool, typer.Option("--all", help="replay: every dead letter chosen by --component and --cause")] = False,
-    component: Annotated[str | None, typer.Option("--component", "-c", help="only this component's dead letters")] = None,
+    component: Annotated[str | None, typer.Option("--component", "-c", help="only the records this component failed (or dead-lettered)")] = None,
     cause: Annotated[str | None, typer.Option("--cause", help="only this cause: poison, fail, timeout")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="list: the last N")] = 20,
     bootstrap_servers: Bootstrap = None,

@@ -9,6 +9,7 @@ back to the topic and partition a spout read them from, as new deliveries.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,6 +22,9 @@ from streams.kafka.clients import at_high_watermarks, new_consumer, new_producer
 from streams.monitoring.errors import ErrorReport
 from streams.wire.dead_letter import read_dead_letter_headers
 from streams.wire.naming import dead_letter_topic
+
+_NAMED = re.compile(r"\[([^\]]+)\] ")
+"""The component a fail op's words start with (:func:`streams.wire.acker.why_text`)."""
 
 REPLAYED_FROM = "squall.replayed.from"
 """The header a replayed record carries: ``squall.T.__dlq@<offset>`` of its dead letter."""
@@ -37,8 +41,18 @@ class DeadLetter:
 
     @property
     def component(self) -> str:
-        """The component that gave up on the record."""
+        """The component that gave up on the record and wrote the dead letter (a KafkaSpout, after its retries)."""
         return self.headers.get("component", "?")
+
+    @property
+    def failed_by(self) -> str:
+        """The component that failed the record's last tree: the ``[component]`` that ``squall.why`` starts with (the fail op's words).
+
+        The writer itself (:attr:`component`) for a poison record, or when nothing names
+        another: a timeout names the spout whose tree no one acked in time.
+        """
+        m = _NAMED.match(self.headers.get("why", ""))
+        return m.group(1) if m else self.component
 
     @property
     def cause(self) -> str:
@@ -66,12 +80,14 @@ class DeadLetter:
         return [] if self.root is None else [self.root]
 
     def line(self) -> str:
-        """One line for ``squall dlq NAME list``: offset, when, component, cause, attempts, source, reason."""
+        """One line for ``squall dlq NAME list``: offset, when, the component that failed it, cause, attempts, source, the writer if another, reason."""
         topic, partition, offset = self.source
         last = self.headers.get("last.failure")
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(last))) if last else "-"
         attempts, why = self.headers.get("attempts", "?"), self.headers.get("error", "")
-        return f"@{self.offset:<6} {when}  [{self.component}] {self.cause:<7} attempts {attempts:<2} {topic}[{partition}]@{offset}: {why}"
+        by = self.failed_by
+        writer = f" (dead-lettered by [{self.component}])" if by != self.component else ""
+        return f"@{self.offset:<6} {when}  [{by}] {self.cause:<7} attempts {attempts:<2} {topic}[{partition}]@{offset}{writer}: {why}"
 
 
 def read_dead_letters(bootstrap: str, topology: str, timeout_s: float = 60.0) -> list[DeadLetter]:
@@ -104,6 +120,9 @@ def read_dead_letters(bootstrap: str, topology: str, timeout_s: float = 60.0) ->
 def choose(letters: list[DeadLetter], offsets: Iterable[int] = (), component: str | None = None, cause: str | None = None) -> list[DeadLetter]:
     """The dead letters at ``offsets`` (all if none given) of ``component`` and ``cause`` (any if None).
 
+    ``component`` matches the component that failed a record (:attr:`DeadLetter.failed_by`)
+    or the one that wrote its dead letter (a spout).
+
     Raises UsageError naming an offset the topic does not hold.
     """
     wanted = set(offsets)
@@ -112,7 +131,7 @@ def choose(letters: list[DeadLetter], offsets: Iterable[int] = (), component: st
         raise UsageError(
             f"no dead letter at offset {min(missing)} (offsets {letters[0].offset}..{letters[-1].offset})" if letters else "the dead-letter topic is empty"
         )
-    return [d for d in letters if (not wanted or d.offset in wanted) and component in (None, d.component) and cause in (None, d.cause)]
+    return [d for d in letters if (not wanted or d.offset in wanted) and component in (None, d.component, d.failed_by) and cause in (None, d.cause)]
 
 
 def explain(letter: DeadLetter, reports: list[ErrorReport]) -> ErrorReport | None:

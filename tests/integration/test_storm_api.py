@@ -174,7 +174,9 @@ def test_errors_dead_letters_and_the_storm_ui_api_of_a_served_topology(cluster: 
         assert time.monotonic() < deadline, f"three dead letters expected, got {listed}"
         time.sleep(0.5)
     assert len(listed) == 3
-    assert sum("[lines] fail    attempts 3" in line for line in listed) == 2 and sum("[lines] poison  attempts 0" in line for line in listed) == 1
+    # each names the bolt that failed the record, and the spout that gave up on it
+    assert sum("[check] fail    attempts 3" in line and "(dead-lettered by [lines])" in line for line in listed) == 2
+    assert sum("[lines] poison  attempts 0" in line for line in listed) == 1
     shown = cluster.squall("dlq", wc, "show").stdout
     assert "exception ZeroDivisionError: division by zero" in shown and "poison JSONDecodeError" in shown
     assert "fail Fail: rejected: 'reject this one' names no known user" in shown

@@ -58,3 +58,22 @@ def test_a_dead_letter_is_explained_by_the_report_of_its_last_tree_or_of_its_rec
 def test_only_records_a_spout_read_are_replayed_and_a_bolts_is_refused_by_name() -> None:
     with pytest.raises(UsageError, match=r"dead letter @3 was written by \[split\], not by a spout \(lines\)"):
         replay("127.0.0.1:1", "t", LETTERS, {"lines"})
+
+
+def test_list_names_the_bolt_that_failed_the_record_and_the_spout_that_gave_up_on_it() -> None:
+    def failed(offset: int, why: str, cause: str = "fail") -> DeadLetter:
+        details = {"cause": cause, "task": "0", "why": why, "root": "5", "last.failure": "107.500"}
+        headers = dead_letter_headers("gave up", component="lines", topic="squall.t.lines", partition=1, offset=40, attempts=6, details=details)
+        return DeadLetter(offset, None, b"x", read_dead_letter_headers(headers))
+
+    by_bolt = failed(0, "[check] ZeroDivisionError: division by zero")
+    assert by_bolt.failed_by == "check" and by_bolt.component == "lines"
+    assert " [check] fail " in by_bolt.line() and "squall.t.lines[1]@40 (dead-lettered by [lines]): gave up" in by_bolt.line()
+    timed_out = failed(1, "[lines] no ack within the message timeout of 30 s", cause="timeout")
+    assert timed_out.failed_by == "lines" and "dead-lettered by" not in timed_out.line()
+    poison = LETTERS[3]  # no why: the writer failed it
+    assert poison.failed_by == "split" and " [split] poison " in poison.line()
+    # --component matches the bolt that failed a record, or the spout that wrote its dead letter
+    letters = [by_bolt, timed_out, poison]
+    assert [d.offset for d in choose(letters, component="check")] == [0]
+    assert [d.offset for d in choose(letters, component="lines")] == [0, 1]
