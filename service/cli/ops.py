@@ -48,12 +48,14 @@ def trace_cmd(
     name: Annotated[str, typer.Argument(help="topology name")],
     root: Annotated[str | None, typer.Argument(help="a root id (as listed): print that tree")] = None,
     failed: Annotated[bool, typer.Option("--failed", help="every sampled tree that failed")] = False,
-    timed_out: Annotated[bool, typer.Option("--timed-out", help="every sampled tree that timed out, and who held it")] = False,
+    timed_out: Annotated[bool, typer.Option("--timed-out", help="every sampled tree that timed out: how many each component held, then the trees")] = False,
+    held_by: Annotated[str | None, typer.Option("--held-by", metavar="COMPONENT", help="only the timed-out trees it held (implies --timed-out)")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="at most N trees")] = 20,
     bootstrap_servers: Bootstrap = None,
 ) -> None:
     """Sampled trees as timelines (topology.debug): every emit, receive, ack and fail, and who held a tree that timed out."""
-    from service.query.trace import parse_root, read_trees, summary_lines, tree_lines
+    from service.query.trace import held_summary, parse_root, read_trees, summary_lines, tree_lines
+    from service.query.trace import timed_out as timed_out_roots
     from streams.monitoring.trace import outcome
 
     trees = read_trees(client(bootstrap_servers).bootstrap, name)
@@ -62,6 +64,17 @@ def trace_cmd(
         if r not in trees:
             raise UsageError(f"[{name}] tree {root} was not sampled (squall trace {name} lists the sampled trees)")
         chosen = [r]
+    elif (timed_out or held_by is not None) and not failed:
+        every = timed_out_roots(trees)
+        chosen = timed_out_roots(trees, held_by)[-limit:]
+        for line in held_summary(trees, every):
+            typer.echo(line)
+        if not every:
+            typer.echo(f"{name}: no sampled tree timed out")
+            return
+        if not chosen:
+            typer.echo(f"{name}: no sampled tree that timed out was held by [{held_by}]")
+            return
     elif failed or timed_out:
         want = {"failed"} if failed else set()
         want |= {"timed out"} if timed_out else set()

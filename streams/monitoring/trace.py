@@ -200,6 +200,37 @@ def outcome(events: list[TraceEvent]) -> str:
     return "pending"
 
 
+def _unsettled(events: list[TraceEvent]) -> tuple[float, float, list[tuple[int, TraceEvent, TraceEvent | None, TraceEvent | None]]]:
+    """``(start, horizon, [(edge, emit, receive or None, ack/fail or None)])`` of the edges not settled when the tree ended (:func:`diagnose`)."""
+    ordered = sorted(events, key=lambda e: e.at)
+    start = ordered[0].at
+    end = next((e.at for e in ordered if e.event in ("timeout", "acker_fail")), None)
+    horizon = end if end is not None else float("inf")
+    emitted = {e.edge: e for e in ordered if e.event == "emit" and e.edge and e.at <= horizon}
+    settled = {e.edge: e for e in ordered if e.event in ("ack", "fail") and e.edge}
+    received = {e.edge: e for e in ordered if e.event == "receive" and e.edge}
+    out = []
+    for edge, em in emitted.items():
+        done = settled.get(edge)
+        if done is None or done.at > horizon:
+            out.append((edge, em, received.get(edge), done))
+    return start, horizon, out
+
+
+def holders(events: list[TraceEvent]) -> list[str]:
+    """The components that held a tree that did not complete, in order of their first unsettled edge (none for a tree that completed).
+
+    The component an edge waited on: the one that received it and did not ack it in time, or
+    that had not received it yet (:func:`diagnose` says which).
+    """
+    if not events:
+        return []
+    seen: dict[str, None] = {}
+    for _edge, em, got, _done in _unsettled(events)[2]:
+        seen[got.component if got is not None else em.target] = None
+    return list(seen)
+
+
 def diagnose(events: list[TraceEvent]) -> list[str]:
     """Which component held a tree that did not complete: one line per edge not acked in time (none for a tree that completed).
 
@@ -212,21 +243,11 @@ def diagnose(events: list[TraceEvent]) -> list[str]:
     * received after the end: it waited in the target's input (the target was busy, or behind);
     * never received: it never reached the target (it still waited, or was lost).
     """
-    ordered = sorted(events, key=lambda e: e.at)
-    if not ordered:
+    if not events:
         return []
-    start = ordered[0].at
-    end = next((e.at for e in ordered if e.event in ("timeout", "acker_fail")), None)
-    horizon = end if end is not None else float("inf")
-    emitted = {e.edge: e for e in ordered if e.event == "emit" and e.edge and e.at <= horizon}
-    settled = {e.edge: e for e in ordered if e.event in ("ack", "fail") and e.edge}
-    received = {e.edge: e for e in ordered if e.event == "receive" and e.edge}
+    start, horizon, unsettled = _unsettled(events)
     out = []
-    for edge, em in emitted.items():
-        done = settled.get(edge)
-        if done is not None and done.at <= horizon:
-            continue
-        got = received.get(edge)
+    for edge, em, got, done in unsettled:
         name = f"edge {edge:016x} from [{em.component}]"
         if got is None:
             out.append(f"{name} to [{em.target}] was never received: it never reached [{em.target}]")

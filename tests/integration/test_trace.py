@@ -51,4 +51,12 @@ def test_a_timed_out_tree_is_traced_to_the_bolt_that_held_it(settings: ServiceSe
     )
     assert shown.returncode == 0, shown.stderr
     assert "timed out" in shown.stdout and "[slow] held it" in shown.stdout
+    assert shown.stdout.startswith(f"held by [slow] {len(timed_out)} of {len(timed_out)} timed-out trees\n"), shown.stdout[:500]
+    only = subprocess.run(
+        [sys.executable, "-m", "service.cli", "trace", job.name, "--held-by", "slow", "-n", "1000", "--bootstrap-servers", job.bootstrap],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert only.returncode == 0 and only.stdout.count(", held by [slow]") == len(timed_out), only.stdout[:500]
     assert "[lines] task" in shown.stdout and " emit edge " in shown.stdout and "-> [parse]" in shown.stdout
