@@ -349,4 +349,22 @@ def resolve(*layers: Mapping[str, Any] | None, where: str = "topology") -> Topol
         raise ConfigError(f"[{where}] invalid config: {errs}") from exc
 
 
-__all__ = ["KEYS", "TRANSACTIONAL_MAX_PENDING", "TopologyConfig", "env_layer", "resolve"]
+def sources(*layers: tuple[str, Mapping[str, Any] | None]) -> dict[str, str]:
+    """Where each key of the resolved config came from: the name of the last layer that set it, else ``default``.
+
+    ``layers``: ``(name, layer)`` in :func:`resolve`'s order (later wins), e.g. ``("service",
+    service_conf), ("topology", topology.conf)``. Keys: every :class:`TopologyConfig` key by
+    its Storm name, and any other key a layer sets.
+
+    >>> src = sources(("service", {"topology.workers": 2}), ("topology", {"topology.workers": 4, "topology.debug": True}))
+    >>> src["topology.workers"], src["topology.debug"], src["topology.message.timeout.secs"]
+    ('topology', 'topology', 'default')
+    """
+    out = dict.fromkeys(KEYS, "default")
+    for name, layer in layers:
+        for key in layer or {}:
+            out[key] = name
+    return out
+
+
+__all__ = ["KEYS", "TRANSACTIONAL_MAX_PENDING", "TopologyConfig", "env_layer", "resolve", "sources"]

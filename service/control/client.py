@@ -26,7 +26,7 @@ from service.control.log_levels import parse_level
 from service.control.plan import load_record
 from service.control.record import TopologyRecord, activate, deactivate, kill, rebalance, rebalanced, set_log_levels
 from service.exceptions import ControlError, UsageError
-from streams.config import KEYS, resolve
+from streams.config import KEYS, resolve, sources
 from streams.model.loader import load_topology
 from streams.model.spec import Topology
 from streams.monitoring.board import StatsBoard
@@ -124,7 +124,15 @@ def spout_ids(client: Client, name: str) -> set[str]:
 
 
 def topology_shape(client: Client, rec: TopologyRecord) -> dict[str, Any]:
-    """Topology ``rec``'s outputs, workers, executors and tasks per component, and message timeout (s), from its stored source."""
+    """Topology ``rec``'s outputs, workers, executors and tasks per component, message timeout (s) and configuration, from its stored source.
+
+    ``configuration``: every key of the resolved config (Storm's names) with its value;
+    ``configuration_sources``: where each came from (``default``, ``service`` or ``topology``,
+    :func:`streams.config.sources`); ``component_configuration``: per component, the keys it
+    sets itself (``get_component_configuration`` and the builder's ``add_configuration``),
+    which win over the topology's for it. ``debug`` and ``sampling_pct``: sampled tracing
+    (``topology.debug``, ``squall.trace.sample.rate`` as a percentage; 0 without debug).
+    """
     with tempfile.TemporaryDirectory() as tmp:
         _, topology, conf = load_record(rec, Path(tmp), client.service_conf)
     comps = topology.components.values()
@@ -134,6 +142,11 @@ def topology_shape(client: Client, rec: TopologyRecord) -> dict[str, Any]:
         "executors": {c.id: c.parallelism for c in comps},
         "tasks": {c.id: c.num_tasks for c in comps},
         "message_timeout_secs": conf.message_timeout_secs,
+        "debug": conf.debug,
+        "sampling_pct": round(conf.trace_sample_rate * 100, 6) if conf.debug else 0,
+        "configuration": conf.as_dict(),
+        "configuration_sources": sources(("service", client.service_conf), ("topology", topology.conf)),
+        "component_configuration": {c.id: dict(c.conf) for c in comps if c.conf},
     }
 
 

@@ -157,6 +157,11 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
         "component_errors": [asdict(r) for r in reports[-5:]],
         "embedded_broker": embedded_broker(every_event, now),
         "outputs": shape["outputs"],
+        "debug": shape["debug"],
+        "sampling_pct": shape["sampling_pct"],
+        "configuration": shape["configuration"],
+        "configuration_sources": shape["configuration_sources"],
+        "component_configuration": shape["component_configuration"],
     }
 
 

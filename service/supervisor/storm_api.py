@@ -164,8 +164,8 @@ def topology_page(st: dict[str, Any], now: float) -> dict[str, Any]:
         "windowHint": "All time",
         "schedulerDisplayResource": False,
         "replicationCount": 1,
-        "debug": False,
-        "samplingPct": 0,
+        "debug": st["debug"],
+        "samplingPct": st["sampling_pct"],
         "topologyStats": [
             {
                 "windowPretty": "All time",
@@ -180,7 +180,7 @@ def topology_page(st: dict[str, Any], now: float) -> dict[str, Any]:
         "spouts": [_spout(cid, c, now) for cid, c in spouts.items()],
         "bolts": [_bolt(cid, c, now) for cid, c in bolts.items()],
         "workers": [],
-        "configuration": {"topology.name": st["name"], "topology.workers": st["workers"], "topology.message.timeout.secs": st["message_timeout_secs"]},
+        "configuration": {**st["configuration"], "topology.name": st["name"]},
     }
 
 
@@ -218,8 +218,8 @@ def component_page(st: dict[str, Any], component: str, errors: list[dict[str, An
         "tasks": c["tasks"],
         "window": ALL_TIME,
         "windowHint": "All time",
-        "debug": False,
-        "samplingPct": 0,
+        "debug": st["debug"],
+        "samplingPct": st["sampling_pct"],
         "schedulerDisplayResource": False,
         "componentErrors": [
             {

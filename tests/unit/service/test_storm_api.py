@@ -11,6 +11,7 @@ import yaml
 
 from service.exceptions import ControlError
 from service.supervisor.storm_api import StormApi, pretty
+from streams.config import KEYS, resolve
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[3] / "schemas" / "storm-ui-api.openapi.yaml").read_text())
 
@@ -49,6 +50,9 @@ STATUS = {
     "trees_acked": 9,
     "trees_failed": 1,
     "components": {"lines": comp("spout"), "split": comp("bolt", last_error=REPORT)},
+    "debug": True,
+    "sampling_pct": 1.0,
+    "configuration": resolve({"topology.workers": 2}, {"topology.debug": True}).as_dict(),
 }
 ROWS = [{"name": "wc", "status": "ACTIVE", "uptime_s": 3725.0, "workers": 2, "executors": 3, "tasks": 6}]
 
@@ -108,3 +112,34 @@ def test_unknown_topologies_components_and_paths_are_404_with_storms_error_shape
 
 def test_uptime_is_pretty_as_storm_prints_it() -> None:
     assert [pretty(s) for s in (0, 59, 61, 3600, 90061)] == ["0m 0s", "0m 59s", "1m 1s", "1h 0m 0s", "1d 1h 1m 1s"]
+
+
+def test_the_topology_page_says_whether_tracing_is_on_and_lists_every_config_key() -> None:
+    code, page = api().handle("/api/v1/topology/wc")
+    assert code == 200 and page["debug"] is True and page["samplingPct"] == 1.0
+    conf = page["configuration"]
+    assert set(KEYS) <= set(conf) and conf["topology.name"] == "wc"
+    assert conf["topology.workers"] == 2 and conf["topology.debug"] is True and conf["topology.message.timeout.secs"] == 30
+    code, component = api().handle("/api/v1/topology/wc/component/split")
+    assert code == 200 and component["debug"] is True and component["samplingPct"] == 1.0
+
+
+def test_a_topologys_shape_holds_its_resolved_config_with_each_keys_source() -> None:
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from service.control.client import topology_shape
+    from service.control.record import TopologyRecord
+
+    source = (Path(__file__).resolve().parents[3] / "examples" / "wordcount.py").read_text()
+    rec = TopologyRecord(name="wc", source=source, file_name="wordcount.py", conf={"topology.debug": True})
+    client = SimpleNamespace(service_conf={"topology.message.timeout.secs": 60, "squall.trace.sample.rate": 0.05})
+    shape = topology_shape(client, rec)  # type: ignore[arg-type]
+    assert shape["debug"] is True and shape["sampling_pct"] == 5.0
+    conf, src = shape["configuration"], shape["configuration_sources"]
+    assert set(KEYS) <= set(conf) and set(KEYS) <= set(src)
+    assert (conf["topology.message.timeout.secs"], src["topology.message.timeout.secs"]) == (60, "service")
+    assert (conf["topology.workers"], src["topology.workers"]) == (4, "topology")  # the file's own conf
+    assert (conf["topology.debug"], src["topology.debug"]) == (True, "topology")  # submit -c
+    assert src["topology.max.spout.pending"] == "default"
+    assert shape["component_configuration"] == {"count": {"topology.tick.tuple.freq.secs": 0.1}}
