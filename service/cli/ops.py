@@ -198,7 +198,7 @@ def dlq_cmd(
 ) -> None:
     """A topology's dead letters: list them, show one with the error report that says why, or replay them as new deliveries."""
     from service.control.client import spout_ids
-    from service.query.dlq import choose, explain, read_dead_letters, replay, show_lines
+    from service.query.dlq import choose, explain, full_report, read_dead_letters, replay, show_lines
     from service.query.errors import read_errors
 
     c = client(bootstrap_servers)
@@ -214,7 +214,7 @@ def dlq_cmd(
     elif action is DlqAction.show:
         reports = read_errors(c.bootstrap, name)
         for d in letters:
-            for line in show_lines(d, explain(d, reports)):
+            for line in show_lines(d, explain(d, reports), full_report(d, reports)):
                 typer.echo(line)
     else:
         per_topic = replay(c.bootstrap, name, letters, spout_ids(c, name))

@@ -134,6 +134,17 @@ def choose(letters: list[DeadLetter], offsets: Iterable[int] = (), component: st
     return [d for d in letters if (not wanted or d.offset in wanted) and component in (None, d.component, d.failed_by) and cause in (None, d.cause)]
 
 
+def _reports_of(letter: DeadLetter, reports: list[ErrorReport]) -> list[ErrorReport]:
+    """The reports of ``letter``'s record, oldest tree first (by ``squall.roots``; a poison record's by where it was read)."""
+    roots = letter.roots
+    if not roots:
+        topic, partition, offset = letter.source
+        where = f"{topic}[{partition}]@{offset}"
+        return [r for r in reports if r.where == where and r.component == letter.component]
+    order = {root: i for i, root in enumerate(roots)}
+    return sorted((r for r in reports if order.keys() & set(r.roots)), key=lambda r: (max(order[x] for x in r.roots if x in order), bool(r.traceback)))
+
+
 def explain(letter: DeadLetter, reports: list[ErrorReport]) -> ErrorReport | None:
     """The error report of ``letter``'s last failed tree that has one (``squall.roots``; the last root first), or None.
 
@@ -141,19 +152,29 @@ def explain(letter: DeadLetter, reports: list[ErrorReport]) -> ErrorReport | Non
     dropped, or a dead letter without a root (a poison record: its own report is the one
     whose ``where`` is the letter's source).
     """
-    roots = letter.roots
-    if not roots:
-        topic, partition, offset = letter.source
-        where = f"{topic}[{partition}]@{offset}"
-        found = [r for r in reports if r.where == where and r.component == letter.component]
-    else:  # the report of the latest failed tree that has one; a full report (with its traceback) first
-        order = {root: i for i, root in enumerate(roots)}
-        found = sorted((r for r in reports if order.keys() & set(r.roots)), key=lambda r: (max(order[x] for x in r.roots if x in order), bool(r.traceback)))
+    found = _reports_of(letter, reports)  # the latest failed tree's report; of its reports, a full one (with its traceback)
     return found[-1] if found else None
 
 
-def show_lines(letter: DeadLetter, report: ErrorReport | None) -> list[str]:
-    """What ``squall dlq NAME show`` prints for one dead letter: headers, the record, and why."""
+def full_report(letter: DeadLetter, reports: list[ErrorReport]) -> ErrorReport | None:
+    """The latest report of ``letter``'s record that kept its traceback, or None.
+
+    Past ``topology.max.error.report.per.interval`` reports per
+    ``topology.error.throttle.interval.secs``, an executor publishes brief reports, without
+    the traceback (:mod:`streams.monitoring.errors`); a record that fails its six deliveries
+    within one interval ends with brief ones, and an earlier delivery's report holds the
+    traceback.
+    """
+    full = [r for r in _reports_of(letter, reports) if r.traceback]
+    return full[-1] if full else None
+
+
+def show_lines(letter: DeadLetter, report: ErrorReport | None, full: ErrorReport | None = None) -> list[str]:
+    """What ``squall dlq NAME show`` prints for one dead letter: headers, the record, and why.
+
+    ``report``: :func:`explain`'s; ``full``: :func:`full_report`'s, shown too when ``report``
+    is a brief one (the error throttle kept its traceback out).
+    """
     out = [f"dead letter @{letter.offset}"]
     out += [f"  {k:<14} {v}" for k, v in sorted(letter.headers.items())]
     for name, raw in (("key", letter.key), ("value", letter.value)):
@@ -161,6 +182,15 @@ def show_lines(letter: DeadLetter, report: ErrorReport | None) -> list[str]:
     if report is not None:
         out.append("  reported       " + report.line())
         out += ["    " + line for line in report.traceback.rstrip().splitlines()]
+        if not report.traceback and report.cause == "exception":
+            if full is not None and full is not report:
+                out.append("  last full      " + full.line() + "  (an earlier delivery's report; the later ones came past the error throttle)")
+                out += ["    " + line for line in full.traceback.rstrip().splitlines()]
+            else:
+                out.append(
+                    "  traceback      none kept: every report of this record came past the error throttle "
+                    "(topology.max.error.report.per.interval per topology.error.throttle.interval.secs), or its full one was compacted away"
+                )
     elif letter.headers.get("why"):  # the fail op's words are above; no report holds a traceback
         out.append("  reported       nothing (a fail without a reason, a timeout, or a report the error throttle dropped)")
     elif letter.cause == "timeout":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from service.exceptions import UsageError
-from service.query.dlq import DeadLetter, choose, explain, replay, show_lines
+from service.query.dlq import DeadLetter, choose, explain, full_report, replay, show_lines
 from streams.monitoring.errors import ErrorReport
 from streams.wire.dead_letter import dead_letter_headers, read_dead_letter_headers
 
@@ -77,3 +77,21 @@ def test_list_names_the_bolt_that_failed_the_record_and_the_spout_that_gave_up_o
     letters = [by_bolt, timed_out, poison]
     assert [d.offset for d in choose(letters, component="check")] == [0]
     assert [d.offset for d in choose(letters, component="lines")] == [0, 1]
+
+
+def test_show_adds_the_last_full_report_when_the_throttle_made_the_last_ones_brief() -> None:
+    def exc(root: int, traceback: str) -> ErrorReport:
+        return ErrorReport("t", "check", 1, "w0", "h", 1, 100.0 + root, "exception", "ZeroDivisionError", "division by zero", traceback, "", (root,))
+
+    letter_ = DeadLetter(7, None, b"x", {**LETTERS[0].headers, "roots": "10,11,12"})
+    full = exc(10, 'Traceback (most recent call last):\n  File "check.py", line 3\n    1 / 0')
+    reports = [full, exc(11, ""), exc(12, "")]  # six deliveries in one throttle interval: the last reports are brief
+    latest = explain(letter_, reports)
+    assert latest is reports[2] and full_report(letter_, reports) is full
+    shown = show_lines(letter_, latest, full_report(letter_, reports))
+    at = next(i for i, line in enumerate(shown) if line.startswith("  last full      "))
+    assert "an earlier delivery's report" in shown[at] and shown[at + 2] == '      File "check.py", line 3'
+    none_kept = show_lines(letter_, reports[2], full_report(letter_, reports[1:]))
+    assert full_report(letter_, reports[1:]) is None
+    assert none_kept[-1].startswith("  traceback      none kept: every report of this record came past the error throttle")
+    assert not any(line.startswith("  last full") for line in show_lines(letter_, full, full))  # a full report needs nothing more
