@@ -63,7 +63,7 @@ def test_errors_dead_letters_and_the_storm_ui_api_of_a_served_topology(cluster: 
     cluster.serve("s1")
     base = f"http://127.0.0.1:{cluster.serves['s1'][1]}"
     wc = f"api{uuid.uuid4().hex[:6]}"
-    cluster.squall("submit", str(TOPOLOGIES / "erring.py"), "--name", wc)
+    cluster.squall("submit", str(TOPOLOGIES / "erring.py"), "--name", wc, "-c", "topology.debug=true", "-c", "squall.trace.sample.rate=0.5")
     cluster.wait_ready(["s1"], 2)
     src = tmp_path / "in.txt"
     src.write_text("the cat sat\nplease divide by nothing\n{not json\nreject this one\nthe dog\n")
@@ -95,6 +95,10 @@ def test_errors_dead_letters_and_the_storm_ui_api_of_a_served_topology(cluster: 
     check("TopologyPage", page)
     assert (page["id"], page["name"], page["status"], page["workersTotal"], page["msgTimeout"]) == (wc, wc, "ACTIVE", 2, 30)
     assert page["tasksTotal"] == 3 and page["executorsTotal"] == 3
+    assert page["debug"] is True and page["samplingPct"] == 50.0  # submitted with tracing on
+    conf = page["configuration"]
+    assert (conf["topology.name"], conf["topology.debug"], conf["squall.trace.sample.rate"], conf["topology.message.timeout.secs"]) == (wc, True, 0.5, 30)
+    assert len(conf) > 40  # every resolved key, not three
     (spout,) = page["spouts"]
     assert spout["spoutId"] == "lines" and spout["lastError"].startswith("JSONDecodeError: ")
     assert bolts["check"]["lastError"] in ("ZeroDivisionError: division by zero", "Fail: rejected: 'reject this one' names no known user")
