@@ -10,7 +10,7 @@ from __future__ import annotations
 from service.brokers.admin import read_records, require_topic
 from service.exceptions import UsageError
 from streams.exceptions import DecodeError
-from streams.monitoring.trace import TraceEvent, decode_batch, diagnose, holders, outcome, timeline
+from streams.monitoring.trace import TraceEvent, decode_batch, diagnose, held_by, holders, outcome, timeline
 from streams.wire.naming import trace_topic
 
 
@@ -46,7 +46,7 @@ def tree_lines(root: int, events: list[TraceEvent]) -> list[str]:
     """One tree: a header with its outcome, its timeline, and (unless it completed) who held it."""
     ended = outcome(events)
     held = holders(events) if ended != "complete" else []
-    out = [f"tree {root:016x}: {ended}, {len(events)} events" + (f", held by {', '.join(f'[{c}]' for c in held)}" if held else "")]
+    out = [f"tree {root:016x}: {ended}, {len(events)} events" + (f", held by {', '.join(_label(h) for h in held)}" if held else "")]
     out += ["  " + line for line in timeline(events)]
     if ended != "complete":
         held = diagnose(events)
@@ -60,22 +60,29 @@ def summary_lines(trees: dict[int, list[TraceEvent]], limit: int) -> list[str]:
     return [f"{root:016x}  {outcome(ev):<9}  {len(ev):>3} events  from [{ev[0].component}]" for root, ev in rows]
 
 
-def timed_out(trees: dict[int, list[TraceEvent]], held_by: str | None = None) -> list[int]:
-    """The roots of the timed-out trees, oldest first; with ``held_by``, only those that component held."""
+def _label(holder: str) -> str:
+    """``[count]``, or ``[slow] -> [count] (in transit)`` (:func:`streams.monitoring.trace.holders`)."""
+    ends = holder.split(" -> ")
+    return " -> ".join(f"[{c}]" for c in ends) + (" (in transit)" if len(ends) > 1 else "")
+
+
+def timed_out(trees: dict[int, list[TraceEvent]], component: str | None = None) -> list[int]:
+    """The roots of the timed-out trees, oldest first; with ``component``, only those it held (:func:`streams.monitoring.trace.held_by`)."""
     rows = sorted(trees.items(), key=lambda kv: kv[1][0].at)
-    return [root for root, ev in rows if outcome(ev) == "timed out" and (held_by is None or held_by in holders(ev))]
+    return [root for root, ev in rows if outcome(ev) == "timed out" and (component is None or any(held_by(h, component) for h in holders(ev)))]
 
 
 def held_summary(trees: dict[int, list[TraceEvent]], roots: list[int]) -> list[str]:
     """``squall trace --timed-out``'s first lines: per holding component, how many of ``roots`` it held, most first.
 
-    A tree held by several components counts for each; one held by none (every edge
-    settled, yet it timed out) counts as ``(none)``.
+    A tree held in several places counts for each; an edge in transit counts as
+    ``[emitter] -> [target] (in transit)``; a tree held by none (every edge settled, yet it
+    timed out) as ``(none)``.
     """
     counts: dict[str, int] = {}
     for root in roots:
-        for c in holders(trees[root]) or ["(none)"]:
-            counts[c] = counts.get(c, 0) + 1
-    width = max((len(c) for c in counts), default=0) + 2
-    lines = [f"held by {'[' + c + ']':<{width}} {n} of {len(roots)} timed-out trees" for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
-    return lines
+        for h in holders(trees[root]) or ["(none)"]:
+            label = _label(h) if h != "(none)" else h
+            counts[label] = counts.get(label, 0) + 1
+    width = max((len(c) for c in counts), default=0)
+    return [f"held by {c:<{width}} {n} of {len(roots)} timed-out trees" for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]

@@ -218,17 +218,30 @@ def _unsettled(events: list[TraceEvent]) -> tuple[float, float, list[tuple[int, 
 
 
 def holders(events: list[TraceEvent]) -> list[str]:
-    """The components that held a tree that did not complete, in order of their first unsettled edge (none for a tree that completed).
+    """Where a tree that did not complete was held, in order of its first unsettled edge (none for a tree that completed).
 
-    The component an edge waited on: the one that received it and did not ack it in time, or
-    that had not received it yet (:func:`diagnose` says which).
+    For each edge not settled when the tree ended (:func:`diagnose` says how): the component
+    that received it and did not ack it in time (``"count"``), or, for an edge not received
+    by then, ``"slow -> count"``: in transit, either in the emitter's unflushed output (a
+    bolt whose ``execute`` blocked after the emit holds its outputs until it returns) or in
+    the target's input (a target that is behind); the trace cannot tell which.
     """
     if not events:
         return []
+    _start, horizon, unsettled = _unsettled(events)
     seen: dict[str, None] = {}
-    for _edge, em, got, _done in _unsettled(events)[2]:
-        seen[got.component if got is not None else em.target] = None
+    for _edge, em, got, _done in unsettled:
+        seen[got.component if got is not None and got.at <= horizon else f"{em.component} -> {em.target}"] = None
     return list(seen)
+
+
+def held_by(holder: str, component: str) -> bool:
+    """``component`` held it (:func:`holders`): it is the holder, or either end of an edge in transit.
+
+    >>> held_by("slow -> count", "slow"), held_by("slow -> count", "count"), held_by("count", "slow")
+    (True, True, False)
+    """
+    return component in holder.split(" -> ")
 
 
 def diagnose(events: list[TraceEvent]) -> list[str]:

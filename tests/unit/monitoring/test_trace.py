@@ -9,7 +9,7 @@ import jsonschema
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streams.monitoring.trace import TraceEvent, Tracer, decode_batch, diagnose, holders, outcome, sampled, threshold, timeline
+from streams.monitoring.trace import TraceEvent, Tracer, decode_batch, diagnose, held_by, holders, outcome, sampled, threshold, timeline
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[3] / "schemas" / "trace.schema.json").read_text())
 U64 = st.integers(0, 2**64 - 1)
@@ -96,8 +96,11 @@ def test_a_timed_out_tree_names_who_held_it_never_acked_acked_late_or_never_rece
 def test_holders_name_the_components_a_timed_out_tree_waited_on_in_order() -> None:
     held = [e for e in COMPLETE if e.event != "complete" and not (e.event == "ack" and e.component == "count")] + [ev("timeout", "__acker", 30.6)]
     assert holders(COMPLETE) == [] and holders([]) == []
-    assert holders(held) == ["count"]
+    assert holders(held) == ["count"]  # received and never acked
     lost = [e for e in held if not (e.event == "receive" and e.component == "count")]
-    assert holders(lost) == ["count"]  # never received: it waited on its target
+    assert holders(lost) == ["split -> count"]  # never received: in split's output or count's input
+    waited = [*lost, ev("receive", "count", 31.0, 22, task=2)]
+    assert holders(waited) == ["split -> count"]  # received only after the end: the same
     both = [e for e in held if not (e.event == "ack" and e.component == "split")]  # split never acked the line either
     assert holders(both) == ["split", "count"]
+    assert [held_by(h, "split") for h in holders(waited)] == [True] and not held_by("count", "split")

@@ -53,3 +53,11 @@ def test_the_verb_prints_the_summary_first_and_held_by_keeps_that_components_tre
     assert [line for line in got.output.splitlines() if line.startswith("tree ")] == ["tree 0000000000000003: timed out, 6 events, held by [split]"]
     got = runner.invoke(app, ["trace", "wc", "--held-by", "sink", "--bootstrap-servers", "127.0.0.1:1"])
     assert got.output.splitlines()[-1] == "wc: no sampled tree that timed out was held by [sink]"
+
+
+def test_an_edge_in_transit_is_summed_under_both_its_ends_and_either_end_finds_it() -> None:
+    transit = [e for e in tree(5, 4.0, "count") if not (e.event == "receive" and e.component == "count")]  # count never got it
+    trees = {**TREES, 5: transit}
+    assert tree_lines(5, transit)[0] == "tree 0000000000000005: timed out, 5 events, held by [split] -> [count] (in transit)"
+    assert held_summary(trees, timed_out(trees))[-1] == "held by [split] -> [count] (in transit) 1 of 4 timed-out trees"
+    assert timed_out(trees, "split") == [3, 5] and timed_out(trees, "count") == [1, 4, 5]
