@@ -86,6 +86,13 @@ def main(argv: list[str] | None = None) -> None:
     tc.add_argument("--chunk", type=int, default=1_000, help="lines per chunk: the variants alternate chunk by chunk")
     tc.add_argument("--repeats", type=int, default=1, help="passes over the lines")
     tc.add_argument("--json", default=None, help="write results as JSON here")
+    o = sub.add_parser("ops", help="how fast a supervisor answers: every /api/v1 path and the reading verbs, with a topology at work (issue 48)")
+    o.add_argument("--requests", type=int, default=50, help="requests per path, after one that warms it")
+    o.add_argument("--pause", type=float, default=0.05, metavar="SECONDS", help="between two requests of a path")
+    o.add_argument("--verb-runs", type=int, default=5, help="runs of each verb")
+    o.add_argument("--rate", type=float, default=1000.0, help="lines/s fed to the word count while measuring")
+    o.add_argument("--settle", type=float, default=10.0, metavar="SECONDS", help="feeding before the first request")
+    o.add_argument("--json", default=None, help="write results as JSON here")
     for p in (a, c, s, t, pr, i):
         p.add_argument("--json", default=None, help="write results as JSON here")
         p.add_argument("--bootstrap", default=None, help="use this Kafka instead of starting brokers")
@@ -138,6 +145,10 @@ def main(argv: list[str] | None = None) -> None:
         from bench import trace_cpu
 
         trace_cpu.run(args)
+    elif args.command == "ops":
+        from bench import ops
+
+        ops.run(args)
     elif args.command == "spark":
         from bench import compare
 

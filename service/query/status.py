@@ -17,6 +17,7 @@ from service.brokers.embedded import EMBEDDED_EVENT_KEY
 from service.control.boards import claim_snapshots, holds_lease
 from service.control.claims import ClaimBook
 from service.control.client import Client, executors_running, topology_shape
+from service.control.record import TopologyRecord
 from service.exceptions import UsageError
 from service.query.errors import read_errors
 from streams.monitoring.board import StatsBoard
@@ -27,22 +28,21 @@ from streams.monitoring.stats import LogHistogram
 
 
 def list_topologies(client: Client, now: float) -> list[dict[str, Any]]:
-    """One row per topology: name, status, uptime (s), workers, executors, tasks."""
+    """One row per topology (:func:`topology_row`), by name."""
     client.connect()
-    rows = []
-    for rec in sorted(client.records().values(), key=lambda r: r.name):
-        shape = topology_shape(client, rec)
-        rows.append(
-            {
-                "name": rec.name,
-                "status": rec.status.value,
-                "uptime_s": round(now - rec.submitted_at, 1),
-                "workers": shape["workers"],
-                "executors": sum(shape["executors"].values()),
-                "tasks": sum(shape["tasks"].values()),
-            }
-        )
-    return rows
+    return [topology_row(rec, topology_shape(client, rec), now) for rec in sorted(client.records().values(), key=lambda r: r.name)]
+
+
+def topology_row(rec: TopologyRecord, shape: dict[str, Any], now: float) -> dict[str, Any]:
+    """``squall list``'s row of ``rec``: name, status, uptime (s), workers, executors, tasks (``shape``: :func:`topology_shape`)."""
+    return {
+        "name": rec.name,
+        "status": rec.status.value,
+        "uptime_s": round(now - rec.submitted_at, 1),
+        "workers": shape["workers"],
+        "executors": sum(shape["executors"].values()),
+        "tasks": sum(shape["tasks"].values()),
+    }
 
 
 def _q(h: LogHistogram, q: float) -> float | None:
@@ -82,10 +82,21 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
             errors_f = pool.submit(_errors_or_empty, client.bootstrap, name)
             shape, every_event, reports = shape_f.result(), events_f.result(), errors_f.result()
             board_f.result()
-        snaps = list(board.latest.values())
-        live = board.live(time.time())
+        return build_status(rec, shape, board, every_event, reports, now)
     finally:
         board.close()
+
+
+def build_status(
+    rec: TopologyRecord, shape: dict[str, Any], board: StatsBoard, every_event: list[dict[str, Any]], reports: list[ErrorReport], now: float
+) -> dict[str, Any]:
+    """:func:`status` from what it read: the record, its :func:`topology_shape`, a board read to now, every event and ``rec``'s error reports (oldest first).
+
+    Reads nothing itself (:class:`service.query.live.LiveStatus` keeps the same inputs current between requests).
+    """
+    name = rec.name
+    snaps = list(board.latest.values())
+    live = board.live(time.time())
     running = executors_running(live)
     comps: dict[str, Any] = {}
     for comp, tasks in shape["tasks"].items():

@@ -197,3 +197,12 @@ def test_errors_dead_letters_and_the_storm_ui_api_of_a_served_topology(cluster: 
     assert cluster.counts(wc) == {"the": 2, "cat": 1, "sat": 1, "dog": 1, "a": 1, "line": 1, "to": 1, "check": 1, "reject": 1, "this": 1, "one": 1}
     refused = cluster.squall("dlq", wc, "replay", check=False)
     assert refused.returncode == 2 and "name the dead letters to replay" in refused.stderr
+
+    # Killed: the API, which keeps its tails open between requests, forgets it (a 404) and lists none.
+    cluster.squall("kill", wc, "-w", "1")
+    deadline = time.monotonic() + 60
+    while (got := get(base, f"/api/v1/topology/{wc}"))[0] != 404:
+        assert time.monotonic() < deadline, got
+        time.sleep(0.5)
+    assert got[1]["errorMessage"] == f"[{wc}] no such topology (see: squall list)"
+    assert wc not in [t["id"] for t in get(base, "/api/v1/topology/summary")[1]["topologies"]]

@@ -1,0 +1,207 @@
+"""``squall status`` and ``squall list`` kept live: tails that stay open between requests, so an answer reads only what arrived since the last.
+
+:func:`service.query.status.status` reads four topics to their end on every call (the control
+record, the stats, the events and the error reports; about 2 s per request on the embedded
+broker) and loads the topology's source to learn its shape. A supervisor answers the Storm UI's
+REST API and its pages many times a second, so :class:`LiveStatus` keeps, per topology:
+
+1. the control topic's tail (:class:`~service.control.log.ControlLog`), read to its end once,
+   then polled without waiting;
+2. a :class:`~streams.monitoring.board.StatsBoard`, read to now once, then polled;
+3. the events topic's tail (every event, as :func:`~service.query.status.status` reads them);
+4. the error reports' tail, the latest report per key, as compaction keeps them;
+5. the topology's shape (:func:`~service.control.client.topology_shape`), per record version.
+
+Each answer polls what arrived (no waiting) and builds the same dict as ``status``
+(:func:`~service.query.status.build_status`). A topology gone from the control topic has its
+tails closed on the next answer. Thread-safe: one lock around the tails (the HTTP server's
+threads share them).
+
+The Storm UI asks Nimbus, which keeps its cluster state in memory; this is the same idea with
+Kafka topics as the state.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from service.brokers.admin import require_topic
+from service.control.client import Client, topology_shape
+from service.control.log import ControlLog, EventLog, TopicTail
+from service.control.record import TopologyRecord
+from service.exceptions import BrokerError, ControlError, UsageError
+from service.query.status import build_status, topology_row
+from streams.exceptions import DecodeError
+from streams.monitoring.board import StatsBoard
+from streams.monitoring.errors import ErrorReport
+from streams.wire.naming import errors_topic
+
+CATCH_UP_S = 15.0
+"""How long a first read of a topic to its end may take (seconds) before it is an error."""
+
+
+class ErrorTail(TopicTail):
+    """A tail of ``squall.T.__errors``: the latest report per key, as compaction keeps them (:func:`streams.monitoring.errors.latest_reports`)."""
+
+    def __init__(self, bootstrap: str, topology: str, overrides: dict[str, Any] | None = None) -> None:
+        super().__init__(bootstrap, errors_topic(topology), overrides)
+        self.by_key: dict[bytes | None, ErrorReport] = {}
+
+    def poll(self, timeout_s: float = 0.0) -> int:
+        """Apply what arrived (a record that is not a report is skipped); returns how many records were read."""
+        msgs = self._messages(timeout_s)
+        for msg in msgs:
+            try:
+                self.by_key[msg.key()] = ErrorReport.decode(msg.value(), topic=self.topic, partition=0, offset=msg.offset() or 0)
+            except DecodeError:
+                continue
+        return len(msgs)
+
+    def reports(self) -> list[ErrorReport]:
+        """The reports, oldest first."""
+        return sorted(self.by_key.values(), key=lambda r: r.at)
+
+
+def catch_up(poll: Callable[[float], object], caught_up: Callable[[], bool], what: str, timeout_s: float = CATCH_UP_S) -> None:
+    """Poll until ``caught_up()``; raises BrokerError naming ``what`` after ``timeout_s`` seconds."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = poll(0.1)
+        if not got and caught_up():
+            return
+        if time.monotonic() > deadline:
+            raise BrokerError(f"[{what}] could not read to its end within {timeout_s} s")
+
+
+class LiveStatus:
+    """:func:`~service.query.status.status` and :func:`~service.query.status.list_topologies` answered from tails kept open (module docstring).
+
+    Args:
+      client: the broker, the service-level config and Kafka client overrides.
+      clock: wall-clock seconds (uptimes).
+    Raises ControlError for an unknown topology, BrokerError when a first read does not finish.
+    """
+
+    def __init__(self, client: Client, clock: Callable[[], float] = time.time) -> None:
+        self.client = client
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.control: ControlLog | None = None
+        self.events: EventLog | None = None
+        self.every_event: list[dict[str, Any]] = []
+        self.boards: dict[str, StatsBoard] = {}
+        self.errors: dict[str, ErrorTail] = {}
+        self.shapes: dict[str, tuple[int, dict[str, Any]]] = {}
+        """``topology -> (record version, shape)``."""
+
+    def rows(self) -> list[dict[str, Any]]:
+        """``squall list``'s rows, by name."""
+        with self.lock:
+            records = self._records()
+            now = self.clock()
+            return [topology_row(rec, self._shape(rec), now) for rec in sorted(records.values(), key=lambda r: r.name)]
+
+    def record(self, name: str) -> TopologyRecord:
+        """Topology ``name``'s control record. Raises ControlError naming it if there is none."""
+        with self.lock:
+            rec = self._records().get(name)
+        if rec is None:
+            raise ControlError(f"[{name}] no such topology (see: squall list)")
+        return rec
+
+    def status(self, name: str) -> dict[str, Any]:
+        """``squall status --json`` of topology ``name``. Raises ControlError naming it if there is none."""
+        with self.lock:
+            rec = self._records().get(name)
+            if rec is None:
+                raise ControlError(f"[{name}] no such topology (see: squall list)")
+            shape = self._shape(rec)
+            board = self._board(name)
+            every_event = self._every_event()
+            reports = self._reports(name)
+            return build_status(rec, shape, board, every_event, reports, self.clock())
+
+    def error_reports(self, name: str) -> list[ErrorReport]:
+        """Topology ``name``'s error reports, oldest first (none for an unknown topology, or one without an errors topic yet)."""
+        with self.lock:
+            if name not in self._records():
+                return []
+            return self._reports(name)
+
+    def close(self) -> None:
+        """Close every tail."""
+        with self.lock:
+            for tail in [self.control, self.events, *self.errors.values()]:
+                if tail is not None:
+                    tail.close()
+            for board in self.boards.values():
+                board.close()
+            self.control, self.events = None, None
+            self.boards.clear()
+            self.errors.clear()
+
+    # -- the tails (under the lock) ---------------------------------------------------------------
+    def _records(self) -> dict[str, TopologyRecord]:
+        if self.control is None:
+            self.client.connect()
+            control = ControlLog(self.client.bootstrap, self.client.names, self.client.kafka.get("consumer"))
+            control.catch_up(CATCH_UP_S)
+            self.control = control
+        else:
+            self.control.poll(0)
+        records = self.control.records
+        for name in [n for n in self.boards if n not in records]:  # killed: its tails go
+            self.boards.pop(name).close()
+        for name in [n for n in self.errors if n not in records]:
+            self.errors.pop(name).close()
+        for name in [n for n in self.shapes if n not in records]:
+            del self.shapes[name]
+        return records
+
+    def _shape(self, rec: TopologyRecord) -> dict[str, Any]:
+        cached = self.shapes.get(rec.name)
+        if cached is None or cached[0] != rec.version:
+            cached = self.shapes[rec.name] = (rec.version, topology_shape(self.client, rec))
+        return cached[1]
+
+    def _board(self, name: str) -> StatsBoard:
+        board = self.boards.get(name)
+        if board is None:
+            board = StatsBoard(self.client.bootstrap, name, self.client.kafka.get("consumer"))
+            board.read_to_now(CATCH_UP_S)
+            self.boards[name] = board
+        else:
+            board.poll(0)
+        return board
+
+    def _every_event(self) -> list[dict[str, Any]]:
+        if self.events is None:
+            events = EventLog(self.client.bootstrap, self.client.names, self.client.kafka.get("consumer"))
+
+            def poll(timeout_s: float) -> int:
+                got = events.poll(timeout_s)
+                self.every_event.extend(got)
+                return len(got)
+
+            catch_up(poll, events.caught_up, self.client.names.events)
+            self.events = events
+        else:
+            self.every_event.extend(self.events.poll(0))
+        return self.every_event
+
+    def _reports(self, name: str) -> list[ErrorReport]:
+        tail = self.errors.get(name)
+        if tail is None:
+            try:
+                require_topic(self.client.bootstrap, errors_topic(name), name)
+            except UsageError:
+                return []  # submitted before Squall had an errors topic, or not started yet
+            tail = ErrorTail(self.client.bootstrap, name, self.client.kafka.get("consumer"))
+            catch_up(tail.poll, tail.caught_up, tail.topic)
+            self.errors[name] = tail
+        else:
+            tail.poll(0)
+        return tail.reports()
