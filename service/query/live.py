@@ -124,6 +124,18 @@ class LiveStatus:
             reports = self._reports(name)
             return build_status(rec, shape, board, every_event, reports, self.clock())
 
+    def refresh(self) -> None:
+        """Poll every tail, opening those of topologies not seen yet.
+
+        A supervisor calls it every few seconds, so that an answer, the first one included, reads little.
+        """
+        for row in self.rows():
+            try:
+                self.status(row["name"])
+                self.error_reports(row["name"])
+            except ControlError:
+                continue  # killed meanwhile
+
     def error_reports(self, name: str) -> list[ErrorReport]:
         """Topology ``name``'s error reports, oldest first (none for an unknown topology, or one without an errors topic yet)."""
         with self.lock:

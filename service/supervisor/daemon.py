@@ -50,6 +50,7 @@ from service.control.slots import SlotMembership, slot_of
 from service.process.hang import heartbeat_mtime, heartbeat_path, heartbeat_stale
 from service.process.restarts import CrashHistory, RestartPolicy
 from service.process.spawn import log_tail, spawn_worker
+from service.query.live import LiveStatus
 from service.query.logs import log_file
 from service.supervisor.http import HealthServer
 from service.supervisor.metrics import SupervisorMetrics
@@ -68,6 +69,9 @@ TICK_S = 0.2
 CLAIM_GRACE_S = 15.0
 """A worker just started holds its tasks this long before its executors' stats must show
 it alive (seconds; covers interpreter start-up, an acker's restore, a Spark session)."""
+
+LIVE_REFRESH_S = 2.0
+"""How often the REST API's tails are polled between requests (seconds; :class:`~service.query.live.LiveStatus`)."""
 
 
 @dataclass
@@ -151,7 +155,12 @@ class SupervisorService:
         self.registry.register(StatsCollector(self.executor_stats))
         self.registry.register(ProcessStats(self.id))
         api_client = Client(bootstrap, self.service_conf, self.kafka, self.names)
-        self.http = HealthServer(settings.http_host, settings.http_port, self.registry, self.ready, storm_api(api_client).handle, self.home / "logs")
+        self.live = LiveStatus(api_client, clock)
+        """What the REST API answers from: tails kept open, refreshed every :data:`LIVE_REFRESH_S` by :meth:`_refresh_live`."""
+        self.live_thread = threading.Thread(target=self._refresh_live, name=f"live-{self.id}", daemon=True)
+        self.http = HealthServer(
+            settings.http_host, settings.http_port, self.registry, self.ready, storm_api(api_client, clock, self.live).handle, self.home / "logs"
+        )
 
     # -- lifecycle -------------------------------------------------------------------
     def stop(self) -> None:
@@ -167,6 +176,7 @@ class SupervisorService:
         session_ms = resolve(self.service_conf, where=f"supervisor {self.id}").session_timeout_ms
         self.membership = SlotMembership(self.bootstrap, self.id, self.names, session_ms, self.kafka.get("consumer"))
         self.http.start()
+        self.live_thread.start()
         if self.embedded is not None:
             log.warning("[supervisor %s] %s", self.id, EMBEDDED_WARNING)
         log.info("[supervisor %s] serving on %s:%d (bootstrap %s)", self.id, self.http.host, self.http.port, self.bootstrap)
@@ -175,6 +185,16 @@ class SupervisorService:
                 self.tick()
         finally:
             self._shutdown()
+
+    def _refresh_live(self) -> None:
+        """Keep the REST API's tails current until the supervisor stops (a broker that does not answer is logged, then tried again)."""
+        while True:
+            try:
+                self.live.refresh()
+            except SquallError as exc:
+                log.warning("[supervisor %s] live status: %s", self.id, exc)
+            if self.stop_event.wait(LIVE_REFRESH_S):
+                return
 
     def _shutdown(self) -> None:
         log.info("[supervisor %s] stopping %d workers (drain up to %.0f s)", self.id, len(self.procs), self.settings.shutdown_timeout_secs)
@@ -198,6 +218,9 @@ class SupervisorService:
         if self.events is not None:
             self.events.close()
         self.boards.close()
+        if self.live_thread.is_alive():
+            self.live_thread.join(LIVE_REFRESH_S + 30)
+        self.live.close()
         self.http.close()
         log.info("[supervisor %s] stopped", self.id)
 

@@ -27,9 +27,12 @@ def squall_version() -> str:
         return "squall"
 
 
-def storm_api(client: Client, clock: Any = time.time) -> StormApi:
-    """A :class:`StormApi` reading through ``client``: status, rows and error reports from tails kept open (:class:`~service.query.live.LiveStatus`)."""
-    live = LiveStatus(client, clock)
+def storm_api(client: Client, clock: Any = time.time, live: LiveStatus | None = None) -> StormApi:
+    """A :class:`StormApi` reading through ``client``: status, rows and error reports from tails kept open.
+
+    ``live``: those tails (default: a new :class:`~service.query.live.LiveStatus`).
+    """
+    live = live if live is not None else LiveStatus(client, clock)
 
     def errors(name: str) -> list[dict[str, Any]]:
         return [asdict(r) for r in live.error_reports(name)]
