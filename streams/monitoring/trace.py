@@ -218,21 +218,48 @@ def _unsettled(events: list[TraceEvent]) -> tuple[float, float, list[tuple[int, 
 
 
 def holders(events: list[TraceEvent]) -> list[str]:
-    """Where a tree that did not complete was held, in order of its first unsettled edge (none for a tree that completed).
+    """Where a tree that did not complete was held, longest first (none for a tree that completed).
 
-    For each edge not settled when the tree ended (:func:`diagnose` says how): the component
-    that received it and did not ack it in time (``"count"``), or, for an edge not received
-    by then, ``"slow -> count"``: in transit, either in the emitter's unflushed output (a
-    bolt whose ``execute`` blocked after the emit holds its outputs until it returns) or in
-    the target's input (a target that is behind); the trace cannot tell which.
+    Every edge emitted before the tree ended (:func:`diagnose` says when) spends time in two
+    places until it is acked or the tree ends, whichever comes first: **in transit**
+    (``"slow -> count"``: from the emit to the target's ``receive``, in the emitter's
+    unflushed output or the target's input; the trace cannot tell which) and **held by the
+    target** (``"count"``: from its ``receive`` to its ack or fail). Time is summed per place
+    (seconds); the places that held the tree for at least half as long as the longest one are
+    its holders, longest first. A tree still pending ends, here, at its last event.
+
+    So a tree queued for 8 s behind a bolt whose ``execute`` slept, then passed on and timed
+    out 0.3 s after the next bolt received it, is held by ``"lines -> slow"`` (or ``"slow"``),
+    not by the bolt that had it at the end.
+
+    >>> e = lambda kind, comp, at, edge, target="": TraceEvent(7, kind, comp, 0, "w0", at, edge, target)
+    >>> holders([e("emit", "lines", 0.0, 1, "slow"), e("receive", "slow", 8.0, 1), e("emit", "slow", 8.0, 2, "count"),
+    ...          e("ack", "slow", 8.0, 1), e("receive", "count", 8.2, 2), e("timeout", "__acker", 8.5, 0)])
+    ['lines -> slow']
     """
     if not events:
         return []
-    _start, horizon, unsettled = _unsettled(events)
-    seen: dict[str, None] = {}
-    for _edge, em, got, _done in unsettled:
-        seen[got.component if got is not None and got.at <= horizon else f"{em.component} -> {em.target}"] = None
-    return list(seen)
+    if outcome(events) == "complete":
+        return []
+    ordered = sorted(events, key=lambda e: e.at)
+    horizon = next((e.at for e in ordered if e.event in ("timeout", "acker_fail")), ordered[-1].at)  # pending: its last event
+    settled = {e.edge: e.at for e in ordered if e.event in ("ack", "fail") and e.edge}
+    received = {e.edge: e for e in ordered if e.event == "receive" and e.edge}
+    held: dict[str, float] = {}
+    for em in ordered:
+        if em.event != "emit" or not em.edge or em.at > horizon:
+            continue
+        end = min(settled.get(em.edge, horizon), horizon)
+        got = received.get(em.edge)
+        arrived = min(got.at, end) if got is not None else end
+        transit = f"{em.component} -> {em.target}"
+        held[transit] = held.get(transit, 0.0) + max(0.0, arrived - em.at)
+        if got is not None and got.at < end:
+            held[got.component] = held.get(got.component, 0.0) + (end - got.at)
+    longest = max(held.values(), default=0.0)
+    if longest <= 0.0:
+        return []
+    return [place for place, s in sorted(held.items(), key=lambda kv: -kv[1]) if s >= longest / 2]
 
 
 def held_by(holder: str, component: str) -> bool:

@@ -104,3 +104,26 @@ def test_holders_name_the_components_a_timed_out_tree_waited_on_in_order() -> No
     both = [e for e in held if not (e.event == "ack" and e.component == "split")]  # split never acked the line either
     assert holders(both) == ["split", "count"]
     assert [held_by(h, "split") for h in holders(waited)] == [True] and not held_by("count", "split")
+
+
+def test_a_tree_queued_behind_a_sleeping_bolt_is_held_by_it_not_by_the_bolt_that_had_it_when_it_timed_out() -> None:
+    # CI 2026-11-29: a tree waited 8 s for [slow], went on to [count] and timed out 0.3 s later
+    queued = [
+        ev("emit", "lines", 0.0, 11, "parse"),
+        ev("receive", "parse", 0.1, 11),
+        ev("emit", "parse", 0.1, 22, "slow"),
+        ev("ack", "parse", 0.1, 11),
+        ev("receive", "slow", 8.0, 22),
+        ev("emit", "slow", 8.0, 33, "count"),
+        ev("ack", "slow", 8.0, 22),
+        ev("receive", "count", 8.2, 33),
+        ev("timeout", "__acker", 8.5),
+    ]
+    assert holders(queued) == ["parse -> slow"]
+    assert diagnose(queued) and "[count] held it" in diagnose(queued)[0]  # diagnose still says where it was at the end
+    sleeping = [*queued[:5], ev("emit", "slow", 7.9, 33, "count"), ev("ack", "slow", 7.9, 22), queued[-2], queued[-1]]
+    sleeping[4] = ev("receive", "slow", 0.2, 22)  # received at once; execute slept
+    assert holders(sleeping) == ["slow"]
+    two = [e for e in queued if e.event != "timeout"] + [ev("timeout", "__acker", 16.0)]  # [count] then held it as long
+    assert holders(two) == ["parse -> slow", "count"]
+    assert holders([*queued[:-1]]) == ["parse -> slow"]  # pending: up to its last event
