@@ -14,6 +14,7 @@ import logging
 import signal
 import sys
 import time
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -195,6 +196,27 @@ def deactivate_cmd(name: Annotated[str, typer.Argument(help="topology name")], b
     from service.control.client import set_active
 
     typer.echo(set_active(client(bootstrap_servers), name, False, time.time()))
+
+
+class DebugSwitch(StrEnum):
+    """``squall debug``'s state."""
+
+    on = "on"
+    off = "off"
+
+
+@app.command("debug")
+@user_errors
+def debug_cmd(
+    name: Annotated[str, typer.Argument(help="topology name")],
+    switch: Annotated[DebugSwitch, typer.Argument(help="on: trace a sample of the trees; off: stop")],
+    sampling_pct: Annotated[float, typer.Option("--sampling-pct", help="with on: the percentage of trees traced (0-100)")] = 10.0,
+    bootstrap_servers: Bootstrap = None,
+) -> None:
+    """Sampled tracing on or off, live: no worker restarts (Storm UI's debug; see squall trace)."""
+    from service.control.client import set_debug_tracing
+
+    typer.echo(set_debug_tracing(client(bootstrap_servers), name, switch == DebugSwitch.on, sampling_pct, time.time()))
 
 
 @app.command("rebalance")

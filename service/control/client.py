@@ -12,6 +12,9 @@ topology or the broker address.
 
 from __future__ import annotations
 
+import getpass
+import os
+import socket
 import tempfile
 import time
 from dataclasses import dataclass
@@ -24,7 +27,7 @@ from service.brokers.admin import ensure_topology_topics, read_topic
 from service.control.log import ControlLog, ControlTopics, ControlWriter, ensure_control_topics, probe
 from service.control.log_levels import parse_level
 from service.control.plan import load_record
-from service.control.record import TopologyRecord, activate, deactivate, kill, rebalance, rebalanced, set_log_levels
+from service.control.record import TopologyRecord, activate, audited, deactivate, kill, rebalance, rebalanced, set_debug, set_log_levels, trace_rate
 from service.exceptions import ControlError, UsageError
 from streams.config import KEYS, resolve, sources
 from streams.model.loader import load_topology
@@ -131,22 +134,28 @@ def topology_shape(client: Client, rec: TopologyRecord) -> dict[str, Any]:
     :func:`streams.config.sources`); ``component_configuration``: per component, the keys it
     sets itself (``get_component_configuration`` and the builder's ``add_configuration``),
     which win over the topology's for it. ``debug`` and ``sampling_pct``: sampled tracing
-    (``topology.debug``, ``squall.trace.sample.rate`` as a percentage; 0 without debug).
+    (``topology.debug``, ``squall.trace.sample.rate`` as a percentage; 0 without debug), or
+    what ``squall debug`` set since (:attr:`TopologyRecord.debug`). ``spouts``: the spout ids;
+    ``inputs``: per component, what it subscribes to (``component``, ``stream``, ``grouping``,
+    ``fields``): the edges of the topology's graph.
     """
     with tempfile.TemporaryDirectory() as tmp:
         _, topology, conf = load_record(rec, Path(tmp), client.service_conf)
     comps = topology.components.values()
+    rate = trace_rate(rec)
     return {
         "outputs": output_topics(topology),
         "workers": conf.workers,
         "executors": {c.id: c.parallelism for c in comps},
         "tasks": {c.id: c.num_tasks for c in comps},
         "message_timeout_secs": conf.message_timeout_secs,
-        "debug": conf.debug,
-        "sampling_pct": round(conf.trace_sample_rate * 100, 6) if conf.debug else 0,
+        "debug": conf.debug if rate is None else rate > 0,
+        "sampling_pct": round(((conf.trace_sample_rate if conf.debug else 0.0) if rate is None else rate) * 100, 6),
         "configuration": conf.as_dict(),
         "configuration_sources": sources(("service", client.service_conf), ("topology", topology.conf)),
         "component_configuration": {c.id: dict(c.conf) for c in comps if c.conf},
+        "spouts": [c.id for c in comps if c.is_spout],
+        "inputs": {c.id: [{"component": i.component, "stream": i.stream, "grouping": i.kind.value, "fields": list(i.fields)} for i in c.inputs] for c in comps},
     }
 
 
@@ -160,24 +169,45 @@ def output_topics(topology: Topology) -> list[dict[str, str]]:
     return out
 
 
-def set_log_level(client: Client, name: str, specs: list[str], resets: list[str], now: float) -> str:
+def default_who() -> str:
+    """Who a verb acts as in a record's actions: ``user@host``."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container)
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
+
+
+def set_log_level(client: Client, name: str, specs: list[str], resets: list[str], now: float, who: str | None = None) -> str:
     """``squall set_log_level NAME -l logger=LEVEL[:SECONDS] -r logger``. Raises UsageError (a bad spec), ControlError (an unknown topology)."""
     if not specs and not resets:
         raise UsageError(f"[{name}] set_log_level: give -l LOGGER=LEVEL[:SECONDS] or -r LOGGER")
     levels = dict(parse_level(spec, now) for spec in specs)
     client.connect()
-    rec = set_log_levels(client.record(name), levels, resets, now)
-    client.put(rec)
     parts = [f"{logger}={v['level']}" + (f" for {v['until'] - now:g} s" if v["until"] else "") for logger, v in levels.items()]
     parts += [f"{logger} reset" for logger in resets]
+    rec = set_log_levels(client.record(name), levels, resets, now)
+    client.put(audited(rec, "set_log_level", who or default_who(), now, ", ".join(parts)))
     return f"{name}: " + ", ".join(parts)
 
 
-def set_active(client: Client, name: str, active: bool, now: float) -> str:
+def set_debug_tracing(client: Client, name: str, on: bool, sampling_pct: float, now: float, who: str | None = None) -> str:
+    """``squall debug NAME on|off --sampling-pct P``: sampled tracing on or off, live (Storm UI's debug action).
+
+    Raises ControlError for an unknown or killed topology or a percentage outside 0..100.
+    """
+    client.connect()
+    detail = f"on at {sampling_pct:g}%" if on else "off"
+    client.put(audited(set_debug(client.record(name), on, sampling_pct, now), "debug", who or default_who(), now, detail))
+    return f"{name}: debug {detail}"
+
+
+def set_active(client: Client, name: str, active: bool, now: float, who: str | None = None) -> str:
     """Activate or deactivate topology ``name`` (Storm's verbs). Raises ControlError for an unknown one."""
     client.connect()
     rec = client.record(name)
-    client.put(activate(rec, now) if active else deactivate(rec, now))
+    changed = activate(rec, now) if active else deactivate(rec, now)
+    client.put(audited(changed, "activate" if active else "deactivate", who or default_who(), now))
     return f"{'activated' if active else 'deactivated'} {name}"
 
 
@@ -204,13 +234,13 @@ def still_running(workers: set[int], seen: list[dict[str, Any]], since: float) -
     return {w: last[w] for w in sorted(workers - stopped) if w in last and last[w].get("event") == "started"}
 
 
-def kill_topology(client: Client, name: str, wait_s: float | None, now: float, sleep: Any = time.sleep) -> str:
+def kill_topology(client: Client, name: str, wait_s: float | None, now: float, sleep: Any = time.sleep, who: str | None = None) -> str:
     """Deactivate, wait ``wait_s`` (default: the message timeout), stop the workers, remove."""
     client.connect()
     rec = client.record(name)
     shape = topology_shape(client, rec)  # a kill changes the status, never the shape
     wait = float(shape["message_timeout_secs"]) if wait_s is None else wait_s
-    killed = kill(rec, wait, now)
+    killed = audited(kill(rec, wait, now), "kill", who or default_who(), now, f"wait {wait:g} s")
     client.put(killed)
     sleep(wait)
     # The supervisors stop the workers at kill_at (each drains); wait until every worker's
@@ -240,12 +270,16 @@ def parse_executors(pairs: list[str]) -> dict[str, int]:
     return out
 
 
-def rebalance_topology(client: Client, name: str, workers: int | None, executors: dict[str, int], now: float, timeout_s: float = 120.0) -> str:
+def rebalance_topology(
+    client: Client, name: str, workers: int | None, executors: dict[str, int], now: float, timeout_s: float = 120.0, who: str | None = None
+) -> str:
     """Change workers/executors; wait until the running executors match, then ACTIVE."""
     client.connect()
     rec = client.record(name)
     shape = topology_shape(client, rec)
     new = rebalance(rec, now, workers, executors, shape["tasks"])
+    detail = ", ".join([*([f"workers {workers}"] if workers is not None else []), *(f"{c}={n}" for c, n in sorted(executors.items()))])
+    new = audited(new, "rebalance", who or default_who(), now, detail)
     client.put(new)
     want = {**shape["executors"], **new.executors}
     board = StatsBoard(client.bootstrap, name)

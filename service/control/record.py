@@ -69,6 +69,12 @@ class TopologyRecord(BaseModel):
     rebalance_from: Status | None = None
     log_levels: dict[str, dict[str, Any]] = Field(default_factory=dict)
     """``logger -> {"level": LEVEL, "until": wall seconds or None}`` (``squall set_log_level``; :mod:`service.control.log_levels`)."""
+    debug: dict[str, Any] | None = None
+    """Sampled tracing set at run time (``squall debug``, the UI's debug action): ``{"on": bool, "sampling_pct": 0..100}``;
+    None: the topology's own ``topology.debug`` and ``squall.trace.sample.rate``. Workers apply it live."""
+    actions: list[dict[str, Any]] = Field(default_factory=list)
+    """The last :data:`ACTIONS_KEPT` actions on this topology, oldest first: ``{"action", "detail", "who", "at"}``
+    (who: ``user@host`` of a verb, or the UI's ``name (ui, address)``; at: wall-clock seconds)."""
 
     @staticmethod
     def new(name: str, source: str, file_name: str, conf: dict[str, Any], now: float) -> TopologyRecord:
@@ -97,6 +103,44 @@ class TopologyRecord(BaseModel):
 
     def _next(self, now: float, **changes: Any) -> TopologyRecord:
         return self.model_copy(update={**changes, "version": self.version + 1, "changed_at": now})
+
+
+ACTIONS_KEPT = 50
+"""How many actions a record keeps (:attr:`TopologyRecord.actions`)."""
+
+
+def audited(rec: TopologyRecord, action: str, who: str, now: float, detail: str = "") -> TopologyRecord:
+    """``rec`` with ``action`` appended to its actions (the last :data:`ACTIONS_KEPT` kept); the version stays.
+
+    >>> rec = audited(TopologyRecord.new("wc", "", "wc.py", {}, now=1.0), "deactivate", "ann@h1", 2.0)
+    >>> rec.actions, rec.version
+    ([{'action': 'deactivate', 'detail': '', 'who': 'ann@h1', 'at': 2.0}], 1)
+    """
+    entry = {"action": action, "detail": detail, "who": who, "at": now}
+    return rec.model_copy(update={"actions": [*rec.actions, entry][-ACTIONS_KEPT:]})
+
+
+def set_debug(rec: TopologyRecord, on: bool, sampling_pct: float, now: float) -> TopologyRecord:
+    """Turn sampled tracing on (at ``sampling_pct`` percent of the trees) or off, live (Storm UI's debug action).
+
+    The version stays: no worker restarts; each worker's control watcher tells its executors.
+    Raises ControlError for a percentage outside 0..100 or on a killed topology.
+    """
+    _alive(rec, "change debug")
+    if not 0 <= sampling_pct <= 100:
+        raise ControlError(f"[{rec.name}] debug sampling must be 0..100 percent, got {sampling_pct:g}")
+    return rec.model_copy(update={"debug": {"on": on, "sampling_pct": float(sampling_pct)}, "changed_at": now})
+
+
+def trace_rate(rec: TopologyRecord) -> float | None:
+    """The sample rate (0..1; 0: off) ``rec.debug`` sets, or None to keep the topology's own.
+
+    >>> trace_rate(set_debug(TopologyRecord.new("wc", "", "wc.py", {}, now=1.0), True, 10, now=2.0))
+    0.1
+    """
+    if rec.debug is None:
+        return None
+    return float(rec.debug["sampling_pct"]) / 100 if rec.debug["on"] else 0.0
 
 
 def _alive(rec: TopologyRecord, verb: str) -> None:

@@ -189,6 +189,13 @@ def tune_gc(threshold: int) -> None:
         gc.set_threshold(threshold, older, oldest)
 
 
+def request_trace(executors: list[Any], rate: float) -> None:
+    """Ask every executor to trace at ``rate`` (0..1; 0: off) from its next round (``squall debug``)."""
+    for e in executors:
+        if isinstance(e, Executor):
+            e.request_trace(rate)
+
+
 def keep_lease(topology: str, index: int, lease: WorkerLease, now: float) -> None:
     """The main thread's part of the lease (:mod:`streams.runtime.lease`), every round: lapse it when due; exit the process once it is fenced.
 
@@ -250,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
             plan.name,
             [s.active for s in spouts],
             plan.kafka.get("consumer"),
+            on_trace=lambda rate: request_trace(executors, rate),
         )
         if plan.control
         else None

@@ -16,8 +16,10 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
+from typing_extensions import override
 
 from streams.exceptions import DecodeError
 from streams.kafka.clients import (
@@ -144,6 +146,10 @@ class BoltExecutor(Executor):
         bolt.prepare(self.conf_dict, ctx, collector)
         return BoltTask(task_id, bolt, collector)
 
+    @override
+    def _collectors(self) -> list[Any]:
+        return [task.collector for task in self.by_partition.values()]
+
     def _start_offsets(self, consumer: Consumer, partitions: list[TopicPartition]) -> dict[int, int]:
         """The committed offsets, except a replaced owner's late commit behind a newer life's confirmed one: then that one (counted: ``fenced_commits``)."""
         self.previous = read_progress(self.bootstrap, self.topology.name, self.component, self.kafka.get("consumer"))
@@ -268,8 +274,7 @@ class BoltExecutor(Executor):
             self.stats.inc("errors")
             self.errors.report("exception", task.task_id, exc=exc, where=t.where, roots=t.anchors)
             log.error("[%s] task %d failed on %s: %s", self.component, task.task_id, t.where, exc, exc_info=exc)
-        if t.traced:  # execute returned: its time is this event's minus the receive's
-            assert self.tracer is not None
+        if t.traced and self.tracer is not None:  # execute returned: its time is this event's minus the receive's
             self.tracer.events_of(t, "execute", task.task_id)
         if not system:
             self._executed += 1

@@ -168,8 +168,7 @@ class BoltOutputCollectorImpl(_Emitter):
                 else:
                     payload = encode_batched(stream, self.component, self.task_id, self.epoch, values, root, e, batch)
                 self.produce(route.topic, payload, partition=local)
-                if a.traced:  # its one tree is sampled (set when it was read)
-                    assert self.tracer is not None
+                if a.traced and self.tracer is not None:  # its one tree is sampled (set when it was read)
                     self.tracer.event("emit", root, self.task_id, edge=e, target=route.target, stream=stream)
                 return
         ids: dict[int, int] = {}
@@ -245,8 +244,7 @@ class BoltOutputCollectorImpl(_Emitter):
             pending = acks.acks  # AckBuffer.ack, inlined (hot path)
             for root, edge in tuple.anchors.items():
                 pending[root] = pending.get(root, 0) ^ edge ^ ack_val
-        if tuple.traced:
-            assert self.tracer is not None
+        if tuple.traced and self.tracer is not None:
             self.tracer.events_of(tuple, "ack", self.task_id)
 
     def _held_by_hooks(self, tuple: Tuple) -> bool:  # noqa: A002
@@ -285,8 +283,7 @@ class BoltOutputCollectorImpl(_Emitter):
             text = why_text(self.component, why)
             for root in tuple.anchors:
                 acks.fail(root, text)
-        if tuple.traced:
-            assert self.tracer is not None
+        if tuple.traced and self.tracer is not None:
             self.tracer.events_of(tuple, "fail", self.task_id)
         if self.hooks:
             info = BoltFailInfo(tuple, self.task_id, time.perf_counter() - tuple.received_at if tuple.received_at else 0.0, why)

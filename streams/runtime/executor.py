@@ -44,7 +44,7 @@ from streams.model.io import DeadLetterWriter, ExecutorIO
 from streams.model.spec import Topology
 from streams.monitoring.errors import ErrorLog, ErrorThrottle
 from streams.monitoring.stats import ExecutorStats, process_usage
-from streams.monitoring.trace import Tracer
+from streams.monitoring.trace import Tracer, threshold
 from streams.runtime.acks import AckBuffer
 from streams.runtime.fencing import new_epoch
 from streams.runtime.lease import PAUSED_SNAPSHOT_S, WorkerLease
@@ -193,6 +193,8 @@ class Executor(DeadLetterWriter):
         self.stats.errors = self.errors.counts
         self.tracer = Tracer(component, worker, conf.trace_sample_rate, self._publish_trace) if conf.debug else None
         """Sampled tracing (``topology.debug``; :mod:`streams.monitoring.trace`), else None."""
+        self.trace_request: tuple[float] | None = None
+        """A sample rate (0..1; 0: off) another thread asked for (:meth:`request_trace`), applied by this executor's loop."""
         self.error: BaseException | None = None
         self.assigned = threading.Event()
         """Set once this executor has opened its tasks and, for an acker, restored its
@@ -282,6 +284,32 @@ class Executor(DeadLetterWriter):
             raise FatalError(f"[{self.component}] is not a {kind.__name__}: {type(obj).__name__}")
         return task_id, ctx, obj
 
+    def request_trace(self, rate: float) -> None:
+        """Turn sampled tracing on at ``rate`` (0..1) or off (0), live (Storm UI's debug action; any thread).
+
+        The executor's loop applies it at its next round (:meth:`_apply_trace`): the tracer
+        and every collector's reference change on the executor's own thread, so a tuple is
+        never half traced.
+        """
+        self.trace_request = (rate,)
+
+    def _apply_trace(self, rate: float) -> None:
+        self.trace_request = None
+        if rate <= 0:
+            if self.tracer is not None:
+                self.tracer.flush()
+                self.tracer = None
+        elif self.tracer is None:
+            self.tracer = Tracer(self.component, self.worker, rate, self._publish_trace)
+        else:
+            self.tracer.limit = threshold(rate)
+        for collector in self._collectors():
+            collector.tracer = self.tracer
+
+    def _collectors(self) -> list[Any]:
+        """The collectors that read :attr:`tracer` (a bolt's or spout's tasks'; none here)."""
+        return []
+
     def _publish_trace(self, key: bytes, value: bytes) -> None:
         self._produce_diagnostic(trace_topic(self.topology.name), value, key)
 
@@ -335,6 +363,8 @@ class Executor(DeadLetterWriter):
         self.beat = now
         if self.lease is not None and not self.lease.held and not final:
             self._await_lease()
+        if self.trace_request is not None:
+            self._apply_trace(self.trace_request[0])
         if self.tracer is not None:
             if final:
                 self.tracer.flush()

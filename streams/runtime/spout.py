@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import Message, TopicPartition
+from typing_extensions import override
 
 from streams.exceptions import DecodeError
 from streams.kafka.clients import consumer_config, new_consumer, transit_s, true_end_offsets
@@ -98,6 +99,10 @@ class SpoutExecutor(Executor):
     def _make_bound(self) -> PendingBound:
         """The bound on message ids in flight per task (:func:`streams.runtime.spout_tasks.make_bound`)."""
         return make_bound(self.conf, self.topology, self.component)
+
+    @override
+    def _collectors(self) -> list[Any]:
+        return [task.collector for task in self.by_task.values()]
 
     # -- tasks -----------------------------------------------------------------------
     def _open_tasks(self) -> None:

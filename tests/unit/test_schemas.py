@@ -94,7 +94,7 @@ def test_every_schema_is_a_valid_draft_2020_12_schema(path: Path) -> None:
 
 
 def test_control_record_and_events() -> None:
-    from service.control.record import TopologyRecord, kill, rebalance
+    from service.control.record import TopologyRecord, audited, kill, rebalance, set_debug
 
     rec = TopologyRecord.new("wc", "def topology(): ...", "wc.py", {"topology.workers": 3}, now=10.0)
     check("control.schema.json", rec.encode())
@@ -102,6 +102,11 @@ def test_control_record_and_events() -> None:
     check("control.schema.json", moved.encode())
     check("control.schema.json", kill(moved, 5.0, 12.0).encode())
     assert TopologyRecord.decode(moved.encode()) == moved
+    traced = audited(set_debug(moved, True, 2.5, 13.0), "debug", "ann (ui, 127.0.0.1)", 13.0, "on at 2.5%")
+    check("control.schema.json", traced.encode())
+    assert TopologyRecord.decode(traced.encode()) == traced
+    with pytest.raises(jsonschema.ValidationError):
+        check("control.schema.json", traced.model_copy(update={"debug": {"on": True, "sampling_pct": 300}}).encode())
     with pytest.raises(jsonschema.ValidationError):
         check("control.schema.json", b'{"name": "wc", "source": "", "file_name": "wc.py", "status": "PAUSED"}')
     stopped = {"topology": "wc", "event": "stopped", "supervisor": "s1", "worker": 0, "exit_code": 0, "at": 1.5}

@@ -17,6 +17,7 @@ from acker.ledger import Ledger
 from acker.runtime_native import AckerExecutor
 from streams.config import resolve
 from streams.model.loader import load_topology
+from streams.model.tuple import Tuple
 from streams.monitoring.trace import Tracer
 from streams.runtime.bolt import BoltExecutor
 from streams.runtime.executor import ExecutorEnv
@@ -105,3 +106,27 @@ def test_the_acker_traces_the_ops_and_outcomes_of_sampled_trees_only() -> None:
     assert {o.root for o in outs} == {SAMPLED, UNSAMPLED}  # both complete
     acker._trace(3, ops, outs)
     assert [(e[0], e[1], e[2], e[4]) for e in acker.tracer.pending] == [(SAMPLED, "init", 3, 9), (SAMPLED, "acker_ack", 3, 9), (SAMPLED, "complete", 3, 0)]
+
+
+def test_debug_turns_on_and_off_live_at_the_next_round_and_a_tuple_read_traced_acks_safely_after_it_is_off() -> None:
+    ex, _sent = split_executor(debug=False)
+    assert ex.tracer is None
+    ex._process(Record(ex.topic, 0, 0, line("to be or", SAMPLED)))  # off: nothing traced
+    ex.request_trace(0.01)  # squall debug NAME on --sampling-pct 1, from the control watcher's thread
+    assert ex.tracer is None  # not before the executor's next round
+    ex._maybe_stats(1.0)
+    tracer = ex.tracer
+    assert tracer is not None and ex.by_partition[0].collector.tracer is tracer
+    ex._process(Record(ex.topic, 0, 1, line("not to be", SAMPLED)))
+    assert {"receive", "emit", "ack", "execute"} <= {e[1] for e in events(ex)}
+    ex.request_trace(1.0)  # a new rate keeps the tracer and its buffered events
+    ex._maybe_stats(2.0)
+    assert ex.tracer is tracer and tracer.sampled(UNSAMPLED)
+    held = [Tuple(["held"], "default", "lines", 0, {SAMPLED: 77}, {"line": 0})]
+    held[0].traced = True  # read while tracing was on, acked after it went off (a window or aggregate holds tuples)
+    ex.request_trace(0.0)
+    ex._maybe_stats(3.0)
+    assert ex.tracer is None and ex.by_partition[0].collector.tracer is None
+    ex.by_partition[0].collector.ack(held[0])  # no tracer: no event, no error
+    ex._process(Record(ex.topic, 0, 3, line("or not", SAMPLED)))
+    assert ex.tracer is None
