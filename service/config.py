@@ -16,6 +16,8 @@ setting                    env var                     meaning (unit; default)
 ``http_port``              ``SQUALL_HTTP_PORT``         ``squall serve``'s HTTP port (default 9470)
 ``shutdown_timeout_secs``  ``SQUALL_SHUTDOWN_TIMEOUT_SECS`` SIGTERM drain bound (seconds; default 30)
 ``supervisor_id``          ``SQUALL_SUPERVISOR_ID``     names this supervisor (default host-pid)
+``ui_token``               ``SQUALL_UI_TOKEN``          the UI's admin token: its actions (deactivate, kill, ...)
+                                                     need it; unset: the pages are read-only
 ``control_namespace``      ``SQUALL_CONTROL_NAMESPACE`` prefix of the control topics and group
                                                         (default squall: squall.__control, ...)
 ``restart_initial_secs``   ``SQUALL_RESTART_INITIAL_SECS`` first backoff before a crashed worker
@@ -66,6 +68,7 @@ class ServiceSettings(BaseSettings):
     http_port: int = Field(9470, ge=0, le=65535, description="squall serve's /healthz, /readyz, /metrics port (0 = any free port)")
     shutdown_timeout_secs: float = Field(30.0, gt=0, description="SIGTERM drain bound (seconds)")
     supervisor_id: str | None = Field(None, description="names this supervisor in logs, metrics and events")
+    ui_token: str | None = Field(None, description="the UI's admin token: its actions need it; none: the pages are read-only")
     control_namespace: str = Field("squall", pattern=r"^[A-Za-z0-9._-]+$", description="prefix of the control topics and supervisor group")
     restart_initial_secs: float = Field(1.0, gt=0, description="first backoff before a crashed worker restarts (seconds; doubles)")
     restart_max_secs: float = Field(30.0, gt=0, description="longest restart backoff (seconds)")

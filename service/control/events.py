@@ -131,3 +131,23 @@ class EventRecorder:
             )
             return False
         return True
+
+
+SUPERVISORS_KEY = "__supervisors"
+"""The events-topic key of the supervisors' heartbeats (``schemas/supervisor.schema.json``)."""
+
+SUPERVISOR_BEAT_S = 30.0
+"""How often a supervisor says it is up (seconds); a heartbeat older than :data:`SUPERVISOR_FRESH_S` means it is gone."""
+
+SUPERVISOR_FRESH_S = 2.5 * SUPERVISOR_BEAT_S
+"""A supervisor with no heartbeat for this long is not listed (seconds)."""
+
+
+def live_supervisors(beats: dict[str, dict[str, Any]], now: float) -> list[dict[str, Any]]:
+    """The supervisors up at ``now``: each one's last heartbeat, fresh and not ``stopped``, by id.
+
+    >>> beats = {"a": {"supervisor": "a", "state": "up", "at": 100.0}, "b": {"supervisor": "b", "state": "stopped", "at": 100.0}}
+    >>> [s["supervisor"] for s in live_supervisors(beats, 150.0)], live_supervisors(beats, 200.0)
+    (['a'], [])
+    """
+    return [b for _, b in sorted(beats.items()) if b.get("state") == "up" and now - float(b.get("at", 0.0)) <= SUPERVISOR_FRESH_S]

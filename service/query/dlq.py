@@ -13,10 +13,12 @@ import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
 from service.brokers.admin import require_topic
+from service.control.log import TopicTail
 from service.exceptions import BrokerError, UsageError
 from streams.kafka.clients import at_high_watermarks, new_consumer, new_producer
 from streams.monitoring.errors import ErrorReport
@@ -115,6 +117,32 @@ def read_dead_letters(bootstrap: str, topology: str, timeout_s: float = 60.0) ->
                 raise BrokerError(f"[{topology}] {topic} not read to its end within {timeout_s} s")
     finally:
         c.close()
+
+
+class DeadLetterTail(TopicTail):
+    """A tail of ``squall.T.__dlq`` kept open (the UI's dead-letter page): the last :attr:`KEPT` dead letters, in order.
+
+    Raises UsageError naming the topology when it has no dead-letter topic on ``bootstrap``.
+    """
+
+    KEPT = 1000
+    """Dead letters kept in memory (the oldest go first; ``squall dlq list`` reads them all)."""
+
+    def __init__(self, bootstrap: str, topology: str, overrides: dict[str, Any] | None = None) -> None:
+        require_topic(bootstrap, dead_letter_topic(topology), topology)
+        super().__init__(bootstrap, dead_letter_topic(topology), overrides)
+        self.letters: list[DeadLetter] = []
+        self.total = 0
+        """Every dead letter read, the dropped ones too."""
+
+    def poll(self, timeout_s: float = 0.0) -> int:
+        """Read what arrived; returns how many records."""
+        msgs = self._messages(timeout_s)
+        for m in msgs:
+            self.letters.append(DeadLetter(m.offset() or 0, m.key(), m.value(), read_dead_letter_headers(m.headers())))
+        self.total += len(msgs)
+        del self.letters[: max(0, len(self.letters) - self.KEPT)]
+        return len(msgs)
 
 
 def choose(letters: list[DeadLetter], offsets: Iterable[int] = (), component: str | None = None, cause: str | None = None) -> list[DeadLetter]:

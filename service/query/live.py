@@ -8,9 +8,13 @@ REST API and its pages many times a second, so :class:`LiveStatus` keeps, per to
 1. the control topic's tail (:class:`~service.control.log.ControlLog`), read to its end once,
    then polled without waiting;
 2. a :class:`~streams.monitoring.board.StatsBoard`, read to now once, then polled;
-3. the events topic's tail (every event, as :func:`~service.query.status.status` reads them);
+3. the events topic's tail (every worker event, as :func:`~service.query.status.status` reads them,
+   and the supervisors' last heartbeats: :meth:`LiveStatus.supervisors`);
 4. the error reports' tail, the latest report per key, as compaction keeps them;
-5. the topology's shape (:func:`~service.control.client.topology_shape`), per record version.
+5. the topology's shape (:func:`~service.control.client.topology_shape`), per record version;
+6. Storm's stat windows (:class:`~service.query.windows.StatWindows`), sampled at each answer;
+7. the sampled trees' tail (:class:`~service.query.trace.TraceTail`) and the dead letters'
+   (:class:`~service.query.dlq.DeadLetterTail`), for the UI's pages.
 
 Each answer polls what arrived (no waiting) and builds the same dict as ``status``
 (:func:`~service.query.status.build_status`). A topology gone from the control topic has its
@@ -30,13 +34,18 @@ from typing import Any
 
 from service.brokers.admin import require_topic
 from service.control.client import Client, topology_shape
+from service.control.events import SUPERVISORS_KEY, live_supervisors
 from service.control.log import ControlLog, EventLog, TopicTail
 from service.control.record import TopologyRecord
 from service.exceptions import BrokerError, ControlError, UsageError
-from service.query.status import build_status, topology_row
+from service.query.dlq import DeadLetter, DeadLetterTail
+from service.query.status import build_status, topology_row, window_totals
+from service.query.trace import TraceTail
+from service.query.windows import WINDOWS, StatWindows
 from streams.exceptions import DecodeError
 from streams.monitoring.board import StatsBoard
 from streams.monitoring.errors import ErrorReport
+from streams.monitoring.trace import TraceEvent
 from streams.wire.naming import errors_topic
 
 CATCH_UP_S = 15.0
@@ -92,10 +101,15 @@ class LiveStatus:
         self.control: ControlLog | None = None
         self.events: EventLog | None = None
         self.every_event: list[dict[str, Any]] = []
+        self.beats: dict[str, dict[str, Any]] = {}
+        """``supervisor -> its last heartbeat`` (``schemas/supervisor.schema.json``)."""
         self.boards: dict[str, StatsBoard] = {}
         self.errors: dict[str, ErrorTail] = {}
-        self.shapes: dict[str, tuple[int, dict[str, Any]]] = {}
-        """``topology -> (record version, shape)``."""
+        self.shapes: dict[str, tuple[tuple[int, str], dict[str, Any]]] = {}
+        """``topology -> ((record version, its debug), shape)``."""
+        self.windows: dict[str, StatWindows] = {}
+        self.traces: dict[str, TraceTail] = {}
+        self.dlqs: dict[str, DeadLetterTail] = {}
 
     def rows(self) -> list[dict[str, Any]]:
         """``squall list``'s rows, by name."""
@@ -122,7 +136,70 @@ class LiveStatus:
             board = self._board(name)
             every_event = self._every_event()
             reports = self._reports(name)
-            return build_status(rec, shape, board, every_event, reports, self.clock())
+            now = self.clock()
+            st = build_status(rec, shape, board, every_event, reports, now)
+            current = window_totals(st)
+            windows = self.windows.setdefault(name, StatWindows())
+            windows.record(now, current)
+            st["windows"] = {}
+            for key, label, seconds in WINDOWS:
+                w = windows.window(seconds, now, current)
+                st["windows"][key] = {"label": label, "seconds": seconds, "since": w.since, "partial": w.partial, "components": w.components}
+            st["actions"] = list(rec.actions)
+            return st
+
+    def shape(self, name: str) -> dict[str, Any]:
+        """Topology ``name``'s shape (:func:`~service.control.client.topology_shape`). Raises ControlError naming it if there is none."""
+        with self.lock:
+            rec = self._records().get(name)
+            if rec is None:
+                raise ControlError(f"[{name}] no such topology (see: squall list)")
+            return self._shape(rec)
+
+    def log_links(self, name: str) -> dict[str, str]:
+        """``"w<N>" -> URL of that worker's log`` on the supervisor that last started it (``/logs/<topology>/<N>``), for the supervisors up now."""
+        with self.lock:
+            events = self._every_event()
+            up = {b["supervisor"]: b["http"] for b in live_supervisors(self.beats, self.clock())}
+        where: dict[int, str] = {}
+        for e in events:
+            if e.get("topology") == name and e.get("event") == "started" and isinstance(e.get("worker"), int):
+                where[e["worker"]] = str(e.get("supervisor"))
+        return {f"w{w}": f"http://{up[sup]}/logs/{name}/{w}" for w, sup in sorted(where.items()) if sup in up}
+
+    def trees(self, name: str) -> dict[int, list[TraceEvent]]:
+        """Topology ``name``'s sampled trees (the last :attr:`TraceTail.KEPT`), ``root -> events`` (none without a trace topic)."""
+        with self.lock:
+            if name not in self._records():
+                return {}
+            tail = self.traces.get(name)
+            if tail is None:
+                try:
+                    tail = TraceTail(self.client.bootstrap, name, self.client.kafka.get("consumer"))
+                except UsageError:
+                    return {}
+                catch_up(tail.poll, tail.caught_up, tail.topic)
+                self.traces[name] = tail
+            else:
+                tail.poll(0)
+            return dict(tail.trees)
+
+    def dead_letters(self, name: str) -> tuple[list[DeadLetter], int]:
+        """Topology ``name``'s last dead letters (:attr:`DeadLetterTail.KEPT`), oldest first, and how many there are in all."""
+        with self.lock:
+            if name not in self._records():
+                return [], 0
+            tail = self.dlqs.get(name)
+            if tail is None:
+                try:
+                    tail = DeadLetterTail(self.client.bootstrap, name, self.client.kafka.get("consumer"))
+                except UsageError:
+                    return [], 0
+                catch_up(tail.poll, tail.caught_up, tail.topic)
+                self.dlqs[name] = tail
+            else:
+                tail.poll(0)
+            return list(tail.letters), tail.total
 
     def refresh(self) -> None:
         """Poll every tail, opening those of topologies not seen yet.
@@ -133,8 +210,16 @@ class LiveStatus:
             try:
                 self.status(row["name"])
                 self.error_reports(row["name"])
+                self.trees(row["name"])
+                self.dead_letters(row["name"])
             except ControlError:
                 continue  # killed meanwhile
+
+    def supervisors(self) -> list[dict[str, Any]]:
+        """The supervisors up now: their last heartbeats, by id (:func:`~service.control.events.live_supervisors`)."""
+        with self.lock:
+            self._every_event()
+            return live_supervisors(self.beats, self.clock())
 
     def error_reports(self, name: str) -> list[ErrorReport]:
         """Topology ``name``'s error reports, oldest first (none for an unknown topology, or one without an errors topic yet)."""
@@ -146,7 +231,7 @@ class LiveStatus:
     def close(self) -> None:
         """Close every tail."""
         with self.lock:
-            for tail in [self.control, self.events, *self.errors.values()]:
+            for tail in [self.control, self.events, *self.errors.values(), *self.traces.values(), *self.dlqs.values()]:
                 if tail is not None:
                     tail.close()
             for board in self.boards.values():
@@ -154,6 +239,8 @@ class LiveStatus:
             self.control, self.events = None, None
             self.boards.clear()
             self.errors.clear()
+            self.traces.clear()
+            self.dlqs.clear()
 
     # -- the tails (under the lock) ---------------------------------------------------------------
     def _records(self) -> dict[str, TopologyRecord]:
@@ -171,12 +258,18 @@ class LiveStatus:
             self.errors.pop(name).close()
         for name in [n for n in self.shapes if n not in records]:
             del self.shapes[name]
+        for name in [n for n in self.windows if n not in records]:
+            del self.windows[name]
+        for tails in (self.traces, self.dlqs):
+            for name in [n for n in tails if n not in records]:
+                tails.pop(name).close()
         return records
 
     def _shape(self, rec: TopologyRecord) -> dict[str, Any]:
+        key = (rec.version, repr(rec.debug))  # squall debug changes the shape's debug without a new version
         cached = self.shapes.get(rec.name)
-        if cached is None or cached[0] != rec.version:
-            cached = self.shapes[rec.name] = (rec.version, topology_shape(self.client, rec))
+        if cached is None or cached[0] != key:
+            cached = self.shapes[rec.name] = (key, topology_shape(self.client, rec))
         return cached[1]
 
     def _board(self, name: str) -> StatsBoard:
@@ -195,14 +288,21 @@ class LiveStatus:
 
             def poll(timeout_s: float) -> int:
                 got = events.poll(timeout_s)
-                self.every_event.extend(got)
+                self._keep(got)
                 return len(got)
 
             catch_up(poll, events.caught_up, self.client.names.events)
             self.events = events
         else:
-            self.every_event.extend(self.events.poll(0))
+            self._keep(self.events.poll(0))
         return self.every_event
+
+    def _keep(self, events: list[dict[str, Any]]) -> None:
+        for e in events:
+            if e.get("topology") == SUPERVISORS_KEY:
+                self.beats[str(e.get("supervisor"))] = e
+            else:
+                self.every_event.append(e)
 
     def _reports(self, name: str) -> list[ErrorReport]:
         tail = self.errors.get(name)

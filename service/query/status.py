@@ -87,6 +87,45 @@ def status(client: Client, name: str, now: float) -> dict[str, Any]:
         board.close()
 
 
+def executor_row(snap: dict[str, Any]) -> dict[str, Any]:
+    """One running executor's row for the UI's component page, from its stats snapshot (``schemas/stats.schema.json``).
+
+    Cumulative counts, capacity, mean latencies (seconds), its tasks and its input lag per partition.
+    """
+    c, hists = snap["counters"], snap.get("hists", {})
+
+    def mean(name: str) -> float | None:
+        raw = hists.get(name)
+        return _avg(LogHistogram.from_json(raw)) if raw else None
+
+    return {
+        "instance": snap.get("instance", ""),
+        "worker": snap["worker"],
+        "pid": snap.get("pid"),
+        "tasks": list(snap.get("tasks", [])),
+        **{k: int(c.get(k, 0)) for k in ("emitted", "transferred", "executed", "acked", "failed")},
+        "capacity": round(float(snap["gauges"].get("capacity", 0.0)), 3),
+        "execute_latency_avg_s": mean("execute_latency"),
+        "process_latency_avg_s": mean("process_latency"),
+        "complete_latency_avg_s": mean("complete_latency"),
+        "lag": {part: int(v) for part, v in snap.get("lag", {}).items()},
+    }
+
+
+def window_totals(st: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """The cumulative totals a status dict holds, per component, as :class:`service.query.windows.StatWindows` samples them.
+
+    Counts (emitted, transferred, acked, failed, executed) and each latency's ``*_sum_s`` and ``*_count``.
+    """
+    out: dict[str, dict[str, float]] = {}
+    for comp, c in st["components"].items():
+        row = {k: float(c[k]) for k in ("emitted", "transferred", "acked", "failed", "executed")}
+        for name, (total, count) in c["latency_sums"].items():
+            row[f"{name}_sum_s"], row[f"{name}_count"] = float(total), float(count)
+        out[comp] = row
+    return out
+
+
 def build_status(
     rec: TopologyRecord, shape: dict[str, Any], board: StatsBoard, every_event: list[dict[str, Any]], reports: list[ErrorReport], now: float
 ) -> dict[str, Any]:
@@ -131,10 +170,12 @@ def build_status(
             "complete_latency_avg_s": _avg(hists["complete_latency"]),
             "lag_partitions": {part: int(v) for s in live if s["component"] == comp for part, v in s.get("lag", {}).items()},
             "last_error": next((asdict(r) for r in reversed(reports) if r.component == comp), None),
+            "latency_sums": {k.removesuffix("_latency"): [round(h.total, 6), h.count] for k, h in hists.items()},
             "execute_latency_p50_s": _q(hist, 0.5),
             "execute_latency_p99_s": _q(hist, 0.99),
             "capacity": round(max((s["gauges"].get("capacity", 0.0) for s in live if s["component"] == comp), default=0.0), 3),
             "lag": int(sum(v for s in live if s["component"] == comp for v in s.get("lag", {}).values())),
+            "executor_stats": [executor_row(s) for s in sorted((s for s in live if s["component"] == comp), key=lambda s: (s["tasks"] or [0])[0])],
         }
     complete = LogHistogram()
     for s in snaps:

@@ -7,7 +7,10 @@ says which component held the edges that were never acked.
 
 from __future__ import annotations
 
+from typing import Any
+
 from service.brokers.admin import read_records, require_topic
+from service.control.log import TopicTail
 from service.exceptions import UsageError
 from streams.exceptions import DecodeError
 from streams.monitoring.trace import TraceEvent, decode_batch, diagnose, held_by, holders, outcome, timeline
@@ -32,6 +35,39 @@ def read_trees(bootstrap: str, topology: str, timeout_s: float = 60.0) -> dict[i
     for events in trees.values():
         events.sort(key=lambda e: e.at)
     return trees
+
+
+class TraceTail(TopicTail):
+    """A tail of ``squall.T.__trace`` kept open (the UI's trace page): the last :attr:`KEPT` trees, ``root -> [TraceEvent]`` in time order.
+
+    Raises UsageError naming the topology when it has no trace topic on ``bootstrap``.
+    """
+
+    KEPT = 2000
+    """Trees kept in memory (the oldest first seen go first)."""
+
+    def __init__(self, bootstrap: str, topology: str, overrides: dict[str, Any] | None = None) -> None:
+        require_topic(bootstrap, trace_topic(topology), topology)
+        super().__init__(bootstrap, trace_topic(topology), overrides)
+        self.trees: dict[int, list[TraceEvent]] = {}
+
+    def poll(self, timeout_s: float = 0.0) -> int:
+        """Read what arrived (a record that does not decode is skipped); returns how many records."""
+        msgs = self._messages(timeout_s)
+        touched: set[int] = set()
+        for m in msgs:
+            try:
+                events = decode_batch(m.value(), topic=self.topic, partition=0, offset=m.offset() or 0)
+            except DecodeError:
+                continue
+            for ev in events:
+                self.trees.setdefault(ev.root, []).append(ev)
+                touched.add(ev.root)
+        for root in touched:
+            self.trees[root].sort(key=lambda e: e.at)
+        for root in list(self.trees)[: max(0, len(self.trees) - self.KEPT)]:
+            del self.trees[root]
+        return len(msgs)
 
 
 def parse_root(raw: str) -> int:

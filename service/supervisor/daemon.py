@@ -43,7 +43,7 @@ from service.config import ServiceSettings
 from service.control.boards import TopologyBoards, holds_lease
 from service.control.claims import Claim, ClaimBook, task_refs
 from service.control.client import Client
-from service.control.events import EventRecorder
+from service.control.events import SUPERVISOR_BEAT_S, SUPERVISORS_KEY, EventRecorder
 from service.control.log import SLOTS, ControlLog, ControlTopics, ControlWriter, EventLog, ensure_control_topics
 from service.control.plan import TopologyPlan, materialize
 from service.control.slots import SlotMembership, slot_of
@@ -56,7 +56,9 @@ from service.supervisor.http import HealthServer
 from service.supervisor.metrics import SupervisorMetrics
 from service.supervisor.reconcile import Running, WorkerKey, WorkerSpec, decide, desired_workers
 from service.supervisor.state_placement import local_state_components, refusal
-from service.supervisor.storm_api_data import storm_api
+from service.supervisor.storm_api_data import squall_version, storm_api
+from service.ui.app import UiApp
+from service.ui.security import Gate
 from service.worker.claim_watch import FENCED_EXIT_CODE
 from service.worker.metrics import ProcessStats, StatsCollector, merge_snapshots
 from streams.config import resolve
@@ -123,6 +125,8 @@ class SupervisorService:
         self.embedded = embedded
         """The embedded broker this supervisor started (``--embedded-broker``), else None."""
         self._next_broker_report = 0.0
+        self._next_beat = 0.0
+        self.started_at = clock()
         if embedded is not None:
             self.service_conf.update(EMBEDDED_LAYER)
         self.names = ControlTopics(settings.control_namespace)
@@ -158,8 +162,16 @@ class SupervisorService:
         self.live = LiveStatus(api_client, clock)
         """What the REST API answers from: tails kept open, refreshed every :data:`LIVE_REFRESH_S` by :meth:`_refresh_live`."""
         self.live_thread = threading.Thread(target=self._refresh_live, name=f"live-{self.id}", daemon=True)
+        self.ui = UiApp(self.live, api_client, Gate(settings.ui_token, clock), squall_version(), clock)
+        """The UI's pages and actions (:mod:`service.ui.app`), beside the REST API."""
         self.http = HealthServer(
-            settings.http_host, settings.http_port, self.registry, self.ready, storm_api(api_client, clock, self.live).handle, self.home / "logs"
+            settings.http_host,
+            settings.http_port,
+            self.registry,
+            self.ready,
+            storm_api(api_client, clock, self.live).handle,
+            self.home / "logs",
+            self.ui.handle,
         )
 
     # -- lifecycle -------------------------------------------------------------------
@@ -212,6 +224,7 @@ class SupervisorService:
             self._stopped(key, w)
         self.procs.clear()
         self.recorder.last_tries(10, TICK_S)  # the exits not confirmed yet, before this process is gone
+        self._announce(self.clock(), "stopped")
         # No LeaveGroup (see SlotMembership): the slots move after one session timeout.
         if self.control is not None:
             self.control.close()
@@ -240,6 +253,28 @@ class SupervisorService:
     def _heartbeat(self) -> None:
         if self.membership is not None:
             self.membership.poll()
+
+    def _announce(self, now: float, state: str = "up") -> None:
+        """Every :data:`SUPERVISOR_BEAT_S`, and once when it stops: this supervisor's host, HTTP address, uptime, slots and workers (the UI's cluster page)."""
+        if self.writer is None or (state == "up" and now < self._next_beat):
+            return
+        self._next_beat = now + SUPERVISOR_BEAT_S
+        beat = {
+            "event": "supervisor",
+            "state": state,
+            "supervisor": self.id,
+            "host": socket.gethostname(),
+            "http": f"{self.http.host}:{self.http.port}",
+            "started_at": self.started_at,
+            "slots": len(self.owned()),
+            "workers": len(self.procs),
+            "version": squall_version(),
+            "at": now,
+        }
+        try:
+            self.writer.event(SUPERVISORS_KEY, beat)
+        except SquallError as exc:
+            log.warning("[supervisor %s] could not write its heartbeat: %s", self.id, exc)
 
     # -- one round -------------------------------------------------------------------
     def owned(self) -> set[int]:
@@ -285,6 +320,7 @@ class SupervisorService:
                 w.proc.kill()
         self.metrics.workers.labels(self.id).set(len(self.procs))
         self._report_broker(now)
+        self._announce(now)
         self.metrics.slots.labels(self.id).set(len(self.owned()))
         self.metrics.topologies.labels(self.id).set(len(self.control.records))
 

@@ -6,7 +6,8 @@ topic, and every worker it runs has its tasks assigned and its acker state resto
 else 503 with the reason (readiness). ``/metrics``: the registry passed in, in
 Prometheus' text format. ``/api/v1/...``: a read-only subset of the Storm UI's REST API
 (:mod:`service.supervisor.storm_api`), JSON. ``/logs/<topology>/<worker>?offset=N``: this supervisor's log
-of that worker (:mod:`service.query.logs`). Binds to 127.0.0.1 unless ``squall.http.host`` says otherwise.
+of that worker (:mod:`service.query.logs`). Every other path is the UI's (:mod:`service.ui.app`): its
+pages at ``/``, its static files, and its actions (POST). Binds to 127.0.0.1 unless ``squall.http.host`` says otherwise.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from service.query.logs import NEXT_OFFSET, read_log
+from service.ui.app import Request, Response, parse_form
 
 log = logging.getLogger("squall.http")
 
@@ -31,6 +33,8 @@ READY_PATH = "/readyz"
 METRICS_PATH = "/metrics"
 API_PATH = "/api/v1/"
 LOGS_PATH = "/logs/"
+MAX_FORM_BYTES = 64 * 1024
+"""The largest UI form a POST may send (bytes)."""
 
 
 class HealthServer:
@@ -47,6 +51,7 @@ class HealthServer:
         ready: Callable[[], tuple[bool, str]],
         api: Callable[[str], tuple[int, dict[str, Any]]] | None = None,
         logs_dir: Path | None = None,
+        ui: Callable[[Request], Response] | None = None,
     ) -> None:
         outer = self
 
@@ -75,8 +80,38 @@ class HealthServer:
                         log.warning("http: %s failed: %s", path, exc)
                         code, body = 500, {"error": type(exc).__name__, "errorMessage": str(exc)}
                     self._send(code, json.dumps(body).encode(), "application/json")
+                elif outer.ui is not None:
+                    params = {k: v[0] for k, v in urllib.parse.parse_qs(self.path.partition("?")[2]).items()}
+                    self._ui(Request("GET", path, params, self._headers(), {}, self.client_address[0]))
                 else:
                     self._send(404, b"not found\n", "text/plain")
+
+            def do_POST(self) -> None:
+                path = self.path.split("?")[0]
+                length = int(self.headers.get("Content-Length") or 0)
+                if outer.ui is None or length > MAX_FORM_BYTES:
+                    self._send(404 if outer.ui is None else 413, b"no\n", "text/plain")
+                    return
+                form = parse_form(self.rfile.read(length))
+                self._ui(Request("POST", path, {}, self._headers(), form, self.client_address[0]))
+
+            def _headers(self) -> dict[str, str]:
+                return {k.lower(): v for k, v in self.headers.items()}
+
+            def _ui(self, req: Request) -> None:
+                assert outer.ui is not None
+                try:
+                    resp = outer.ui(req)
+                except Exception as exc:  # a page that fails says so; the server goes on
+                    log.warning("http: ui %s %s failed: %s", req.method, req.path, exc, exc_info=exc)
+                    resp = Response(500, f"error: {type(exc).__name__}: {exc}\n".encode(), "text/plain; charset=utf-8")
+                self.send_response(resp.status)
+                self.send_header("Content-Type", resp.content_type)
+                for k, v in resp.headers:
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(resp.body)))
+                self.end_headers()
+                self.wfile.write(resp.body)
 
             def _send(self, code: int, body: bytes, ctype: str, headers: dict[str, str] | None = None) -> None:
                 self.send_response(code)
@@ -94,6 +129,7 @@ class HealthServer:
         self.ready = ready
         self.api = api
         self.logs_dir = logs_dir
+        self.ui = ui
         self.server = ThreadingHTTPServer((host, port), Handler)
         self.host = host
         self.port = int(self.server.server_address[1])

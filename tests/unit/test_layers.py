@@ -5,7 +5,7 @@ The units: the ``streams`` layers (``base`` = ``streams.exceptions``, ``streams.
 ``transactional``, ``spark``, the test kit ``testing`` and the ``facade``
 ``streams/__init__.py``), ``acker``, and one unit per room of ``service/``
 (``service.exceptions``, ``service.config``, ``service.process``, ``service.brokers``,
-``service.control``, ``service.worker``, ``service.query``, ``service.supervisor``,
+``service.control``, ``service.worker``, ``service.query``, ``service.ui``, ``service.supervisor``,
 ``service.run``, ``service.cli``).
 
 :data:`CONTRACT` is a graph, not a total order: each unit names the units it may import,
@@ -68,6 +68,7 @@ CONTRACT: dict[str, frozenset[str]] = {
         },
         "service.worker": {"base", "kafka", "model", "monitoring", "runtime", "wire", "service.control", "service.process"},
         "service.query": {"base", "kafka", "monitoring", "wire", "service.brokers", "service.control", "service.exceptions"},
+        "service.ui": {"base", "monitoring", "service.control", "service.exceptions", "service.query"},
         "service.supervisor": {
             "base",
             "kafka",
@@ -79,6 +80,7 @@ CONTRACT: dict[str, frozenset[str]] = {
             "service.exceptions",
             "service.process",
             "service.query",
+            "service.ui",
             "service.worker",
         },
         "service.run": {
