@@ -208,9 +208,13 @@ class Pages:
         c = st["components"][cid]
         tasks = []
         for ex in c["executor_stats"]:
-            for task in ex["tasks"]:
-                lag = {p: n for p, n in ex["lag"].items() if p.endswith(f"[{task}]")}
-                tasks.append({"task": task, "worker": ex["worker"], "instance": ex["instance"], "lag": sum(lag.values()), "partitions": sorted(lag)})
+            # A task is a partition of the component's input: its tasks, in order, read its partitions in order (task base + partition).
+            parts = sorted(ex["lag"], key=_partition_number)
+            paired = len(parts) == len(ex["tasks"])
+            for i, task in enumerate(sorted(ex["tasks"])):
+                mine = [parts[i]] if paired else []
+                lag = sum(ex["lag"][p] for p in mine) if paired else None
+                tasks.append({"task": task, "worker": ex["worker"], "instance": ex["instance"], "lag": lag, "partitions": mine})
         ctx = {
             "title": f"Component {cid}",
             "st": st,
@@ -310,6 +314,12 @@ class Pages:
             "next": f"/topology/{st['name']}/dlq?offset={letter.offset}",
         }
         return self._render("dead_letter.html", **ctx)
+
+
+def _partition_number(part: str) -> int:
+    """``7`` of ``"squall.wc.split[7]"`` (-1 for another shape)."""
+    head, _, tail = part.rpartition("[")
+    return int(tail.rstrip("]")) if head and tail.rstrip("]").isdigit() else -1
 
 
 def _holder_label(holder: str) -> str:

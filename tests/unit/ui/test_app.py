@@ -80,6 +80,7 @@ def test_every_page_renders_and_an_unknown_topology_component_or_tree_is_a_404_t
     assert live.status == 200 and live.body.startswith(b'<div id="live"') and b"Bolts (10m 0s)" in live.body
     comp = get(app, "/topology/wc/component/split").body.decode()
     assert "ValueError" in comp and "bad &lt;line&gt;" in comp and "http://127.0.0.1:9470/logs/wc/0" in comp
+    assert "<tr><td>1</td><td>bolt-1</td><td>w0</td><td>squall.wc.lines[1]</td><td>4</td></tr>" in comp  # task 1 reads partition 1
     assert get(app, "/topology/wc/trace").status == 200
     tree = get(app, "/topology/wc/trace", root=f"{0xAB:016x}").body.decode()
     assert "tl-row" in tree and "held by" in tree and "[split]" in tree
