@@ -157,14 +157,10 @@ def submit_cmd(
 def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="machine-readable")] = False, bootstrap_servers: Bootstrap = None) -> None:
     """Each topology's status, uptime, workers, executors and tasks (storm list)."""
     from service.query.status import list_topologies
+    from service.query.views import list_lines
 
-    rows = list_topologies(client(bootstrap_servers), time.time())
-    if as_json:
-        typer.echo(json.dumps(rows, indent=2))
-        return
-    typer.echo(f"{'NAME':<24} {'STATUS':<12} {'UPTIME':>9} {'WORKERS':>7} {'EXECUTORS':>9} {'TASKS':>6}")
-    for r in rows:
-        typer.echo(f"{r['name']:<24} {r['status']:<12} {r['uptime_s']:>8.0f}s {r['workers']:>7} {r['executors']:>9} {r['tasks']:>6}")
+    for line in list_lines(list_topologies(client(bootstrap_servers), time.time()), as_json):
+        typer.echo(line)
 
 
 @app.command("kill")
@@ -242,69 +238,10 @@ def status_cmd(
 ) -> None:
     """The Storm UI's topology page: per component counts, latency, capacity, lag; errors."""
     from service.query.status import status
-    from streams.monitoring.errors import ErrorReport
+    from service.query.views import status_lines
 
-    st = status(client(bootstrap_servers), name, time.time())
-    if as_json:
-        typer.echo(json.dumps(st, indent=2))
-        return
-    typer.echo(f"{st['name']}  {st['status']}  up {st['uptime_s']:.0f}s  workers {st['workers']}  pending {st['pending']}")
-    p50, p99 = ms(st["complete_latency_p50_s"]), ms(st["complete_latency_p99_s"])
-    typer.echo(f"acked {st['trees_acked']}, failed {st['trees_failed']} message ids; complete latency p50 {p50} ms, p99 {p99} ms")
-    r = st["replays"]
-    typer.echo(f"replayed {sum(r.values())} (fail {r['fail']}, timeout {r['timeout']}, restart {r['restart']})")
-    if st.get("batches"):
-        b = st["batches"]
-        typer.echo(f"batches committed {b['committed']}, replayed {b['replayed']}; last txid {b['last_txid']}")
-    typer.echo(
-        f"{'COMPONENT':<16} {'EXEC':>4} {'TASKS':>5} {'EMITTED':>9} {'EXECUTED':>9} {'ACKED':>9} {'FAILED':>7} {'EXEC p99 ms':>11} {'CAPACITY':>8} {'LAG':>7}"
-    )
-    for comp, c in st["components"].items():
-        typer.echo(
-            f"{comp:<16} {c['executors']:>4} {c['tasks']:>5} {c['emitted']:>9} {c['executed']:>9} {c['acked']:>9} {c['failed']:>7} "
-            f"{ms(c['execute_latency_p99_s']):>11} {c['capacity']:>8.3f} {c['lag']:>7}"
-        )
-    for o in st["outputs"]:
-        typer.echo(f"output topic        {o['topic']} (written by {o['component']}, {o['kind']})")
-    broker = st.get("embedded_broker")
-    if broker:
-        typer.echo(f"embedded broker (supervisor {broker['supervisor']}): {broker['rss_bytes'] / 2**20:,.0f} MB resident and growing (for trying Squall only)")
-    for comp, c in st["components"].items():
-        if sum(c.get("reexecuted", {}).values()):
-            counts = ", ".join(f"{cause} {n}" for cause, n in c["reexecuted"].items())
-            typer.echo(f"bolt {comp} executed {sum(c['reexecuted'].values())} tuples again after crashes ({counts})")
-        if c.get("held_back_s"):
-            typer.echo(f"spout {comp} held back {c['held_back_s']:.1f} s at its pending bound (backpressure; bolt input lag is in LAG)")
-    for comp, c in st["components"].items():
-        if c["errors"]:
-            counts = ", ".join(f"{cause} {n}" for cause, n in c["errors"].items())
-            typer.echo(f"errors of {comp:<9} {counts}")
-    if st["component_errors"]:
-        typer.echo(f"last errors (squall errors {st['name']} shows more):")
-        for r in st["component_errors"]:
-            typer.echo("  " + ErrorReport(**r).line())
-    if st.get("lease_pauses"):
-        typer.echo(f"executors paused {st['lease_pauses']} times: their worker's lease lapsed (cut off from the broker; see the worker logs)")
-    if st.get("fenced_tuples") or st.get("fenced_acker_ops") or st.get("fenced_commits"):
-        typer.echo(
-            f"fenced writes: {st.get('fenced_tuples', 0)} tuples and {st.get('fenced_acker_ops', 0)} acker ops"
-            f" from replaced workers were dropped (their trees replayed), and {st.get('fenced_commits', 0)} of their late offset commits undone"
-        )
-    if st.get("contested_tasks"):
-        typer.echo(f"ALERT: tasks claimed by two live workers: {', '.join(st['contested_tasks'])}")
-    for e in st["errors"]:
-        if e.get("event") == "refused":
-            typer.echo(f"supervisor {e['supervisor']}: {e['reason']}")
-            continue
-        if e.get("event") == "fenced":
-            typer.echo(f"worker w{e['worker']} ({e['components']}) on {e['supervisor']} was fenced: another process claimed its tasks")
-            continue
-        typer.echo(f"worker w{e['worker']} ({e['components']}) on {e['supervisor']} exited with {e['exit_code']}{' (gave up)' if e['gave_up'] else ''}")
-
-
-def ms(seconds: float | None) -> str:
-    """Seconds as milliseconds for the status table ("-" when unknown)."""
-    return "-" if seconds is None else f"{seconds * 1000:.1f}"
+    for line in status_lines(status(client(bootstrap_servers), name, time.time()), as_json):
+        typer.echo(line)
 
 
 register_diagnosis_verbs()

@@ -28,17 +28,11 @@ def errors_cmd(
     bootstrap_servers: Bootstrap = None,
 ) -> None:
     """The components' last errors: exceptions, fail reasons, poison records (storm get-errors)."""
-    from service.query.errors import error_lines, errors_json, read_errors
+    from service.query.errors import read_errors
+    from service.query.views import errors_text
 
     c = client(bootstrap_servers)
-    reports = read_errors(c.bootstrap, name, component)
-    if as_json:
-        typer.echo(errors_json(reports, limit))
-        return
-    if not reports:
-        typer.echo(f"{name}: no errors reported{f' by {component}' if component else ''}")
-        return
-    for line in error_lines(reports, limit, show_traceback):
+    for line in errors_text(name, read_errors(c.bootstrap, name, component), component, limit, show_traceback, as_json):
         typer.echo(line)
 
 
@@ -200,10 +194,15 @@ def dlq_cmd(
     from service.control.client import spout_ids
     from service.query.dlq import choose, explain, full_report, read_dead_letters, replay, show_lines
     from service.query.errors import read_errors
+    from service.query.views import dlq_list_text
 
     c = client(bootstrap_servers)
     if action is DlqAction.replay and not offsets and not replay_all:
         raise UsageError("name the dead letters to replay (offsets from squall dlq NAME list), or give --all")
+    if action is DlqAction.list and not offsets:
+        for line in dlq_list_text(name, read_dead_letters(c.bootstrap, name), component, cause, limit):
+            typer.echo(line)
+        return
     letters = choose(read_dead_letters(c.bootstrap, name), offsets or (), component, cause)
     if not letters:
         typer.echo(f"{name}: no dead letters{' chosen' if offsets or component or cause else ''}")

@@ -125,6 +125,14 @@ class TopicTail:
                 out.append(msg)
         return out
 
+    def high_now(self, timeout_s: float = 1.0) -> int:
+        """The partition's high watermark asked of the broker now (one round trip; -1 if it does not answer within ``timeout_s``)."""
+        try:
+            _, high = self.consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=timeout_s, cached=False)
+        except KafkaException:
+            return -1
+        return int(high) if high is not None else -1
+
     def caught_up(self) -> bool:
         """True once every record up to the Fetch high watermark has been read."""
         _, high = self.consumer.get_watermark_offsets(TopicPartition(self.topic, 0), cached=True)

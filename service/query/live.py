@@ -148,6 +148,34 @@ class LiveStatus:
             st["actions"] = list(rec.actions)
             return st
 
+    def sync(self, name: str | None = None, timeout_s: float = 1.0) -> None:
+        """Read the control, events and (for ``name``) error and dead-letter tails up to the high watermarks the broker gives now.
+
+        A verb answered from the tails then sees every record written before it asked (read
+        your writes: ``squall submit`` then ``squall status``), at the cost of one round trip
+        per tail. Gives up quietly after ``timeout_s`` (the answer is then the tails' as they are).
+        """
+        with self.lock:
+            self._records()
+            self._every_event()
+            tails: list[tuple[Any, Callable[[float], object]]] = []
+            if self.control is not None:
+                tails.append((self.control, self.control.poll))
+            if self.events is not None:
+                events = self.events
+                tails.append((events, lambda t: self._keep(events.poll(t))))
+            if name is not None:
+                self._reports(name)
+                if name in self.errors:
+                    tails.append((self.errors[name], self.errors[name].poll))
+                if name in self.dlqs:
+                    tails.append((self.dlqs[name], self.dlqs[name].poll))
+            deadline = time.monotonic() + timeout_s
+            for tail, poll in tails:
+                high = tail.high_now(max(0.05, deadline - time.monotonic()))
+                while tail.position < high and time.monotonic() < deadline:
+                    poll(0.05)
+
     def shape(self, name: str) -> dict[str, Any]:
         """Topology ``name``'s shape (:func:`~service.control.client.topology_shape`). Raises ControlError naming it if there is none."""
         with self.lock:

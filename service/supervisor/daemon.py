@@ -57,6 +57,7 @@ from service.supervisor.metrics import SupervisorMetrics
 from service.supervisor.reconcile import Running, WorkerKey, WorkerSpec, decide, desired_workers
 from service.supervisor.state_placement import local_state_components, refusal
 from service.supervisor.storm_api_data import squall_version, storm_api
+from service.supervisor.verbs_api import VerbsApi
 from service.ui.app import UiApp
 from service.ui.security import Gate
 from service.worker.claim_watch import FENCED_EXIT_CODE
@@ -172,6 +173,7 @@ class SupervisorService:
             storm_api(api_client, clock, self.live).handle,
             self.home / "logs",
             self.ui.handle,
+            VerbsApi(self.live, bootstrap, settings.control_namespace),
         )
 
     # -- lifecycle -------------------------------------------------------------------

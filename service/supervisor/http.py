@@ -4,7 +4,8 @@
 ``/readyz``: 200 when the supervisor is ready (it holds its slots, it has read the control
 topic, and every worker it runs has its tasks assigned and its acker state restored),
 else 503 with the reason (readiness). ``/metrics``: the registry passed in, in
-Prometheus' text format. ``/api/v1/...``: a read-only subset of the Storm UI's REST API
+Prometheus' text format. ``/squall/v1/...``: the reading verbs' output
+(:mod:`service.supervisor.verbs_api`). ``/api/v1/...``: a read-only subset of the Storm UI's REST API
 (:mod:`service.supervisor.storm_api`), JSON. ``/logs/<topology>/<worker>?offset=N``: this supervisor's log
 of that worker (:mod:`service.query.logs`). Every other path is the UI's (:mod:`service.ui.app`): its
 pages at ``/``, its static files, and its actions (POST). Binds to 127.0.0.1 unless ``squall.http.host`` says otherwise.
@@ -24,6 +25,8 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from service.query.logs import NEXT_OFFSET, read_log
+from service.supervisor.verbs_api import PREFIX as VERBS_PREFIX
+from service.supervisor.verbs_api import VerbsApi
 from service.ui.app import Request, Response, parse_form
 
 log = logging.getLogger("squall.http")
@@ -52,6 +55,7 @@ class HealthServer:
         api: Callable[[str], tuple[int, dict[str, Any]]] | None = None,
         logs_dir: Path | None = None,
         ui: Callable[[Request], Response] | None = None,
+        verbs: VerbsApi | None = None,
     ) -> None:
         outer = self
 
@@ -80,6 +84,14 @@ class HealthServer:
                         log.warning("http: %s failed: %s", path, exc)
                         code, body = 500, {"error": type(exc).__name__, "errorMessage": str(exc)}
                     self._send(code, json.dumps(body).encode(), "application/json")
+                elif path.startswith(VERBS_PREFIX) and outer.verbs is not None:
+                    params = {k: v[0] for k, v in urllib.parse.parse_qs(self.path.partition("?")[2]).items()}
+                    try:
+                        code, body = outer.verbs.handle(path, params)
+                    except Exception as exc:  # a broker that does not answer: the verb reads the topics itself
+                        log.warning("http: %s failed: %s", path, exc)
+                        code, body = 409, {"fallback": f"{type(exc).__name__}: {exc}"}
+                    self._send(code, json.dumps(body).encode(), "application/json", outer.verbs.headers())
                 elif outer.ui is not None:
                     params = {k: v[0] for k, v in urllib.parse.parse_qs(self.path.partition("?")[2]).items()}
                     self._ui(Request("GET", path, params, self._headers(), {}, self.client_address[0]))
@@ -130,6 +142,7 @@ class HealthServer:
         self.api = api
         self.logs_dir = logs_dir
         self.ui = ui
+        self.verbs = verbs
         self.server = ThreadingHTTPServer((host, port), Handler)
         self.host = host
         self.port = int(self.server.server_address[1])
