@@ -14,6 +14,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -90,6 +92,21 @@ def test_every_page_in_chromium_links_acts_with_the_token_refuses_without_it_rep
     # 1. The dead letters and a timed-out tree reach the pages.
     wait_page(page, f"{base}/topology/{name}/dlq", r"name=\"offset\"[^>]*value=\"\d+\"[\s\S]*name=\"offset\"", timeout_s=180)
     wait_page(page, f"{base}/topology/{name}/trace", r"held by \[", timeout_s=120)
+
+    # 1b. The reading verbs answered by this supervisor print what they print reading the topics themselves.
+    port = str(cluster.serves["s1"][1])
+    fast = "import sys; from service.cli.fast import try_fast; code = try_fast(sys.argv[1:]); sys.exit(99 if code is None else code)"
+    for verb in (["list"], ["errors", name, "parse", "-n", "50"], ["dlq", name, "list", "-c", "parse"], ["dlq", name, "list", "--cause", "timeout"]):
+        alone = cluster.squall(*verb, env=cluster.env(SQUALL_HTTP_PORT="1"))  # no supervisor there: the topics
+        answered = subprocess.run([sys.executable, "-c", fast, *verb], capture_output=True, text=True, env=cluster.env(SQUALL_HTTP_PORT=port), timeout=60)
+        assert answered.returncode == 0, (verb, answered.stderr)  # 99: it fell back
+        assert re.sub(r"\s+\d+s ", " Ns ", answered.stdout) == re.sub(r"\s+\d+s ", " Ns ", alone.stdout), verb  # uptimes aside
+    shown = subprocess.run([sys.executable, "-c", fast, "status", name], capture_output=True, text=True, env=cluster.env(SQUALL_HTTP_PORT=port), timeout=60)
+    assert shown.returncode == 0 and shown.stdout.startswith(f"{name}  ACTIVE") and "parse" in shown.stdout
+    other = subprocess.run(
+        [sys.executable, "-c", fast, "list"], capture_output=True, text=True, env=cluster.env(SQUALL_HTTP_PORT=port, SQUALL_CONTROL_NAMESPACE="x")
+    )
+    assert other.returncode == 99  # another namespace's verb never takes this supervisor's answer
 
     # 2. The cluster page: this supervisor and the topology, which links to its page.
     page.goto(base + "/")
