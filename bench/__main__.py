@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     tc.add_argument("--repeats", type=int, default=1, help="passes over the lines")
     tc.add_argument("--json", default=None, help="write results as JSON here")
     o = sub.add_parser("ops", help="how fast a supervisor answers: every /api/v1 path and the reading verbs, with a topology at work (issue 48)")
+    o.add_argument("--broker", choices=["tansu", "kafka", "both"], default="both", help="the embedded broker, Apache Kafka (started here), or both")
     o.add_argument("--requests", type=int, default=50, help="requests per path, after one that warms it")
     o.add_argument("--pause", type=float, default=0.05, metavar="SECONDS", help="between two requests of a path")
     o.add_argument("--verb-runs", type=int, default=5, help="runs of each verb")
