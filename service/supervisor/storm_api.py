@@ -9,8 +9,9 @@ Storm (dashboards, exporters, scripts that read ``/api/v1/topology/<id>``) can r
 * ``GET /api/v1/topology/<id>/component/<component>``
 * ``GET /api/v1/topology/<id>/lag``
 
-A topology's id is its name. Statistics are for all time (Storm's ``:all-time`` window; a
-``window`` parameter is accepted and ignored). Latencies are milliseconds as strings with
+A topology's id is its name. ``topologyStats`` has Storm's four windows (10 minutes, 3
+hours, 1 day, all time: :mod:`service.query.windows`); the spouts, bolts and components are
+for all time (a ``window`` parameter is accepted and ignored). Latencies are milliseconds as strings with
 three decimals, as Storm gives them. Storm's resource fields (memory, CPU) and its profiling
 and log-viewer links have no counterpart and are left out. ``schemas/storm-ui-api.openapi.yaml``
 documents every response; an unknown topology or component is a 404 with
@@ -167,6 +168,7 @@ def topology_page(st: dict[str, Any], now: float) -> dict[str, Any]:
         "debug": st["debug"],
         "samplingPct": st["sampling_pct"],
         "topologyStats": [
+            *_window_stats(st, spouts),
             {
                 "windowPretty": "All time",
                 "window": ALL_TIME,
@@ -175,13 +177,36 @@ def topology_page(st: dict[str, Any], now: float) -> dict[str, Any]:
                 "completeLatency": ms(_mean([c["complete_latency_avg_s"] for c in spouts.values()])),
                 "acked": st["trees_acked"],
                 "failed": st["trees_failed"],
-            }
+            },
         ],
         "spouts": [_spout(cid, c, now) for cid, c in spouts.items()],
         "bolts": [_bolt(cid, c, now) for cid, c in bolts.items()],
         "workers": [],
         "configuration": {**st["configuration"], "topology.name": st["name"]},
     }
+
+
+def _window_stats(st: dict[str, Any], spouts: dict[str, Any]) -> list[dict[str, Any]]:
+    """Storm's 10 minute, 3 hour and 1 day rows of ``topologyStats``, in Storm's order, from the status's windows (none without them)."""
+    out = []
+    for key, w in st.get("windows", {}).items():
+        if w["seconds"] is None:
+            continue
+        comps = w["components"]
+        complete = [comps.get(c, {}) for c in spouts]
+        count = sum(v.get("complete_count", 0.0) for v in complete)
+        out.append(
+            {
+                "windowPretty": w["label"],
+                "window": key,
+                "emitted": int(sum(v.get("emitted", 0.0) for v in comps.values())),
+                "transferred": int(sum(v.get("transferred", 0.0) for v in comps.values())),
+                "completeLatency": ms(sum(v.get("complete_sum_s", 0.0) for v in complete) / count if count else None),
+                "acked": int(sum(v.get("acked", 0.0) for v in complete)),
+                "failed": int(sum(v.get("failed", 0.0) for v in complete)),
+            }
+        )
+    return out
 
 
 def _mean(values: list[float | None]) -> float | None:

@@ -90,7 +90,7 @@ def test_every_path_answers_storms_field_names_and_validates() -> None:
     assert (spout["spoutId"], spout["completeLatency"], spout["lastError"]) == ("lines", "51.500", "")
     assert (bolt["boltId"], bolt["executeLatency"], bolt["processLatency"], bolt["capacity"]) == ("split", "0.400", "2.000", "0.250")
     assert bolt["lastError"] == "ZeroDivisionError: division by zero" and bolt["errorLapsedSecs"] == 10
-    assert page["topologyStats"][0]["acked"] == 9 and page["msgTimeout"] == 30
+    assert page["topologyStats"][-1]["acked"] == 9 and page["msgTimeout"] == 30
     code, component = a.handle("/api/v1/topology/wc/component/split")
     check("ComponentPage", component)
     assert component["componentType"] == "bolt" and component["componentErrors"][0]["errorTime"] == 990_000
@@ -143,3 +143,17 @@ def test_a_topologys_shape_holds_its_resolved_config_with_each_keys_source() -> 
     assert (conf["topology.debug"], src["topology.debug"]) == (True, "topology")  # submit -c
     assert src["topology.max.spout.pending"] == "default"
     assert shape["component_configuration"] == {"count": {"topology.tick.tuple.freq.secs": 0.1}}
+
+
+def test_topology_stats_has_storms_four_windows_in_storms_order_when_the_status_has_them() -> None:
+    from service.supervisor.storm_api import topology_page
+    from tests.unit.ui.fakes import status as windowed
+
+    st = {**STATUS, "windows": windowed()["windows"]}
+    st["windows"]["600"]["components"]["lines"].update(complete_sum_s=3.0, complete_count=60.0)
+    page = topology_page(st, 1000.0)
+    check("TopologyPage", page)
+    assert [s["window"] for s in page["topologyStats"]] == ["600", "10800", "86400", ":all-time"]
+    ten = page["topologyStats"][0]
+    assert (ten["windowPretty"], ten["acked"], ten["emitted"], ten["completeLatency"]) == ("10m 0s", 60, 60 * len(STATUS["components"]), "50.000")
+    assert page["topologyStats"][-1]["acked"] == STATUS["trees_acked"]
