@@ -30,6 +30,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from service.brokers.admin import require_topic
@@ -110,6 +111,8 @@ class LiveStatus:
         self.windows: dict[str, StatWindows] = {}
         self.traces: dict[str, TraceTail] = {}
         self.dlqs: dict[str, DeadLetterTail] = {}
+        self.pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="live-sync")
+        """Asks the tails' high watermarks side by side (:meth:`sync`)."""
 
     def rows(self) -> list[dict[str, Any]]:
         """``squall list``'s rows, by name."""
@@ -148,31 +151,39 @@ class LiveStatus:
             st["actions"] = list(rec.actions)
             return st
 
-    def sync(self, name: str | None = None, timeout_s: float = 1.0) -> None:
-        """Read the control, events and (for ``name``) error and dead-letter tails up to the high watermarks the broker gives now.
+    def sync(self, name: str | None = None, which: tuple[str, ...] = ("control",), timeout_s: float = 1.0) -> None:
+        """Read tails up to the high watermarks the broker gives now: read your writes (``squall submit``, then ``squall status``).
 
-        A verb answered from the tails then sees every record written before it asked (read
-        your writes: ``squall submit`` then ``squall status``), at the cost of one round trip
-        per tail. Gives up quietly after ``timeout_s`` (the answer is then the tails' as they are).
+        ``which``: ``control``, ``events``, and for topology ``name`` its ``errors`` and ``dlq``
+        tails. The high watermarks are asked side by side (one round trip in all, about 25 ms on
+        a busy embedded broker, rather than one per tail). Gives up quietly after ``timeout_s``
+        seconds: the answer is then the tails' as they are. Other tails lag what arrived by
+        about one fetch (``fetch.wait.max.ms`` 50) and are not waited for.
         """
         with self.lock:
             self._records()
-            self._every_event()
-            tails: list[tuple[Any, Callable[[float], object]]] = []
-            if self.control is not None:
+            tails: list[tuple[TopicTail, Callable[[float], object]]] = []
+            if "control" in which and self.control is not None:
                 tails.append((self.control, self.control.poll))
-            if self.events is not None:
-                events = self.events
-                tails.append((events, lambda t: self._keep(events.poll(t))))
-            if name is not None:
-                self._reports(name)
-                if name in self.errors:
-                    tails.append((self.errors[name], self.errors[name].poll))
-                if name in self.dlqs:
-                    tails.append((self.dlqs[name], self.dlqs[name].poll))
+            if "events" in which:
+                self._every_event()
+                if self.events is not None:
+                    events = self.events
+                    tails.append((events, lambda t: self._keep(events.poll(t))))
+            if name is not None and name in self._records():
+                if "errors" in which:
+                    self._reports(name)
+                    if name in self.errors:
+                        tails.append((self.errors[name], self.errors[name].poll))
+                if "dlq" in which:
+                    self._dead_letter_tail(name)
+                    if name in self.dlqs:
+                        tails.append((self.dlqs[name], self.dlqs[name].poll))
+            if not tails:
+                return
             deadline = time.monotonic() + timeout_s
-            for tail, poll in tails:
-                high = tail.high_now(max(0.05, deadline - time.monotonic()))
+            highs = list(self.pool.map(lambda t: t[0].high_now(timeout_s), tails))
+            for (tail, poll), high in zip(tails, highs, strict=True):
                 while tail.position < high and time.monotonic() < deadline:
                     poll(0.05)
 
@@ -217,17 +228,8 @@ class LiveStatus:
         with self.lock:
             if name not in self._records():
                 return [], 0
-            tail = self.dlqs.get(name)
-            if tail is None:
-                try:
-                    tail = DeadLetterTail(self.client.bootstrap, name, self.client.kafka.get("consumer"))
-                except UsageError:
-                    return [], 0
-                catch_up(tail.poll, tail.caught_up, tail.topic)
-                self.dlqs[name] = tail
-            else:
-                tail.poll(0)
-            return list(tail.letters), tail.total
+            tail = self._dead_letter_tail(name)
+            return (list(tail.letters), tail.total) if tail is not None else ([], 0)
 
     def refresh(self) -> None:
         """Poll every tail, opening those of topologies not seen yet.
@@ -269,6 +271,7 @@ class LiveStatus:
             self.errors.clear()
             self.traces.clear()
             self.dlqs.clear()
+        self.pool.shutdown(wait=False)
 
     # -- the tails (under the lock) ---------------------------------------------------------------
     def _records(self) -> dict[str, TopologyRecord]:
@@ -331,6 +334,19 @@ class LiveStatus:
                 self.beats[str(e.get("supervisor"))] = e
             else:
                 self.every_event.append(e)
+
+    def _dead_letter_tail(self, name: str) -> DeadLetterTail | None:
+        tail = self.dlqs.get(name)
+        if tail is None:
+            try:
+                tail = DeadLetterTail(self.client.bootstrap, name, self.client.kafka.get("consumer"))
+            except UsageError:
+                return None  # no dead-letter topic (yet)
+            catch_up(tail.poll, tail.caught_up, tail.topic)
+            self.dlqs[name] = tail
+        else:
+            tail.poll(0)
+        return tail
 
     def _reports(self, name: str) -> list[ErrorReport]:
         tail = self.errors.get(name)

@@ -71,7 +71,7 @@ class VerbsApi:
         if len(parts) != 2 or parts[0] not in ("status", "errors", "dlq"):
             return 404, {"error": f"no such verb path {path!r}"}
         verb, name = parts
-        self.live.sync(name)
+        self.live.sync(name, {"status": ("control",), "errors": ("control", "errors"), "dlq": ("control", "dlq")}[verb])
         try:
             self.live.record(name)
         except ControlError:
