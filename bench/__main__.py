@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     o.add_argument("--verb-runs", type=int, default=5, help="runs of each verb")
     o.add_argument("--rate", type=float, default=1000.0, help="lines/s fed to the word count while measuring")
     o.add_argument("--settle", type=float, default=10.0, metavar="SECONDS", help="feeding before the first request")
+    o.add_argument("--broker-warmup", type=float, default=30.0, metavar="SECONDS", help="traffic to warm a fresh Apache Kafka's JIT before measuring (0: none)")
     o.add_argument("--json", default=None, help="write results as JSON here")
     for p in (a, c, s, t, pr, i):
         p.add_argument("--json", default=None, help="write results as JSON here")

@@ -32,6 +32,7 @@ from typing import Any
 from bench.common import print_table, write_json
 from bench.compare import CACHE
 from bench.feeder import produce
+from bench.warmup import warm_broker
 from service.brokers import ApacheKafka, free_port
 from service.run import read_lines, shakespeare_texts
 
@@ -99,6 +100,8 @@ def run(args: Any) -> dict[str, Any]:
     for broker in brokers:
         if broker == "kafka":
             with ApacheKafka(nodes=1) as kafka:
+                if args.broker_warmup > 0:  # a fresh JVM compiles as it goes: the same warm-up as the throughput benches
+                    warm_broker(kafka.bootstrap, args.broker_warmup)
                 result["brokers"][broker] = run_one(args, broker, kafka.bootstrap)
         else:
             result["brokers"][broker] = run_one(args, broker, None)
