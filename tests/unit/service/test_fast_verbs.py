@@ -128,3 +128,23 @@ def test_no_supervisor_means_the_topics_and_a_bad_form_means_typer() -> None:
     assert try_fast(["list"], {"SQUALL_HTTP_PORT": "1"}) is None
     assert parse(["errors", "wc", "a", "b"]) is None and parse(["list", "extra"]) is None and parse(["status"]) is None
     assert parse(["errors", "wc", "--limit=7"]) == ("errors", ["wc"], {"limit": "7"})
+
+
+def test_something_else_on_the_port_means_typer() -> None:
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def answer() -> None:
+        conn, _ = listener.accept()
+        conn.recv(1024)
+        conn.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+        conn.close()
+
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        assert try_fast(["list"], {"SQUALL_HTTP_PORT": str(listener.getsockname()[1])}) is None
+    finally:
+        listener.close()
