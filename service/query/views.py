@@ -15,6 +15,23 @@ from service.query.errors import error_lines, errors_json
 from streams.monitoring.errors import ErrorReport
 
 
+def pretty(seconds: float) -> str:
+    """Storm's uptime format: ``"6m 5s"``, ``"2h 0m 3s"``, ``"1d 0h 0m 0s"``.
+
+    >>> pretty(365), pretty(7203), pretty(86400)
+    ('6m 5s', '2h 0m 3s', '1d 0h 0m 0s')
+    """
+    s = int(seconds)
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    if d:
+        return f"{d}d {h}h {m}m {s}s"
+    if h:
+        return f"{h}h {m}m {s}s"
+    return f"{m}m {s}s"
+
+
 def ms(seconds: float | None) -> str:
     """Seconds as milliseconds for the status table ("-" when unknown)."""
     return "-" if seconds is None else f"{seconds * 1000:.1f}"

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from service.exceptions import ControlError, UsageError
+from service.query.views import pretty
 
 ALL_TIME = ":all-time"
 API_PREFIX = "/api/v1/"
@@ -38,23 +39,6 @@ TOPOLOGY_STATUS = {"ACTIVE": "ACTIVE", "INACTIVE": "INACTIVE", "REBALANCING": "R
 
 class NotFound(Exception):
     """A path, topology or component that does not exist (404)."""
-
-
-def pretty(seconds: float) -> str:
-    """Storm's uptime format: ``"6m 5s"``, ``"2h 0m 3s"``, ``"1d 0h 0m 0s"``.
-
-    >>> pretty(365), pretty(7203), pretty(86400)
-    ('6m 5s', '2h 0m 3s', '1d 0h 0m 0s')
-    """
-    s = int(seconds)
-    d, s = divmod(s, 86400)
-    h, s = divmod(s, 3600)
-    m, s = divmod(s, 60)
-    if d:
-        return f"{d}d {h}h {m}m {s}s"
-    if h:
-        return f"{h}h {m}m {s}s"
-    return f"{m}m {s}s"
 
 
 def ms(seconds: float | None) -> str:

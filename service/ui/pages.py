@@ -17,27 +17,11 @@ from markupsafe import Markup
 
 from service.query.dlq import DeadLetter, explain
 from service.query.trace import held_summary, timed_out
+from service.query.views import pretty
 from service.query.windows import mean_s
 from service.ui.graph import graph
 from streams.monitoring.errors import ErrorReport
 from streams.monitoring.trace import TraceEvent, diagnose, holders, outcome, timeline
-
-
-def pretty(seconds: float) -> str:
-    """Storm's uptime format: ``"6m 5s"``, ``"2h 0m 3s"``, ``"1d 0h 0m 0s"``.
-
-    >>> pretty(365), pretty(7203), pretty(86400)
-    ('6m 5s', '2h 0m 3s', '1d 0h 0m 0s')
-    """
-    s = int(seconds)
-    d, s = divmod(s, 86400)
-    h, s = divmod(s, 3600)
-    m, s = divmod(s, 60)
-    if d:
-        return f"{d}d {h}h {m}m {s}s"
-    if h:
-        return f"{h}h {m}m {s}s"
-    return f"{m}m {s}s"
 
 
 def ms(seconds: float | None) -> str:
