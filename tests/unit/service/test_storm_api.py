@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from service.exceptions import ControlError
-from service.supervisor.storm_api import StormApi, pretty
+from service.query.views import pretty
+from service.supervisor.storm_api import StormApi
 from streams.config import KEYS, resolve
 
 SPEC = yaml.safe_load((Path(__file__).resolve().parents[3] / "schemas" / "storm-ui-api.openapi.yaml").read_text())
