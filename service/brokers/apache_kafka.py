@@ -270,6 +270,7 @@ class ApacheKafka:
             "group.initial.rebalance.delay.ms": "0",
             "num.partitions": "1",
             "log.cleaner.backoff.ms": "1000",
+            "log.retention.check.interval.ms": "30000",  # purged segments leave the disk within 30 s of rolling (admin.ROLLED)
             **self.config,
         }
         return "".join(f"{k}={v}\n" for k, v in props.items())

@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
-from service.brokers.admin import COMPACTED, topology_topics
+from service.brokers.admin import COMPACTED, ROLLED, topology_topics
 from service.config import ServiceSettings
 from service.run.runner import Job
 from streams.kafka.clients import new_consumer, new_producer
@@ -64,6 +64,11 @@ def test_every_topic_has_an_explicit_policy(broker: TestBroker, settings: Servic
     compacted = {t for t, spec in specs.items() if spec.config == COMPACTED}
     assert {acker_changelog_topic(job.name), f"squall.{job.name}.__ledger", f"squall.{job.name}.__coordinator"} <= compacted
     assert got[component_topic(job.name, "count")]["retention.ms"] == str(job.conf.topic_retention_ms)
+    # the purged topics roll a segment a minute, so what their consumers purged leaves the disk (admin.ROLLED); the others keep the broker's
+    for topic, spec in specs.items():
+        rolled = (got[topic]["segment.ms"], got[topic]["segment.bytes"]) == (ROLLED["segment.ms"], ROLLED["segment.bytes"])
+        assert rolled == spec.purged, (topic, got[topic]["segment.ms"], spec.purged)
+    assert specs[component_topic(job.name, "count")].purged and specs[acker_topic(job.name)].purged
 
 
 def test_consumers_purge_what_they_committed_and_nothing_is_lost(broker: TestBroker, settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
