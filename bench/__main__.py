@@ -86,6 +86,11 @@ def main(argv: list[str] | None = None) -> None:
     tc.add_argument("--chunk", type=int, default=1_000, help="lines per chunk: the variants alternate chunk by chunk")
     tc.add_argument("--repeats", type=int, default=1, help="passes over the lines")
     tc.add_argument("--json", default=None, help="write results as JSON here")
+    sk = sub.add_parser("soak", help="the broker's disk and Squall's memory under a steady feed on Apache Kafka (issue 51)")
+    sk.add_argument("--minutes", type=float, default=10.0, help="how long to feed")
+    sk.add_argument("--rate", type=float, default=800.0, help="lines/s fed to the word count")
+    sk.add_argument("--every", type=float, default=15.0, metavar="SECONDS", help="between two samples")
+    sk.add_argument("--json", default=None, help="write results as JSON here")
     o = sub.add_parser("ops", help="how fast a supervisor answers: every /api/v1 path and the reading verbs, with a topology at work (issue 48)")
     o.add_argument("--broker", choices=["tansu", "kafka", "both"], default="both", help="the embedded broker, Apache Kafka (started here), or both")
     o.add_argument("--requests", type=int, default=50, help="requests per path, after one that warms it")
@@ -151,6 +156,10 @@ def main(argv: list[str] | None = None) -> None:
         from bench import ops
 
         ops.run(args)
+    elif args.command == "soak":
+        from bench import soak
+
+        soak.run(args)
     elif args.command == "spark":
         from bench import compare
 
