@@ -106,3 +106,23 @@ def mean_s(counts: dict[str, float], name: str) -> float | None:
     """
     n = counts.get(f"{name}_count", 0.0)
     return counts.get(f"{name}_sum_s", 0.0) / n if n > 0 else None
+
+
+def window_row(components: Totals, spouts: list[str]) -> dict[str, float | None]:
+    """A topology's row of one window (Storm's ``topologyStats``), from the window's counts per component.
+
+    ``emitted`` and ``transferred`` over every component; ``acked``, ``failed`` and ``complete_s``
+    (the mean complete latency, seconds, None when nothing was timed) over the spouts.
+
+    >>> window_row({"lines": {"emitted": 5.0, "acked": 4.0, "complete_sum_s": 2.0, "complete_count": 4.0}, "split": {"emitted": 9.0}}, ["lines"])
+    {'emitted': 14.0, 'transferred': 0.0, 'acked': 4.0, 'failed': 0.0, 'complete_s': 0.5}
+    """
+    mine = [components.get(c, {}) for c in spouts]
+    timed = {"complete_sum_s": sum(v.get("complete_sum_s", 0.0) for v in mine), "complete_count": sum(v.get("complete_count", 0.0) for v in mine)}
+    return {
+        "emitted": sum(v.get("emitted", 0.0) for v in components.values()),
+        "transferred": sum(v.get("transferred", 0.0) for v in components.values()),
+        "acked": sum(v.get("acked", 0.0) for v in mine),
+        "failed": sum(v.get("failed", 0.0) for v in mine),
+        "complete_s": mean_s(timed, "complete"),
+    }

@@ -31,6 +31,7 @@ from typing import Any
 
 from service.exceptions import ControlError, UsageError
 from service.query.views import pretty
+from service.query.windows import window_row
 
 ALL_TIME = ":all-time"
 API_PREFIX = "/api/v1/"
@@ -176,20 +177,9 @@ def _window_stats(st: dict[str, Any], spouts: dict[str, Any]) -> list[dict[str, 
     for key, w in st.get("windows", {}).items():
         if w["seconds"] is None:
             continue
-        comps = w["components"]
-        complete = [comps.get(c, {}) for c in spouts]
-        count = sum(v.get("complete_count", 0.0) for v in complete)
-        out.append(
-            {
-                "windowPretty": w["label"],
-                "window": key,
-                "emitted": int(sum(v.get("emitted", 0.0) for v in comps.values())),
-                "transferred": int(sum(v.get("transferred", 0.0) for v in comps.values())),
-                "completeLatency": ms(sum(v.get("complete_sum_s", 0.0) for v in complete) / count if count else None),
-                "acked": int(sum(v.get("acked", 0.0) for v in complete)),
-                "failed": int(sum(v.get("failed", 0.0) for v in complete)),
-            }
-        )
+        row = window_row(w["components"], list(spouts))
+        counts = {k: int(row[k] or 0) for k in ("emitted", "transferred", "acked", "failed")}
+        out.append({"windowPretty": w["label"], "window": key, **counts, "completeLatency": ms(row["complete_s"])})
     return out
 
 

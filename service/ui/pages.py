@@ -18,7 +18,7 @@ from markupsafe import Markup
 from service.query.dlq import DeadLetter, explain
 from service.query.trace import held_summary, timed_out
 from service.query.views import pretty
-from service.query.windows import mean_s
+from service.query.windows import mean_s, window_row
 from service.ui.graph import graph
 from streams.monitoring.errors import ErrorReport
 from streams.monitoring.trace import TraceEvent, diagnose, holders, outcome, timeline
@@ -112,24 +112,11 @@ class Pages:
         ]
         for comp, keys in sorted(st["component_configuration"].items()):
             conf_rows += [{"key": k, "value": json.dumps(v), "source": f"component [{comp}]"} for k, v in sorted(keys.items())]
+        spouts = [c for c, v in st["components"].items() if v["kind"] == "spout"]
         stats = []
         for key, w in st["windows"].items():
-            comps = w["components"]
-            spouts = [c for c, v in st["components"].items() if v["kind"] == "spout"]
-            complete = {"complete_sum_s": sum(comps.get(c, {}).get("complete_sum_s", 0.0) for c in spouts)}
-            complete["complete_count"] = sum(comps.get(c, {}).get("complete_count", 0.0) for c in spouts)
-            stats.append(
-                {
-                    "key": key,
-                    "label": w["label"],
-                    "since": w["since"] if w["partial"] else None,
-                    "emitted": sum(v.get("emitted", 0.0) for v in comps.values()),
-                    "transferred": sum(v.get("transferred", 0.0) for v in comps.values()),
-                    "acked": sum(comps.get(c, {}).get("acked", 0.0) for c in spouts),
-                    "failed": sum(comps.get(c, {}).get("failed", 0.0) for c in spouts),
-                    "complete_ms": ms(mean_s(complete, "complete")),
-                }
-            )
+            row = window_row(w["components"], spouts)
+            stats.append({"key": key, "label": w["label"], "since": w["since"] if w["partial"] else None, **row, "complete_ms": ms(row["complete_s"])})
         ctx = {
             "title": f"Topology {st['name']}",
             "st": st,
