@@ -65,6 +65,16 @@ def proc_status_bytes(pid: int, field: str = "VmRSS") -> int:
     return 0
 
 
+def stop_process(proc: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
+    """SIGTERM ``proc`` (a ``squall serve`` drains), then SIGKILL if it has not exited within ``timeout_s`` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def print_table(title: str, header: list[str], rows: list[list[Any]]) -> None:
     from rich.console import Console
     from rich.table import Table

@@ -30,7 +30,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench.common import print_table, write_json
+from bench.common import print_table, stop_process, write_json
 from bench.compare import CACHE
 from bench.feeder import produce
 from bench.warmup import warm_broker
@@ -180,9 +180,5 @@ def run_one(args: Any, broker: str, bootstrap_servers: str | None) -> dict[str, 
         return {"broker": broker, "bootstrap": bootstrap, "results": out}
     finally:
         stop.set()
-        serve.terminate()
-        try:
-            serve.wait(60)
-        except subprocess.TimeoutExpired:
-            serve.kill()
+        stop_process(serve)
         log.close()

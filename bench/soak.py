@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import print_table, write_json
+from bench.common import print_table, stop_process, write_json
 from bench.compare import CACHE
 from bench.feeder import produce
 from service.brokers import ApacheKafka, free_port
@@ -107,18 +107,12 @@ def run(args: Any) -> dict[str, Any]:
             samples: list[dict[str, float]] = []
             while (elapsed := time.monotonic() - start) < args.minutes * 60:
                 samples.append({"t_s": elapsed, "disk_bytes": float(disk_bytes(workdir / "kafka")), "rss_bytes": float(rss_bytes(family(serve.pid)))})
-                print(
-                    f"[soak] {elapsed:6.0f} s: disk {samples[-1]['disk_bytes'] / 2**20:8.1f} MB, squall rss {samples[-1]['rss_bytes'] / 2**20:7.1f} MB",
-                    flush=True,
-                )
+                disk_mb, rss_mb = samples[-1]["disk_bytes"] / 2**20, samples[-1]["rss_bytes"] / 2**20
+                print(f"[soak] {elapsed:6.0f} s: disk {disk_mb:8.1f} MB, squall rss {rss_mb:7.1f} MB", flush=True)
                 time.sleep(args.every)
         finally:
             stop.set()
-            serve.terminate()
-            try:
-                serve.wait(60)
-            except subprocess.TimeoutExpired:
-                serve.kill()
+            stop_process(serve)
             log.close()
     late = [s for s in samples if s["t_s"] >= args.minutes * 30]
     disk_rate = slope_per_min([(s["t_s"], s["disk_bytes"] / 2**20) for s in late])
