@@ -91,6 +91,13 @@ def main(argv: list[str] | None = None) -> None:
     sk.add_argument("--rate", type=float, default=800.0, help="lines/s fed to the word count")
     sk.add_argument("--every", type=float, default=15.0, metavar="SECONDS", help="between two samples")
     sk.add_argument("--json", default=None, help="write results as JSON here")
+    sm = sub.add_parser("state-memory", help="a stateful bolt's memory at full speed on Apache Kafka: the count workers' RSS (issue 51)")
+    sm.add_argument("--minutes", type=float, default=20.0, help="how long to run")
+    sm.add_argument("--lead", type=int, default=200_000, help="lines produced ahead of the spout's committed offsets")
+    sm.add_argument("--every", type=float, default=15.0, metavar="SECONDS", help="between two samples")
+    sm.add_argument("--limit-mb", type=float, default=500.0, help="the most a count worker may hold (MB)")
+    sm.add_argument("--flat-mb-per-min", type=float, default=2.0, help="the largest RSS slope over the last third still called flat (MB/min)")
+    sm.add_argument("--json", default=None, help="write results as JSON here")
     o = sub.add_parser("ops", help="how fast a supervisor answers: every /api/v1 path and the reading verbs, with a topology at work (issue 48)")
     o.add_argument("--broker", choices=["tansu", "kafka", "both"], default="both", help="the embedded broker, Apache Kafka (started here), or both")
     o.add_argument("--requests", type=int, default=50, help="requests per path, after one that warms it")
@@ -160,6 +167,10 @@ def main(argv: list[str] | None = None) -> None:
         from bench import soak
 
         soak.run(args)
+    elif args.command == "state-memory":
+        from bench import state_memory
+
+        state_memory.run(args)
     elif args.command == "spark":
         from bench import compare
 

@@ -25,6 +25,7 @@ import json
 import sys
 import time
 from array import array
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -150,43 +151,106 @@ TupleId = tuple[int, int, int]
 """``(source, offset, path)``: a tuple's identity across replays (see the module docstring)."""
 
 
-@dataclass
-class Generation:
-    """The ids one checkpoint made durable.
+SEAL_IDS = 200_000
+"""Ids an :class:`AppliedIds` holds in its dict before it packs them into a :class:`Segment` (at ~90 B each: ~18 MB)."""
+SEAL_S = 30.0
+"""Seconds of checkpoints an :class:`AppliedIds` gathers in its dict at most before it packs them."""
 
-    Its number, when (seconds since the epoch), the highest source offset per source, and the
-    ids (packed ints).
+_M64 = (1 << 64) - 1
+
+
+@dataclass
+class Segment:
+    """Consecutive checkpoints' ids, packed: 8 bytes per id.
+
+    ``first``..``last``: the checkpoint numbers it holds; ``at``: when the last was written
+    (seconds since the epoch); ``max_offset``: the highest source offset per source; ``runs``:
+    per *run key* ``source << 32 | offset >> 32``, the sorted uint64s
+    ``(offset & 0xFFFFFFFF) << 32 | path`` (a packed id's low 64 bits; its high bits are the run key).
     """
 
-    checkpoint: int
+    first: int
+    last: int
     at: float
     max_offset: dict[int, int] = field(default_factory=dict)
-    keys: tuple[int, ...] = ()
-    """A tuple of ints: the cyclic GC stops tracking it (a list would be walked at every full collection)."""
+    runs: dict[int, array[int]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return sum(len(r) for r in self.runs.values())
+
+    def __contains__(self, key: int) -> bool:
+        """Whether the packed id ``key`` is in it (a binary search)."""
+        run = self.runs.get(key >> 64)
+        if run is None:
+            return False
+        low = key & _M64
+        if low < run[0] or low > run[-1]:
+            return False
+        i = bisect_left(run, low)
+        return run[i] == low
+
+    def nbytes(self) -> int:
+        """Bytes its runs hold (8 per id; the objects around them aside)."""
+        return sum(r.itemsize * len(r) for r in self.runs.values())
+
+    @staticmethod
+    def packed(first: int, last: int, at: float, max_offset: dict[int, int], keys: list[int]) -> Segment:
+        """A segment of the packed ids ``keys`` (any order, no duplicates)."""
+        seg = Segment(first, last, at, dict(max_offset))
+        keys.sort()
+        i, n = 0, len(keys)
+        while i < n:
+            rk = keys[i] >> 64
+            j = bisect_left(keys, (rk + 1) << 64, i)
+            seg.runs[rk] = array("Q", [k & _M64 for k in keys[i:j]])
+            i = j
+        return seg
 
 
 class AppliedIds:
-    """The ids of the tuples a task applied, until no copy of those tuples can come back.
+    """The ids of the tuples a task applied, until no copy of those tuples can come back: 8 bytes per id.
 
     ``add`` returns False for an id already applied (a replay: skip it). Ids applied since the
-    last checkpoint are kept apart (:meth:`pending_rows`), so a checkpoint writes only those;
-    checkpointed ids are kept per checkpoint (:class:`Generation`), oldest first, so that they
-    can be forgotten in the order they came (:meth:`forget`).
+    last checkpoint are kept apart (:meth:`pending_rows`), so a checkpoint writes only those.
+    Recent ids sit in a dict (fast, ~90 B each); once it holds ``seal_ids`` ids or ``seal_s``
+    seconds of checkpoints, a checkpoint packs them into a :class:`Segment` of sorted uint64s
+    (8 B each, found by binary search; the idea of an LSM tree's memtable and sorted runs).
+    Segments are forgotten whole, oldest first (:meth:`forget`): an id lives at most ``seal_s``
+    longer than its own checkpoint would.
+
+    Memory: ``8 * ids + ~90 * seal_ids`` bytes at most, whatever the rate (the dict's share is
+    bounded; ``python -m bench state-memory`` measures it).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, seal_ids: int = SEAL_IDS, seal_s: float = SEAL_S) -> None:
+        self.seal_ids = seal_ids
+        self.seal_s = seal_s
         self._ids: dict[int, None] = {}
-        """The applied ids (packed), as a dict's keys: a dict of ints is not tracked by the cyclic
-        GC, a set is, and a set of a million ids cost every full collection ~30 ms."""
+        """Ids not yet packed (packed ints), as a dict's keys: a dict of ints is not tracked by the
+        cyclic GC, a set is, and a set of a million ids cost every full collection ~30 ms."""
         self._new: list[int] = []
         """The packed ids applied since the last checkpoint (the source is ``key >> 96``)."""
-        self.generations: deque[Generation] = deque()
+        self._open: Segment | None = None
+        """The checkpoints whose ids are in ``_ids`` (``runs`` empty until :meth:`_seal` packs them)."""
+        self._open_since = 0.0
+        """When the open segment's first checkpoint was written (seconds since the epoch)."""
+        self.segments: deque[Segment] = deque()
+        """Packed checkpoints, oldest first."""
+        self._cold: dict[int, tuple[int, int]] = {}
+        """Per run key, the lowest and highest low-64 bits in any segment: most lookups stop here."""
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._ids) + sum(len(s) for s in self.segments)
 
     def __contains__(self, tid: TupleId) -> bool:
-        return _pack(tid) in self._ids
+        key = _pack(tid)
+        return key in self._ids or self._in_segments(key)
+
+    def _in_segments(self, key: int) -> bool:
+        span = self._cold.get(key >> 64)
+        if span is None or not span[0] <= key & _M64 <= span[1]:
+            return False
+        return any(key in seg for seg in reversed(self.segments))
 
     def add(self, tid: TupleId) -> bool:
         """Record ``tid`` as applied; False if it already was."""
@@ -195,9 +259,24 @@ class AppliedIds:
         ids = self._ids
         if key in ids:
             return False
+        if self._cold:  # a packed id? Most are above every segment's highest for their run: one lookup
+            span = self._cold.get(key >> 64)
+            if span is not None and span[0] <= (key & _M64) <= span[1] and self._in_segments(key):
+                return False
         ids[key] = None
         self._new.append(key)
         return True
+
+    def checkpoints(self) -> list[int]:
+        """The checkpoints whose ids are held, oldest first (a segment's as its range)."""
+        out = [c for seg in self.segments for c in range(seg.first, seg.last + 1)]
+        if self._open is not None:
+            out.extend(range(self._open.first, self._open.last + 1))
+        return out
+
+    def nbytes(self) -> int:
+        """Bytes the ids take, about: 8 per packed id, ~90 per id in the dict."""
+        return sum(s.nbytes() for s in self.segments) + 90 * len(self._ids)
 
     def _pending_by_source(self) -> dict[int, list[int]]:
         out: dict[int, list[int]] = {}
@@ -223,17 +302,52 @@ class AppliedIds:
         return out
 
     def clear_pending(self, checkpoint: int = 0, at: float = 0.0, rows: dict[int, tuple[int, bytes]] | None = None) -> None:
-        """The pending ids are durable, in checkpoint ``checkpoint`` written at ``at`` (``rows``: their :meth:`pending_rows`, if at hand)."""
+        """The pending ids are durable, in checkpoint ``checkpoint`` written at ``at`` (``rows``: their :meth:`pending_rows`, if at hand).
+
+        Steps:
+
+        1. note the checkpoint's highest offset per source in the open segment;
+        2. the pending ids are no longer pending (they stay in the dict);
+        3. pack the dict into a segment once it holds ``seal_ids`` ids or ``seal_s`` seconds.
+        """
         if self._new:
-            gen = Generation(checkpoint, at)
+            # 1. The checkpoint joins the open segment.
             if rows is not None:
-                gen.max_offset = {s: m for s, (m, _) in rows.items()}
+                highest = {s: m for s, (m, _) in rows.items()}
             else:
-                for s, keys in self._pending_by_source().items():
-                    gen.max_offset[s] = max((k >> 32) & _OFF_MASK for k in keys)
-            gen.keys = tuple(self._new)
-            self.generations.append(gen)
+                highest = {s: max((k >> 32) & _OFF_MASK for k in keys) for s, keys in self._pending_by_source().items()}
+            self._note(checkpoint, at, highest)
+        # 2. Durable.
         self._new = []
+        # 3. Packed when large or old enough.
+        opened = self._open
+        if opened is not None and (len(self._ids) >= self.seal_ids or at - self._open_since >= self.seal_s):
+            self._seal()
+
+    def _note(self, checkpoint: int, at: float, highest: dict[int, int]) -> None:
+        """Checkpoint ``checkpoint``, written at ``at`` with these highest offsets per source, joins the open segment."""
+        opened = self._open
+        if opened is None:
+            self._open = Segment(checkpoint, checkpoint, at, dict(highest))
+            self._open_since = at
+            return
+        opened.last = checkpoint
+        opened.at = max(opened.at, at)
+        for s, m in highest.items():
+            if m > opened.max_offset.get(s, -1):
+                opened.max_offset[s] = m
+
+    def _seal(self) -> None:
+        """Pack the open segment's ids (every id in the dict: none is pending) into a :class:`Segment`."""
+        opened = self._open
+        assert opened is not None and not self._new
+        seg = Segment.packed(opened.first, opened.last, opened.at, opened.max_offset, list(self._ids))
+        self.segments.append(seg)
+        for rk, run in seg.runs.items():
+            span = self._cold.get(rk)
+            self._cold[rk] = (run[0], run[-1]) if span is None else (min(span[0], run[0]), max(span[1], run[-1]))
+        self._ids = {}
+        self._open = None
 
     def forget_pending(self) -> None:
         """Drop the ids applied since the last checkpoint (a rollback: their tuples will be applied again)."""
@@ -243,12 +357,15 @@ class AppliedIds:
         self._new = []
 
     def load(self, rows: list[tuple[int, float, int, int, bytes]]) -> None:
-        """Add checkpointed rows, ``(checkpoint, at, source, max offset, packed ids)``, oldest checkpoint first."""
+        """Add checkpointed rows, ``(checkpoint, at, source, max offset, packed ids)``, oldest checkpoint first.
+
+        They are packed as they come (``seal_ids`` ids or ``seal_s`` seconds to a segment): a
+        restore never holds more than ``seal_ids`` ids in the dict.
+        """
         for checkpoint, at, source, max_offset, blob in rows:
-            if not self.generations or self.generations[-1].checkpoint != checkpoint:
-                self.generations.append(Generation(checkpoint, at))
-            gen = self.generations[-1]
-            gen.max_offset[source] = max(max_offset, gen.max_offset.get(source, -1))
+            opened = self._open
+            if opened is not None and checkpoint != opened.last and (len(self._ids) >= self.seal_ids or at - self._open_since >= self.seal_s):
+                self._seal()
             n = len(blob) // 12
             offsets, paths = array("q"), array("I")
             offsets.frombytes(blob[: 8 * n])
@@ -256,29 +373,34 @@ class AppliedIds:
             if sys.byteorder == "big":
                 offsets.byteswap()
                 paths.byteswap()
-            keys = [(source << 96) | (o << 32) | p for o, p in zip(offsets, paths, strict=True)]
-            self._ids.update(dict.fromkeys(keys))
-            gen.keys += tuple(keys)
+            self._ids.update(dict.fromkeys((source << 96) | (o << 32) | p for o, p in zip(offsets, paths, strict=True)))
+            self._note(checkpoint, at, {source: max_offset})
+        if self._open is not None:
+            self._seal()
 
     def forget(self, committed: dict[int, int], before: float) -> int:
-        """Forget the oldest checkpoints' ids that no copy can reach any more; returns the last checkpoint forgotten (0: none).
+        """Forget the oldest segments' ids that no copy can reach any more; returns the last checkpoint forgotten (0: none).
 
-        A checkpoint's ids go when it was written before ``before`` (seconds since the epoch:
-        now minus ``squall.state.dedupe.retention.secs``, for copies a bolt re-reads after a
-        restart) and every source's offset in it is below ``committed[source]`` (the spout's
-        committed offset: the spout never replays below it). Oldest first; the first that
-        cannot go stops it.
+        A segment's ids go when its last checkpoint was written before ``before`` (seconds since
+        the epoch: now minus ``squall.state.dedupe.retention.secs``, for copies a bolt re-reads
+        after a restart) and every source's offset in it is below ``committed[source]`` (the
+        spout's committed offset: the spout never replays below it). Oldest first; the first
+        that cannot go stops it. The ids not yet packed are never forgotten.
         """
         last = 0
-        while self.generations:
-            gen = self.generations[0]
-            if gen.at >= before or any(off >= committed.get(s, -1) for s, off in gen.max_offset.items()):
+        while self.segments:
+            seg = self.segments[0]
+            if seg.at >= before or any(off >= committed.get(s, -1) for s, off in seg.max_offset.items()):
                 break
-            pop = self._ids.pop
-            for k in gen.keys:
-                pop(k, None)
-            last = gen.checkpoint
-            self.generations.popleft()
+            last = seg.last
+            self.segments.popleft()
+        if last:
+            cold: dict[int, tuple[int, int]] = {}
+            for seg in self.segments:
+                for rk, run in seg.runs.items():
+                    span = cold.get(rk)
+                    cold[rk] = (run[0], run[-1]) if span is None else (min(span[0], run[0]), max(span[1], run[-1]))
+            self._cold = cold
         return last
 
 

@@ -271,7 +271,7 @@ def test_applied_ids_are_forgotten_only_when_old_and_below_every_spout_commit() 
     now = [1000.0]
     backend = open_backend("memory://")
     cp = Checkpointer(backend, "t.count", 0, clock=lambda: now[0])
-    applied, state = AppliedIds(), KeyValueState()
+    applied, state = AppliedIds(seal_ids=1), KeyValueState()  # every checkpoint its own segment
     applied.add((1, 10, 7))
     cp.commit(state, applied)  # checkpoint 1 at 1000
     now[0] = 1500.0
@@ -282,8 +282,8 @@ def test_applied_ids_are_forgotten_only_when_old_and_below_every_spout_commit() 
     assert applied.forget({1: 15, 2: 100}, before=2000.0) == 1  # checkpoint 2 holds offset 20 >= 15: stops there
     assert (1, 10, 7) not in applied and (1, 20, 7) in applied
     cp.commit(state, applied, forget_upto=1)
-    again = AppliedIds()
+    again = AppliedIds(seal_ids=1)
     Checkpointer(backend, "t.count", 0).restore(again)
     assert (1, 10, 7) not in again and (1, 20, 7) in again and (2, 5, 7) in again
-    assert [g.checkpoint for g in again.generations] == [2]
+    assert again.checkpoints() == [2]
     assert again.forget({1: 21, 2: 6}, before=2000.0) == 2 and len(again) == 0
