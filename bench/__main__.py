@@ -98,6 +98,10 @@ def main(argv: list[str] | None = None) -> None:
     sm.add_argument("--limit-mb", type=float, default=500.0, help="the most a count worker may hold (MB)")
     sm.add_argument("--flat-mb-per-min", type=float, default=2.0, help="the largest RSS slope over the last third still called flat (MB/min)")
     sm.add_argument("--json", default=None, help="write results as JSON here")
+    wi = sub.add_parser("wire", help="the bytes a word-count line costs between components, raw and as the broker stores them (issue 51)")
+    wi.add_argument("--compression", nargs="+", default=["default", "none"], help="variants: default (the topology's setting) or a codec")
+    wi.add_argument("--smoke", action="store_true", help="a few lines, correctness only")
+    wi.add_argument("--json", default=None, help="write results as JSON here")
     o = sub.add_parser("ops", help="how fast a supervisor answers: every /api/v1 path and the reading verbs, with a topology at work (issue 48)")
     o.add_argument("--broker", choices=["tansu", "kafka", "both"], default="both", help="the embedded broker, Apache Kafka (started here), or both")
     o.add_argument("--requests", type=int, default=50, help="requests per path, after one that warms it")
@@ -171,6 +175,10 @@ def main(argv: list[str] | None = None) -> None:
         from bench import state_memory
 
         state_memory.run(args)
+    elif args.command == "wire":
+        from bench import wire
+
+        wire.run(args)
     elif args.command == "spark":
         from bench import compare
 

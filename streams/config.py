@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -251,6 +251,13 @@ class TopologyConfig(BaseModel):
         description="producer linger (ms; default 5, was 20): the spout's tuples and every acker op wait this long "
         "before they are sent (bolts' outputs also leave at each flush), so each costs a tree up to this much per hop "
         "(see docs/design.md, 'Linger')",
+    )
+    compression_type: Literal["none", "gzip", "snappy", "lz4", "zstd"] = Field(
+        "lz4",
+        alias="squall.kafka.compression.type",
+        description="how executors' producers compress their batches (Kafka's compression.type; default lz4): the "
+        "tuples' JSON shrinks about 3x on the network and the broker's disk for a few percent of a core "
+        "(see docs/design.md, 'Bytes on the wire')",
     )
     batch_size: int = Field(500, alias="squall.consume.batch", ge=1, description="records per consume call (count; default 500)")
     transfer_batch_size: int = Field(

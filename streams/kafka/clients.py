@@ -231,10 +231,14 @@ completes its trees early (docs/design.md, "Each record written once: idempotent
 
 
 def producer_config(bootstrap: str, conf: TopologyConfig, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Producer settings: :data:`RELIABLE_PRODUCER` (``acks=all``, idempotence), ``squall.kafka.linger.ms``, large local queues; ``overrides`` win."""
+    """Producer settings: :data:`RELIABLE_PRODUCER`, linger, compression, large local queues; ``overrides`` win.
+
+    ``acks=all`` and idempotence; ``squall.kafka.linger.ms`` and ``squall.kafka.compression.type``.
+    """
     cfg: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "linger.ms": conf.linger_ms,
+        "compression.type": conf.compression_type,
         **RELIABLE_PRODUCER,
         "queue.buffering.max.messages": 500_000,
         "batch.num.messages": 10_000,

@@ -247,6 +247,8 @@ class StatefulBoltExecutor(DelegatingBolt):
         context.register_metric("state_duplicates", lambda: float(self.duplicates))
         context.register_metric("state_rollbacks", lambda: float(self.rollbacks))
         context.register_metric("state_idle_checkpoints", lambda: float(self.idle_checkpoints))
+        context.register_metric("state_applied_ids", lambda: float(len(self.applied)))
+        context.register_metric("state_applied_ids_bytes", lambda: float(self.applied.nbytes()))
         log.info(
             "[%s] task %d restored checkpoint %d: %d keys, %d tuple ids",
             self.component,

@@ -6,8 +6,9 @@ a ``Message``, ten records for a word count's line. :class:`TupleTransfer` stand
 collectors and the executor's ``produce``: a tuple for a partition of a bolt's input topic
 (``squall.<topology>.<bolt>``) is held until the executor's round ends (:meth:`flush`), or its
 pack reaches ``max_tuples`` tuples or ``max_bytes`` bytes; then the partition's tuples go out as
-one record, ``[3, envelope, envelope, ...]`` (:func:`streams.wire.codec.encode_pack`). Every other
-record (outputs with a key, dead letters, acker ops) passes straight through.
+one record, ``[4, head, [item, ...], ...]``, each run's shared head (stream, component, task,
+epoch) said once (:func:`streams.wire.codec.encode_pack`). Every other record (outputs with a
+key, dead letters, acker ops) passes straight through.
 
 What stays as it was:
 

@@ -43,8 +43,18 @@ def test_a_pack_of_tuples() -> None:
     one = encode_rooted("default", "split", 3, 9, ["to"], 7, 5)
     two = encode_rooted("default", "split", 3, 9, ["be"], 7, 6)
     check("tuple.schema.json", encode_pack([one, two, encode_tuple("default", "split", 3, ["x"], {}, epoch=9)]))
+    check("tuple.schema.json", encode_pack([one, encode_tuple("other", "split", 3, ["x"], {}, (4, 1), (1, 2, 3), epoch=9), two]))  # three runs
+    check("tuple.schema.json", b"[3," + one + b"," + two + b"]")  # a pack of whole envelopes, written before version 4
     assert encode_pack([one]) == one  # a pack of one is the envelope itself
-    for bad in (b"[3]", b'[3,[2,"s","c",0,-5,[],[]]]', b'[3,[3,[2,"s","c",0,5,[],[]]]]'):  # empty, a bad envelope inside, a pack in a pack
+    for bad in (
+        b"[3]",  # empty
+        b'[3,[2,"s","c",0,-5,[],[]]]',  # a bad envelope inside
+        b'[3,[3,[2,"s","c",0,5,[],[]]]]',  # a pack in a pack
+        b'[4,["s","c",0,5]]',  # a head without items
+        b'[4,["s","c",0,5],[]]',  # no items
+        b'[4,["s","c",0,-5],[[[],[]]]]',  # a negative epoch
+        b'[4,["s","c",0,5],[[[],[-1,2]]]]',  # a bad anchor
+    ):
         with pytest.raises(jsonschema.ValidationError):
             check("tuple.schema.json", bad)
 

@@ -17,7 +17,7 @@ from streams.runtime.bolt import BoltExecutor
 from streams.runtime.executor import ExecutorEnv
 from streams.runtime.transfer import TupleTransfer
 from streams.testing.memlog import Record
-from streams.wire.codec import decode_tuple, decode_tuples, encode_pack, encode_rooted
+from streams.wire.codec import decode_tuple, decode_tuples, encode_pack, encode_rooted, encode_tuple
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 BOLTS = ("squall.t.split", "squall.t.count")
@@ -74,10 +74,68 @@ def test_a_pack_decodes_to_its_envelopes_in_order_and_one_tuple_is_not_packed() 
     assert decode_tuples(a, **WHERE) == [decode_tuple(a, **WHERE)]
 
 
+U64 = st.integers(0, 2**64 - 1)
+NAMES = st.one_of(st.sampled_from(["default", "split", "__tick"]), st.text(max_size=6))  # quotes, backslashes, commas, non-ASCII
+envelopes = st.lists(
+    st.tuples(
+        st.sampled_from([("default", "split", 3, 9), ("default", "split", 4, 9), ("errors", "split", 3, 9)])
+        | st.tuples(NAMES, NAMES, st.integers(-1, 99), U64),
+        st.lists(st.one_of(st.text(max_size=8), st.integers(-5, 5), st.none()), max_size=3),
+        st.dictionaries(U64, U64, max_size=2),
+        st.none() | st.tuples(st.integers(1, 99), st.integers(1, 5)),
+        st.none() | st.tuples(U64, U64, U64),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(envelopes)
+def test_a_pack_decodes_to_what_each_envelope_decodes_to_alone(specs: list[Any]) -> None:
+    """Whatever the heads (runs that share one, names with quotes and backslashes) and items
+    (anchors, batches, ids): the pack is exactly its envelopes, in order."""
+    encoded = [encode_tuple(s, c, t, v, a, b, i, epoch=e) for (s, c, t, e), v, a, b, i in specs]
+    assert decode_tuples(encode_pack(encoded), **WHERE) == [decode_tuple(x, **WHERE) for x in encoded]
+
+
+def test_a_pack_says_a_run_s_head_once_and_a_word_costs_little_more_than_its_values_and_ids() -> None:
+    """A word count's pack: the stream, component, task and epoch once per run; about 55 bytes a
+    word with two 64-bit ids in it, where whole envelopes cost 88."""
+    words = [encode_rooted("default", "split", 3, 1_764_400_000_000, [w], 2**64 - 1 - n, 2**63 + n) for n, w in enumerate(["to", "be", "or", "not"] * 25)]
+    other = encode_rooted("errors", "split", 3, 1_764_400_000_000, ["x"], 1, 2)
+    pack = encode_pack([*words[:50], other, *words[50:]])
+    assert pack.count(b'"default","split",3,1764400000000') == 2 and pack.count(b'"errors"') == 1
+    assert len(pack) < 0.65 * len(b"[3," + b",".join([*words, other]) + b"]")
+    assert (len(pack) - 3 * 40) / 101 < 56
+
+
 @pytest.mark.parametrize(
     "raw",
-    [b"[3]", b'[3,[2,"s","c",0,-5,[],[]]]', b"[3," + encode_pack([b'[2,"s","c",0,5,[],[]]', b'[2,"s","c",0,5,[],[]]']) + b"]"],
-    ids=["empty", "a bad envelope", "a pack in a pack"],
+    [
+        b"[3]",
+        b'[3,[2,"s","c",0,-5,[],[]]]',
+        b"[3," + encode_pack([b'[2,"s","c",0,5,[],[]]', b'[2,"s","c",0,5,[],[]]']) + b"]",
+        b"[4]",
+        b'[4,["s","c",0,5]]',
+        b'[4,["s","c",0,-5],[[[],[]]]]',
+        b'[4,["s","c",0,5],[]]',
+        b'[4,["s","c",0,5],[[[],[1]]]]',
+        b'[4,["s",1,0,5],[[[],[]]]]',
+        b'[4,["s","c",0,5],[[[],[]],[[],[],[1]]]]',
+    ],
+    ids=[
+        "empty",
+        "a bad envelope",
+        "a pack in a pack",
+        "4: empty",
+        "4: a head alone",
+        "4: a negative epoch",
+        "4: no items",
+        "4: an odd anchor",
+        "4: a bad head",
+        "4: a bad batch",
+    ],
 )
 def test_a_malformed_pack_is_a_decode_error_naming_the_record(raw: bytes) -> None:
     with pytest.raises(DecodeError, match=r"^\[count\] cannot decode record squall.t.count\[2\]@41"):

@@ -99,6 +99,10 @@ def test_tuple_envelopes_decode_or_name_the_record(raw: bytes | None) -> None:
         raw_bytes,
         st.lists(st.lists(json_values, min_size=7, max_size=9).map(lambda v: [2, *v[1:]]), max_size=4).map(lambda v: json.dumps([3, *v]).encode()),
         st.lists(json_values, max_size=4).map(lambda v: json.dumps([3, *v]).encode()),
+        st.lists(json_values, max_size=5).map(lambda v: json.dumps([4, *v]).encode()),
+        st.lists(st.tuples(st.lists(json_values, min_size=4, max_size=4), st.lists(st.lists(json_values, min_size=2, max_size=4), max_size=3)), max_size=3).map(
+            lambda runs: json.dumps([4, *(x for head, items in runs for x in (head, items))]).encode()
+        ),
     )
 )
 def test_packs_decode_whole_or_name_the_record(raw: bytes | None) -> None:
