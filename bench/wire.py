@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import print_table, write_json
-from bench.compare import expected, load_input, run_squall
+from bench.compare import expected, load_input, normalise, run_squall
 from service.brokers import ApacheKafka
 
 KEEP_EVERYTHING = {"log.retention.check.interval.ms": str(24 * 3600 * 1000), "log.cleaner.enable": "false"}
@@ -47,7 +47,7 @@ def stored_by_topic(log_dirs: Path, prefix: str, skip: str) -> dict[str, int]:
 def run(args: Any) -> dict[str, Any]:
     """One word-count run per compression variant; print the tables and return (and write) the JSON."""
     lines = load_input("wordcount", args.smoke)
-    exp = expected("wordcount", lines)
+    exp = normalise("wordcount", expected("wordcount", lines))
     result: dict[str, Any] = {"lines": len(lines), "variants": {}}
     rows = []
     for variant in args.compression:
