@@ -31,9 +31,9 @@ from bench.compare import CACHE
 from bench.feeder import produce
 from bench.soak import rss_bytes, slope_per_min
 from service.brokers import ApacheKafka, free_port
-from service.control.scheduling import WorkerPlan
+from service.control import WorkerPlan
 from service.run import read_lines, shakespeare_texts
-from streams.wire.naming import component_group
+from streams.wire import component_group
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "wordcount_stateful.py"
 NAME = "wcs"

@@ -15,9 +15,9 @@ from streams.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from streams.wire.acker import OP_ACK, OP_INIT, decode_list, encode_ops
-    from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_topic
+    from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_topic, component_group
 
-__all__ = ["ACKER_COMPONENT", "OP_ACK", "OP_INIT", "ack_result_topic", "acker_topic", "decode_list", "encode_ops"]
+__all__ = ["ACKER_COMPONENT", "OP_ACK", "OP_INIT", "ack_result_topic", "acker_topic", "component_group", "decode_list", "encode_ops"]
 
 __getattr__ = lazy_exports(
     __name__,
@@ -29,5 +29,6 @@ __getattr__ = lazy_exports(
         "ACKER_COMPONENT": "streams.wire.naming",
         "ack_result_topic": "streams.wire.naming",
         "acker_topic": "streams.wire.naming",
+        "component_group": "streams.wire.naming",
     },
 )
