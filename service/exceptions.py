@@ -21,7 +21,7 @@ class InputError(SquallError):
     """The job's input path is missing or unreadable (message names the path)."""
 
 
-__all__ = ["BrokerError", "ConfigError", "ControlError", "FatalError", "InputError", "ServerError", "SquallError", "UsageError", "WorkerDied"]
+__all__ = ["BrokerError", "ConfigError", "ControlError", "DepsError", "FatalError", "InputError", "ServerError", "SquallError", "UsageError", "WorkerDied"]
 
 
 class ControlError(SquallError):
@@ -33,3 +33,12 @@ class ControlError(SquallError):
 
 class UsageError(SquallError):
     """A CLI argument is wrong (a missing file, a bad ``-c key=value``): one line, exit 2."""
+
+
+class DepsError(SquallError):
+    """A topology's dependencies cannot be bundled or installed (the message names the file or the topology, and says pip's words).
+
+    At submit a user's mistake (a requirement that conflicts with Squall's own packages, a
+    missing file): the CLI prints it and exits 2. On a supervisor, the topology's workers do not
+    start there and ``squall status`` shows it; other topologies are not affected.
+    """

@@ -144,12 +144,18 @@ def submit_cmd(
     topology_file: Annotated[Path, typer.Argument(help="Python file defining topology()")],
     name: Annotated[str | None, typer.Option("--name", help="topology name (default: the file's)")] = None,
     conf: Annotated[list[str] | None, typer.Option("-c", help="config override key=value (repeatable)")] = None,
+    requirements: Annotated[
+        Path | None, typer.Option("--requirements", help="a requirements file: resolved here, shipped as wheels, installed offline on every supervisor")
+    ] = None,
+    package: Annotated[Path | None, typer.Option("--package", help="a package directory with the topology file in it, shipped with it")] = None,
+    wheel: Annotated[list[Path] | None, typer.Option("--wheel", help="a wheel to ship and install with the topology (repeatable)")] = None,
     bootstrap_servers: Bootstrap = None,
 ) -> None:
-    """Store a topology in the control topic and start it (storm jar)."""
+    """Store a topology in the control topic and start it (storm jar), with its dependencies if given."""
     from service.control.client import parse_conf, submit
 
-    typer.echo(submit(client(bootstrap_servers), topology_file, name, parse_conf(conf or []), time.time()))
+    line = submit(client(bootstrap_servers), topology_file, name, parse_conf(conf or []), time.time(), requirements, package, tuple(wheel or ()))
+    typer.echo(line)
 
 
 @app.command("list")

@@ -28,6 +28,9 @@ from service.control.log import ControlLog, ControlTopics, ControlWriter, ensure
 from service.control.log_levels import parse_level
 from service.control.plan import load_record
 from service.control.record import TopologyRecord, activate, audited, deactivate, kill, rebalance, rebalanced, set_debug, set_log_levels, trace_rate
+from service.deps.bundle import build_bundle
+from service.deps.envs import importable, prepare
+from service.deps.store import ArtifactStore
 from service.exceptions import ControlError, UsageError
 from streams.config import KEYS, resolve, sources
 from streams.model.loader import load_topology
@@ -86,25 +89,60 @@ def parse_conf(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
-def submit(client: Client, path: Path, name: str | None, conf: dict[str, Any], now: float) -> str:
-    """Store the topology in the control topic (``storm jar``). Returns the printed line."""
+def submit(
+    client: Client,
+    path: Path,
+    name: str | None,
+    conf: dict[str, Any],
+    now: float,
+    requirements: Path | None = None,
+    package: Path | None = None,
+    wheels: tuple[Path, ...] = (),
+) -> str:
+    """Store the topology in the control topic (``storm jar``), with its dependencies if any are given. Returns the printed line.
+
+    Steps, with ``requirements``, ``package`` or ``wheels`` (:mod:`service.deps`):
+
+    1. resolve and pack them here, once (a conflict with Squall's own packages is refused now);
+    2. install the bundle into a throw-away virtualenv, offline, as every supervisor will, and load
+       the topology with it (a bundle that does not install or import fails here, not on the cluster);
+    3. put the bundle on ``<namespace>.__artifacts`` and name it in the record.
+
+    Raises UsageError, DepsError, TopologyError or ConfigError naming the file, key or topology.
+    """
     if not path.is_file():
         raise UsageError(f"[{path}] topology file not found")
+    if package is not None and package.resolve() not in path.resolve().parents:
+        raise UsageError(f"[{path}] --package {package}: the topology file must be inside the package")
     source = path.read_text()
-    topology = load_topology(path)  # raises TopologyError naming the file and line
-    name = name or topology.name
-    resolve(client.service_conf, topology.conf, conf, where=name)  # a wrong type: ConfigError naming the key
-    client.connect()
-    if name in client.records():
-        raise ControlError(f"[{name}] a topology of that name is running; kill it first or give --name")
-    rec = TopologyRecord.new(name, source, path.name, conf, now)
     with tempfile.TemporaryDirectory() as tmp:
-        _, loaded, resolved = load_record(rec, Path(tmp), client.service_conf)
+        env = None
+        bundle = None
+        if requirements is not None or package is not None or wheels:
+            # 1. Resolve and pack.
+            bundle = build_bundle(requirements, package, wheels)
+            # 2. Install it as a supervisor would, and import through it.
+            env = prepare(bundle.data, bundle.sha256, Path(tmp) / "envs", name or path.stem)
+        with importable(env):
+            topology = load_topology(path)  # raises TopologyError naming the file and line
+        name = name or topology.name
+        resolve(client.service_conf, topology.conf, conf, where=name)  # a wrong type: ConfigError naming the key
+        client.connect()
+        if name in client.records():
+            raise ControlError(f"[{name}] a topology of that name is running; kill it first or give --name")
+        rec = TopologyRecord.new(name, source, path.name, conf, now)
+        if bundle is not None:
+            rec = rec.model_copy(update={"artifact": bundle.describe()})
+        _, loaded, resolved = load_record(rec, Path(tmp), client.service_conf, env)
         ensure_topology_topics(client.bootstrap, loaded, resolved)
         executors = sum(c.parallelism for c in loaded.components.values())
         tasks = sum(c.num_tasks for c in loaded.components.values())
+        # 3. The bundle, then the record that names it.
+        if bundle is not None:
+            ArtifactStore(client.bootstrap, client.names.namespace, client.kafka.get("producer")).put(bundle.sha256, bundle.data)
     client.put(rec)
-    return f"submitted {name}: {resolved.workers} workers, {executors} executors, {tasks} tasks"
+    shipped = f", dependencies {bundle.sha256[:12]} ({len(bundle.data):,} bytes, {len(bundle.manifest['wheels'])} wheels)" if bundle is not None else ""
+    return f"submitted {name}: {resolved.workers} workers, {executors} executors, {tasks} tasks{shipped}"
 
 
 def events(client: Client, name: str) -> list[dict[str, Any]]:

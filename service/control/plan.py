@@ -15,6 +15,7 @@ from typing import Any
 
 from service.control.record import TopologyRecord
 from service.control.scheduling import ExecutorAssignment, is_spark_bolt, worker_plan
+from service.deps.envs import Env, importable
 from streams.config import TopologyConfig, resolve
 from streams.model.checks import check_confs
 from streams.model.loader import load_topology
@@ -26,7 +27,8 @@ class TopologyPlan:
     """A record, loaded and planned.
 
     ``workers[i]``: the executors of worker ``i``, each with its fixed tasks.
-    ``tasks``/``executors``: per component. ``path``: the plan file (JSON).
+    ``tasks``/``executors``: per component. ``path``: the plan file (JSON). ``env``: the
+    installed dependency bundle its workers run in (None: the supervisor's own environment).
     """
 
     name: str
@@ -36,6 +38,7 @@ class TopologyPlan:
     workers: list[list[ExecutorAssignment]]
     path: Path
     overrides: dict[str, Any]
+    env: Env | None = None
 
     @property
     def tasks(self) -> dict[str, int]:
@@ -56,8 +59,8 @@ def record_overrides(rec: TopologyRecord) -> dict[str, Any]:
     return out
 
 
-def load_record(rec: TopologyRecord, data_dir: Path, service_conf: dict[str, Any]) -> tuple[Path, Topology, TopologyConfig]:
-    """Write the record's source and load it with the record's overrides applied.
+def load_record(rec: TopologyRecord, data_dir: Path, service_conf: dict[str, Any], env: Env | None = None) -> tuple[Path, Topology, TopologyConfig]:
+    """Write the record's source and load it with the record's overrides applied (importing from ``env`` too: its dependency bundle).
 
     Raises TopologyError/ConfigError naming the file or component (user code may raise anything).
     """
@@ -66,7 +69,8 @@ def load_record(rec: TopologyRecord, data_dir: Path, service_conf: dict[str, Any
     path = folder / Path(rec.file_name).name
     if not path.exists() or path.read_text() != rec.source:
         path.write_text(rec.source)
-    topology = load_topology(path, rec.name)
+    with importable(env):
+        topology = load_topology(path, rec.name)
     topology.conf.update(record_overrides(rec))
     for comp, n in rec.executors.items():
         if comp in topology.components:
@@ -87,9 +91,10 @@ def materialize(
     shutdown_timeout_s: float,
     control_namespace: str = "squall",
     metrics_host: str = "127.0.0.1",
+    env: Env | None = None,
 ) -> TopologyPlan:
-    """Load ``rec`` and write its worker plan (``plan.json`` beside the source)."""
-    path, topology, conf = load_record(rec, data_dir, service_conf)
+    """Load ``rec`` and write its worker plan (``plan.json`` beside the source); ``env``: its installed dependency bundle."""
+    path, topology, conf = load_record(rec, data_dir, service_conf, env)
     overrides = record_overrides(rec)
     plan = worker_plan(
         path,
@@ -106,7 +111,9 @@ def materialize(
         control_namespace=control_namespace,
         shutdown_timeout_secs=shutdown_timeout_s,
         metrics_host=metrics_host,
+        python=env.python if env is not None else "",
+        paths=env.paths if env is not None else (),
     )
     plan_path = path.parent / "plan.json"
     plan_path.write_text(plan.to_json())
-    return TopologyPlan(rec.name, rec.version, topology, conf, [list(w) for w in plan.workers], plan_path, overrides)
+    return TopologyPlan(rec.name, rec.version, topology, conf, [list(w) for w in plan.workers], plan_path, overrides, env)

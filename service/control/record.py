@@ -72,6 +72,9 @@ class TopologyRecord(BaseModel):
     debug: dict[str, Any] | None = None
     """Sampled tracing set at run time (``squall debug``, the UI's debug action): ``{"on": bool, "sampling_pct": 0..100}``;
     None: the topology's own ``topology.debug`` and ``squall.trace.sample.rate``. Workers apply it live."""
+    artifact: dict[str, Any] | None = None
+    """The dependency bundle shipped with the topology (``submit --requirements/--package/--wheel``; :mod:`service.deps`):
+    ``{"sha256", "bytes", "requirements", "wheels": [{"file", "sha256"}], "package"}``; None: it needs only what the supervisors have."""
     actions: list[dict[str, Any]] = Field(default_factory=list)
     """The last :data:`ACTIONS_KEPT` actions on this topology, oldest first: ``{"action", "detail", "who", "at"}``
     (who: ``user@host`` of a verb, or the UI's ``name (ui, address)``; at: wall-clock seconds)."""

@@ -150,6 +150,10 @@ class WorkerPlan(BaseModel):
     control: bool = Field(False, description="run under squall serve: follow the control topic (activate, deactivate, kill)")
     control_namespace: str = Field("squall", description="the control topics' prefix (SQUALL_CONTROL_NAMESPACE)")
     shutdown_timeout_secs: float = Field(30.0, gt=0, description="how long a SIGTERM drain waits for trees in flight (seconds)")
+    python: str = Field(
+        "", description="the interpreter workers run: the virtualenv of the topology's dependency bundle (service.deps); empty: the supervisor's own"
+    )
+    paths: tuple[str, ...] = Field((), description="directories put first on the workers' import path: the bundle's --package")
 
     def executors_of(self, index: int) -> tuple[ExecutorAssignment, ...]:
         """Worker ``index``'s executors. Raises IndexError for a worker the plan lacks."""

@@ -44,13 +44,17 @@ def die_with_parent() -> None:
         _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def spawn_worker(plan_path: Path, index: int, log_path: Path, claim: str = "", epoch: int = 0) -> subprocess.Popen[bytes]:
+def spawn_worker(
+    plan_path: Path, index: int, log_path: Path, claim: str = "", epoch: int = 0, python: str = "", paths: tuple[str, ...] = ()
+) -> subprocess.Popen[bytes]:
     """Start worker ``index`` of the plan at ``plan_path``; its output goes to ``log_path``.
 
     The worker is killed if the process that started it dies. ``claim``: the id its
     supervisor puts in the worker's ``started`` record, so the worker knows its own claim
     among the events (:mod:`service.worker.claim_watch`; a pid can recur, a claim id does not);
-    ``epoch``: its claim epoch (:data:`EPOCH_ENV`; 0: the worker takes its start time).
+    ``epoch``: its claim epoch (:data:`EPOCH_ENV`; 0: the worker takes its start time);
+    ``python``: the interpreter (a topology's dependency bundle's virtualenv; empty: this one);
+    ``paths``: directories put first on its import path (the bundle's package).
     """
     env = dict(os.environ)
     if claim:
@@ -58,10 +62,10 @@ def spawn_worker(plan_path: Path, index: int, log_path: Path, claim: str = "", e
     if epoch > 0:
         env[EPOCH_ENV] = str(epoch)
     root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = os.pathsep.join([*paths, root]) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     with open(log_path, "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "service.worker", str(plan_path), str(index)],
+            [python or sys.executable, "-m", "service.worker", str(plan_path), str(index)],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,

@@ -199,7 +199,7 @@ def build_status(
         "errors": [
             {k: e.get(k) for k in ("event", "at", "supervisor", "worker", "components", "exit_code", "gave_up", "log_tail", "reason")}
             for e in every_event
-            if e.get("topology") == name and e.get("event") in ("crashed", "refused", "fenced")
+            if e.get("topology") == name and e.get("event") in ("crashed", "refused", "fenced", "failed_install")
         ][-5:],
         "lease_pauses": int(sum(s["counters"].get("lease_pauses", 0) for s in snaps)),
         "fenced_tuples": int(sum(s["counters"].get("fenced_tuples", 0) for s in snaps)),

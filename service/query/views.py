@@ -100,6 +100,9 @@ def status_lines(st: dict[str, Any], as_json: bool = False) -> list[str]:
         if e.get("event") == "refused":
             out.append(f"supervisor {e['supervisor']}: {e['reason']}")
             continue
+        if e.get("event") == "failed_install":
+            out.append(f"supervisor {e['supervisor']} cannot run it: {e['reason']}")
+            continue
         if e.get("event") == "fenced":
             out.append(f"worker w{e['worker']} ({e['components']}) on {e['supervisor']} was fenced: another process claimed its tasks")
             continue

@@ -54,6 +54,7 @@ CONTRACT: dict[str, frozenset[str]] = {
         "service.process": {"runtime"},
         "service.config": {"base", "kafka", "service.process"},
         "service.brokers": {"base", "kafka", "model", "wire", "service.exceptions", "service.process"},
+        "service.deps": {"kafka", "service.brokers", "service.exceptions"},
         "service.control": {
             "base",
             "kafka",
@@ -64,6 +65,7 @@ CONTRACT: dict[str, frozenset[str]] = {
             "transactional",
             "wire",
             "service.brokers",
+            "service.deps",
             "service.exceptions",
         },
         "service.worker": {"base", "kafka", "model", "monitoring", "runtime", "wire", "service.control", "service.process"},
