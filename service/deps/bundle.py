@@ -122,7 +122,9 @@ def download(requirements: Path, into: Path, pins: list[str], python: str = sys.
     finally:
         Path(constraints).unlink(missing_ok=True)
     if got.returncode != 0:
-        raise DepsError(f"[{requirements}] pip could not resolve these requirements with Squall's own packages pinned:\n{_tail(got.stderr or got.stdout)}")
+        at = got.stdout.find("The conflict is caused by")  # pip says which requirements clash on stdout, the verdict on stderr
+        why = got.stderr.strip() + ("\n" + got.stdout[at:].strip() if at >= 0 else "")
+        raise DepsError(f"[{requirements}] pip could not resolve these requirements with Squall's own packages pinned:\n{_tail(why or got.stdout)}")
 
 
 def _sha256(path: Path) -> str:
