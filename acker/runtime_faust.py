@@ -23,7 +23,7 @@ from confluent_kafka import Message
 from acker import faust_compat
 from acker.common import publish_ledger_stats, record_outcomes, record_resets, restored_ledger
 from acker.durable import DurableLedger
-from streams.exceptions import DecodeError
+from streams.exceptions import DecodeError, FatalError
 from streams.runtime.executor import Executor, ExecutorEnv
 from streams.runtime.fencing import EpochFence
 from streams.wire.acker import chunks, decode_ops, encode_results, read_from, root_key
@@ -49,7 +49,13 @@ class FaustAckerExecutor(Executor):
     def build_app(self) -> Any:
         """The faust app: an agent over ``__acker`` and a Table changelogged to ``__acker.changelog``."""
         import faust
+        from aiokafka import codec
 
+        if self.conf.compression_type in ("lz4", "snappy", "zstd") and not codec.has_lz4():
+            raise FatalError(
+                f"[{ACKER_COMPONENT}] the faust acker cannot read the {self.conf.compression_type} batches the executors write "
+                "(squall.kafka.compression.type): aiokafka needs the cramjam package (pip install 'squall[faust]')"
+            )
         faust_compat.patch_fetch_wait(self.conf.fetch_wait_max_ms)
         name = self.topology.name
         ackers = self.conf.ackers
