@@ -75,4 +75,4 @@ def client(bootstrap: str | None) -> Client:
     from service.control.log import ControlTopics
 
     s = settings(bootstrap)
-    return Client(s.resolved_bootstrap() or DEFAULT_BOOTSTRAP, s.topology_layer(), s.kafka_overrides(), ControlTopics(s.control_namespace))
+    return Client(s.resolved_bootstrap() or DEFAULT_BOOTSTRAP, s.topology_layer(), s.kafka_overrides(), ControlTopics(s.control_namespace), s.data_dir / "envs")

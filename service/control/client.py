@@ -29,7 +29,7 @@ from service.control.log_levels import parse_level
 from service.control.plan import load_record
 from service.control.record import TopologyRecord, activate, audited, deactivate, kill, rebalance, rebalanced, set_debug, set_log_levels, trace_rate
 from service.deps.bundle import build_bundle
-from service.deps.envs import importable, prepare
+from service.deps.envs import Env, importable, prepare, ready
 from service.deps.store import ArtifactStore
 from service.exceptions import ControlError, UsageError
 from streams.config import KEYS, resolve, sources
@@ -47,6 +47,20 @@ class Client:
     service_conf: dict[str, Any]
     kafka: dict[str, Any]
     names: ControlTopics
+    envs_dir: Path | None = None
+    """Where topologies' dependency bundles are installed for loading them here (None: a directory under the system's temp dir)."""
+
+    def env_of(self, rec: TopologyRecord) -> Env | None:
+        """The installed env of ``rec``'s dependency bundle (installed here first if need be), or None when it ships none.
+
+        Verbs that read a topology's shape load its file, which may import what only its bundle
+        has. Raises DepsError or BrokerError.
+        """
+        if rec.artifact is None:
+            return None
+        sha = str(rec.artifact["sha256"])
+        envs = self.envs_dir or Path(tempfile.gettempdir()) / "squall-envs"
+        return ready(envs, sha) or prepare(ArtifactStore(self.bootstrap, self.names.namespace, self.kafka.get("consumer")).get(sha), sha, envs, rec.name)
 
     def connect(self) -> None:
         """Raise BrokerError (one line) if no broker answers; create the control topics."""
@@ -121,8 +135,8 @@ def submit(
         if requirements is not None or package is not None or wheels:
             # 1. Resolve and pack.
             bundle = build_bundle(requirements, package, wheels)
-            # 2. Install it as a supervisor would, and import through it.
-            env = prepare(bundle.data, bundle.sha256, Path(tmp) / "envs", name or path.stem)
+            # 2. Install it as a supervisor would, and import through it (kept: the verbs run here load through it).
+            env = prepare(bundle.data, bundle.sha256, client.envs_dir or Path(tmp) / "envs", name or path.stem)
         with importable(env):
             topology = load_topology(path)  # raises TopologyError naming the file and line
         name = name or topology.name
@@ -155,7 +169,7 @@ def component_kinds(client: Client, name: str) -> dict[str, str]:
     client.connect()
     rec = client.record(name)
     with tempfile.TemporaryDirectory() as tmp:
-        _, topology, _ = load_record(rec, Path(tmp), client.service_conf)
+        _, topology, _ = load_record(rec, Path(tmp), client.service_conf, client.env_of(rec))
     return {c.id: "spout" if c.is_spout else "bolt" for c in topology.components.values()}
 
 
@@ -178,7 +192,7 @@ def topology_shape(client: Client, rec: TopologyRecord) -> dict[str, Any]:
     ``fields``): the edges of the topology's graph.
     """
     with tempfile.TemporaryDirectory() as tmp:
-        _, topology, conf = load_record(rec, Path(tmp), client.service_conf)
+        _, topology, conf = load_record(rec, Path(tmp), client.service_conf, client.env_of(rec))
     comps = topology.components.values()
     rate = trace_rate(rec)
     return {

@@ -20,6 +20,7 @@ the same imports for a while. :func:`sweep` removes the envs no plan uses any mo
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import json
@@ -91,6 +92,22 @@ def prepare(data: bytes, sha256: str, envs_dir: Path, topology: str = "?") -> En
     root = envs_dir / sha256[:16]
     if (root / READY).exists():
         return _env_of(root)
+    envs_dir.mkdir(parents=True, exist_ok=True)
+    with open(envs_dir / f"{sha256[:16]}.lock", "w") as lock:  # one install at a time, across threads and processes
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (root / READY).exists():  # another installed it while this one waited
+            return _env_of(root)
+        return _install(data, sha256, root, topology)
+
+
+def ready(envs_dir: Path, sha256: str) -> Env | None:
+    """The env of bundle ``sha256`` if it is installed under ``envs_dir``, else None."""
+    root = envs_dir / sha256[:16]
+    return _env_of(root) if (root / READY).exists() else None
+
+
+def _install(data: bytes, sha256: str, root: Path, topology: str) -> Env:
+    """Steps 1-5 of :func:`prepare`, under its lock."""
     # 1. The bytes are the bundle the record names.
     if hashlib.sha256(data).hexdigest() != sha256:
         raise DepsError(f"[{topology}] dependency bundle {sha256[:12]}: its bytes do not match its sha256")
@@ -164,5 +181,6 @@ def sweep(envs_dir: Path, keep: set[str]) -> list[str]:
     for d in sorted(envs_dir.iterdir()):
         if d.is_dir() and d.name not in keep:
             shutil.rmtree(d, ignore_errors=True)
+            (envs_dir / f"{d.name}.lock").unlink(missing_ok=True)
             gone.append(d.name)
     return gone

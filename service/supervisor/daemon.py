@@ -171,7 +171,7 @@ class SupervisorService:
         self.boards = TopologyBoards(bootstrap)
         self.registry.register(StatsCollector(self.executor_stats))
         self.registry.register(ProcessStats(self.id))
-        api_client = Client(bootstrap, self.service_conf, self.kafka, self.names)
+        api_client = Client(bootstrap, self.service_conf, self.kafka, self.names, self.home / "envs")
         self.live = LiveStatus(api_client, clock)
         """What the REST API answers from: tails kept open, refreshed every :data:`LIVE_REFRESH_S` by :meth:`_refresh_live`."""
         self.live_thread = threading.Thread(target=self._refresh_live, name=f"live-{self.id}", daemon=True)
