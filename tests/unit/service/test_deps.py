@@ -99,7 +99,7 @@ def test_a_bundle_whose_bytes_do_not_match_or_that_escapes_its_directory_is_refu
     data = evil.getvalue()
     with pytest.raises(DepsError, match="not a plain file inside the bundle"):
         prepare(data, hashlib.sha256(data).hexdigest(), tmp_path / "envs", "wc")
-    assert not (tmp_path / "outside.txt").exists() and not any((tmp_path / "envs").iterdir())
+    assert not (tmp_path / "outside.txt").exists() and not any(p.is_dir() for p in (tmp_path / "envs").iterdir())
 
 
 def test_a_wheel_that_does_not_install_is_said_with_pips_words_and_leaves_nothing(tmp_path: Path) -> None:
@@ -108,7 +108,7 @@ def test_a_wheel_that_does_not_install_is_said_with_pips_words_and_leaves_nothin
     b = build_bundle(wheels=(broken,), pins=[])
     with pytest.raises(DepsError, match=r"(?s)^\[wc\] dependency bundle [0-9a-f]{12} did not install \(pip, offline\):\n.+"):
         prepare(b.data, b.sha256, tmp_path / "envs", "wc")
-    assert not any((tmp_path / "envs").iterdir())
+    assert not any(p.is_dir() for p in (tmp_path / "envs").iterdir())  # the lock file aside
 
 
 def test_bad_arguments_name_the_file(tmp_path: Path) -> None:
