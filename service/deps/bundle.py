@@ -105,7 +105,6 @@ def download(requirements: Path, into: Path, pins: list[str], python: str = sys.
                 "-m",
                 "pip",
                 "download",
-                "-q",
                 "--disable-pip-version-check",
                 "--only-binary=:all:",
                 "-r",

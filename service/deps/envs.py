@@ -125,10 +125,12 @@ def _install(data: bytes, sha256: str, root: Path, topology: str) -> Env:
         given = [str(wheels / w["file"]) for w in manifest.get("wheels", [])]
         reqs = list(manifest.get("requirements", []))
         if reqs or given:
+            # --isolated: no pip config file or PIP_* variable of this machine adds an index or links: the bundle's wheels only
             cmd = [
                 sys.executable,
                 "-m",
                 "pip",
+                "--isolated",
                 "--python",
                 env.python,
                 "install",
