@@ -79,6 +79,7 @@ CONTRACT: dict[str, frozenset[str]] = {
             "service.brokers",
             "service.config",
             "service.control",
+            "service.deps",
             "service.exceptions",
             "service.process",
             "service.query",
