@@ -127,15 +127,15 @@ def test_the_topology_page_says_whether_tracing_is_on_and_lists_every_config_key
 
 def test_a_topologys_shape_holds_its_resolved_config_with_each_keys_source() -> None:
     from pathlib import Path
-    from types import SimpleNamespace
 
-    from service.control.client import topology_shape
+    from service.control.client import Client, topology_shape
+    from service.control.log import ControlTopics
     from service.control.record import TopologyRecord
 
     source = (Path(__file__).resolve().parents[3] / "examples" / "wordcount.py").read_text()
     rec = TopologyRecord(name="wc", source=source, file_name="wordcount.py", conf={"topology.debug": True})
-    client = SimpleNamespace(service_conf={"topology.message.timeout.secs": 60, "squall.trace.sample.rate": 0.05})
-    shape = topology_shape(client, rec)  # type: ignore[arg-type]
+    client = Client("127.0.0.1:1", {"topology.message.timeout.secs": 60, "squall.trace.sample.rate": 0.05}, {}, ControlTopics())  # no bundle: no broker asked
+    shape = topology_shape(client, rec)
     assert shape["debug"] is True and shape["sampling_pct"] == 5.0
     conf, src = shape["configuration"], shape["configuration_sources"]
     assert set(KEYS) <= set(conf) and set(KEYS) <= set(src)
