@@ -98,7 +98,7 @@ def test_rebalance_executors_mid_stream_without_replays(cluster: Cluster, corpus
 def test_deactivate_pauses_the_spouts_and_activate_resumes(cluster: Cluster, corpus: Path, tmp_path: Path) -> None:
     src = corpus_slice(corpus, tmp_path / "in.txt", 20_000)
     wc = running_wordcount(cluster, ["s1"], "-c", "topology.message.timeout.secs=6")
-    feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=12)
+    feeder = cluster.feed(f"squall.{wc}.lines", src, seconds=20)  # still feeding when the pause is checked, however slow the verbs
     time.sleep(4)
     assert cluster.squall("deactivate", wc).stdout.strip() == f"deactivated {wc}"
     time.sleep(3)  # trees already in flight finish
