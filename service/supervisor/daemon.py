@@ -31,7 +31,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,6 @@ from service.control.events import SUPERVISOR_BEAT_S, SUPERVISORS_KEY, EventReco
 from service.control.log import SLOTS, ControlLog, ControlTopics, ControlWriter, EventLog, ensure_control_topics
 from service.control.plan import TopologyPlan, materialize
 from service.control.slots import SlotMembership, slot_of
-from service.deps.envs import Env, prepare, sweep
 from service.deps.store import ArtifactStore
 from service.process.hang import heartbeat_mtime, heartbeat_path, heartbeat_stale
 from service.process.restarts import CrashHistory, RestartPolicy
@@ -56,6 +54,7 @@ from service.process.spawn import log_tail, spawn_worker
 from service.query.live import LiveStatus
 from service.query.logs import log_file
 from service.supervisor.http import HealthServer
+from service.supervisor.installs import BundleInstalls
 from service.supervisor.metrics import SupervisorMetrics
 from service.supervisor.reconcile import Running, WorkerKey, WorkerSpec, decide, desired_workers
 from service.supervisor.state_placement import local_state_components, refusal
@@ -147,15 +146,10 @@ class SupervisorService:
         self.membership: SlotMembership | None = None
         self.plans: dict[str, TopologyPlan] = {}
         self.plan_errors: dict[str, str] = {}
-        self.envs: dict[str, Env] = {}
-        """Installed dependency bundles, by sha256 (:mod:`service.deps.envs`, under ``<home>/envs``)."""
-        self.installs: dict[str, Future[Env]] = {}
-        """Bundles being installed (one at a time, beside the rounds: an install takes seconds to minutes)."""
-        self.installer = ThreadPoolExecutor(1, thread_name_prefix=f"install-{self.id}")
-        self.failed_installs: set[tuple[str, int]] = set()
-        """(topology, record version) whose bundle failed to install here, already reported."""
-        self.proc_envs: dict[WorkerKey, str] = {}
-        """The bundle (sha256) each running worker was started in: its env stays until it exits."""
+        self.installs = BundleInstalls(
+            ArtifactStore(bootstrap, self.names.namespace, self.kafka.get("consumer")), self.home / "envs", self._event, self.id, clock
+        )
+        """Topologies' dependency bundles installed here (:mod:`service.supervisor.installs`)."""
         self.local_state: dict[tuple[str, int], dict[str, str]] = {}
         """Per (topology, version): its components whose state is a local file (:func:`service.supervisor.state_placement.local_state_components`)."""
         self.refusals: set[tuple[WorkerKey, int]] = set()
@@ -237,7 +231,7 @@ class SupervisorService:
             w.proc.wait()
             self._stopped(key, w)
         self.procs.clear()
-        self.installer.shutdown(wait=False, cancel_futures=True)
+        self.installs.shutdown()
         self.recorder.last_tries(10, TICK_S)  # the exits not confirmed yet, before this process is gone
         self._announce(self.clock(), "stopped")
         # No LeaveGroup (see SlotMembership): the slots move after one session timeout.
@@ -305,7 +299,7 @@ class SupervisorService:
         assert self.control is not None and self.events is not None
         self._heartbeat()
         self.recorder.retry()
-        for name in self.control.poll(0) | self._installing():
+        for name in self.control.poll(0) | self.installs.done(self.control.records.values()):
             self._plan(name)
         for event in self.events.poll(0):
             self.claims.apply(event)
@@ -339,75 +333,22 @@ class SupervisorService:
         self.metrics.slots.labels(self.id).set(len(self.owned()))
         self.metrics.topologies.labels(self.id).set(len(self.control.records))
 
-    def _installing(self) -> set[str]:
-        """Topologies whose record waits for its bundle's install (planned again once it is done)."""
-        assert self.control is not None
-        return {
-            n
-            for n, r in self.control.records.items()
-            if r.artifact is not None and r.artifact["sha256"] in self.installs and self.installs[r.artifact["sha256"]].done()
-        }
-
-    def _env(self, name: str, artifact: dict[str, Any], version: int) -> Env | None:
-        """The installed env of a record's bundle; None while it installs (in the background) or after it failed (reported once).
-
-        Steps: 1. an env installed before is used at once; 2. else the bundle is read from
-        ``<namespace>.__artifacts`` and installed in the installer thread; 3. its failure is
-        reported once per record version (logged, and a ``failed_install`` event with pip's
-        output, which ``squall status`` shows), and the topology's workers do not start here.
-        """
-        sha = str(artifact["sha256"])
-        # 1. Installed.
-        env = self.envs.get(sha)
-        if env is not None:
-            return env
-        # 2. Read and install, beside the rounds.
-        job = self.installs.get(sha)
-        if job is None:
-            store = ArtifactStore(self.bootstrap, self.names.namespace, self.kafka.get("consumer"))
-            self.installs[sha] = self.installer.submit(lambda: prepare(store.get(sha), sha, self.home / "envs", name))
-            log.info("[%s] installing its dependency bundle %s (%s bytes)", name, sha[:12], artifact.get("bytes"))
-            return None
-        if not job.done():
-            return None
-        del self.installs[sha]
-        try:
-            env = self.envs[sha] = job.result()
-            log.info("[%s] dependency bundle %s installed in %s", name, sha[:12], env.root)
-            return env
-        except SquallError as exc:
-            why = str(exc)
-        except Exception as exc:  # a broker or file error while reading or unpacking
-            why = f"[{name}] dependency bundle {sha[:12]}: {type(exc).__name__}: {exc}"
-        # 3. Failed: said once per version; the next change of the record tries again.
-        self.plan_errors[name] = why
-        if (name, version) not in self.failed_installs:
-            self.failed_installs.add((name, version))
-            log.error("%s", why)
-            self._event(name, {"event": "failed_install", "supervisor": self.id, "worker": -1, "version": version, "reason": why, "at": self.clock()})
-        return None
-
-    def _sweep_envs(self) -> None:
-        """Remove the installed bundles no plan and no running worker uses."""
-        keep = {p.env.sha256 for p in self.plans.values() if p.env is not None} | {s[:16] for s in self.proc_envs.values()}
-        for gone in sweep(self.home / "envs", keep | {s[:16] for s in self.installs}):
-            self.envs = {sha: e for sha, e in self.envs.items() if e.sha256 != gone}
-            log.info("removed the dependency env %s: no topology uses it any more", gone)
-
     def _plan(self, name: str) -> None:
         assert self.control is not None
         rec = self.control.records.get(name)
         if rec is None:
             self.plans.pop(name, None)
             self.plan_errors.pop(name, None)
-            self._sweep_envs()
+            self.installs.sweep(p.env for p in self.plans.values())
             return
         if name in self.plans and self.plans[name].version == rec.version:
             return
         env = None
         if rec.artifact is not None:
-            env = self._env(name, rec.artifact, rec.version)
+            env = self.installs.env(rec)
             if env is None:
+                if name in self.installs.errors:
+                    self.plan_errors[name] = self.installs.errors[name]
                 return
         try:
             plan = materialize(
@@ -432,7 +373,7 @@ class SupervisorService:
         self.gave_up = {k for k in self.gave_up if k.topology != name}  # a new version gets new tries
         self.metrics.plans.labels(self.id).inc()
         log.info("[%s] planned version %d: %d workers %s", name, rec.version, len(plan.workers), plan.workers)
-        self._sweep_envs()
+        self.installs.sweep(p.env for p in self.plans.values())
 
     def _start(self, spec: WorkerSpec, now: float) -> None:
         plan = self.plans[spec.key.topology]
@@ -445,8 +386,7 @@ class SupervisorService:
         epoch = self.claims.next_epoch(spec.key.topology, task_refs(spec.executors), int(time.time() * 1000))
         env = plan.env
         proc = spawn_worker(plan.path, spec.key.worker, log_path, claim=claim, epoch=epoch, python=env.python if env else "", paths=env.paths if env else ())
-        if env is not None:
-            self.proc_envs[spec.key] = env.root.name
+        self.installs.started(spec.key, env)
         self.procs[spec.key] = WorkerProc(spec, proc, log_path, ready, now, started_wall=time.time(), heartbeat=heartbeat)
         self.metrics.restarts.labels(self.id, spec.key.topology, str(spec.key.worker))  # 0 from the start: rates and alerts see it
         tasks = sorted([c, t] for c, t in task_refs(spec.executors))
@@ -563,7 +503,7 @@ class SupervisorService:
             if code is None:
                 continue
             del self.procs[key]
-            self.proc_envs.pop(key, None)
+            self.installs.exited(key)
             if w.stopping:
                 self._stopped(key, w)
                 continue
