@@ -235,6 +235,43 @@ def rebalance_cmd(
     typer.echo(rebalance_topology(client(bootstrap_servers), name, workers, parse_executors(executors or []), time.time()))
 
 
+@app.command("update")
+@user_errors
+def update_cmd(
+    name: Annotated[str, typer.Argument(help="topology name")],
+    topology_file: Annotated[Path | None, typer.Argument(help="the new code: a Python file defining topology()")] = None,
+    conf: Annotated[list[str] | None, typer.Option("-c", help="config override key=value, over the running ones (repeatable)")] = None,
+    to_version: Annotated[int | None, typer.Option("--to-version", help="roll to stored version N instead (a rollback)")] = None,
+    drain_all: Annotated[
+        bool, typer.Option("--drain-all", help="an incompatible change: stop every worker before the new ones start (state and offsets kept)")
+    ] = False,
+    requirements: Annotated[Path | None, typer.Option("--requirements", help="a requirements file for the new version (default: the running bundle)")] = None,
+    package: Annotated[Path | None, typer.Option("--package", help="a package directory with the new topology file in it")] = None,
+    wheel: Annotated[list[Path] | None, typer.Option("--wheel", help="a wheel for the new version (repeatable)")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="seconds to follow the roll (it goes on after)")] = 600.0,
+    bootstrap_servers: Bootstrap = None,
+) -> None:
+    """Roll new code onto a running topology, one worker at a time, with no downtime; or roll back with --to-version."""
+    from service.control.client import parse_conf
+    from service.control.update import update_topology
+
+    line = update_topology(
+        client(bootstrap_servers),
+        name,
+        topology_file,
+        parse_conf(conf or []),
+        time.time(),
+        to_version=to_version,
+        drain_all=drain_all,
+        requirements=requirements,
+        package=package,
+        wheels=tuple(wheel or ()),
+        timeout_s=timeout,
+        progress=lambda line: typer.echo(line, err=True),
+    )
+    typer.echo(line)
+
+
 @app.command("status")
 @user_errors
 def status_cmd(

@@ -45,6 +45,8 @@ class Claim(NamedTuple):
     pid: int
     tasks: frozenset[TaskRef]
     started_at: float
+    code: int = 1
+    """The code version it runs (``squall update``; events before updates existed say none: 1)."""
 
 
 def task_refs(executors: Iterable[ExecutorAssignment]) -> frozenset[TaskRef]:
@@ -81,7 +83,7 @@ class ClaimBook:
         if kind == "started":
             if key not in self._closed:  # a late-read start of a process already seen to exit
                 tasks = frozenset((str(c), int(t)) for c, t in event.get("tasks", []))
-                self.open[key] = Claim(key[0], int(event["worker"]), key[1], key[2], tasks, float(event["at"]))
+                self.open[key] = Claim(key[0], int(event["worker"]), key[1], key[2], tasks, float(event["at"]), int(event.get("code", 1)))
         else:
             self.open.pop(key, None)
             self._closed.add(key)
@@ -99,6 +101,14 @@ class ClaimBook:
             if now - claim.started_at < self.startup_grace_s or live(claim):
                 out.append(claim)
         return out
+
+    def of_worker(self, topology: str, worker: int) -> list[Claim]:
+        """The open claims of worker ``worker`` of ``topology`` (more than one while a restarted process's old exit is unread)."""
+        return [c for c in self.open.values() if c.topology == topology and c.worker == worker]
+
+    def other_code(self, topology: str, code: int, now: float, live: Callable[[Claim], bool]) -> list[Claim]:
+        """The open claims of ``topology`` that run another code version than ``code`` and still hold at ``now`` (a ``--drain-all`` update waits for them)."""
+        return [c for c in self.open.values() if c.topology == topology and c.code != code and (now - c.started_at < self.startup_grace_s or live(c))]
 
     def next_epoch(self, topology: str, tasks: Iterable[TaskRef], now_ms: int) -> int:
         """The claim epoch for a new worker on ``tasks``: ``now_ms``, or one more than any earlier claim on them if that is larger.

@@ -27,7 +27,19 @@ from service.brokers.admin import ensure_topology_topics, read_topic
 from service.control.log import ControlLog, ControlTopics, ControlWriter, ensure_control_topics, probe
 from service.control.log_levels import parse_level
 from service.control.plan import load_record
-from service.control.record import TopologyRecord, activate, audited, deactivate, kill, rebalance, rebalanced, set_debug, set_log_levels, trace_rate
+from service.control.record import (
+    CodeVersion,
+    TopologyRecord,
+    activate,
+    audited,
+    deactivate,
+    kill,
+    rebalance,
+    rebalanced,
+    set_debug,
+    set_log_levels,
+    trace_rate,
+)
 from service.deps.bundle import build_bundle
 from service.deps.envs import Env, importable, prepare, ready
 from service.deps.store import ArtifactStore
@@ -155,6 +167,7 @@ def submit(
         if bundle is not None:
             ArtifactStore(client.bootstrap, client.names.namespace, client.kafka.get("producer")).put(bundle.sha256, bundle.data)
     client.put(rec)
+    ControlWriter(client.bootstrap, client.names, client.kafka.get("producer")).put_version(CodeVersion.of(rec, default_who()))
     shipped = f", dependencies {bundle.sha256[:12]} ({len(bundle.data):,} bytes, {len(bundle.manifest['wheels'])} wheels)" if bundle is not None else ""
     return f"submitted {name}: {resolved.workers} workers, {executors} executors, {tasks} tasks{shipped}"
 
@@ -307,8 +320,21 @@ def kill_topology(client: Client, name: str, wait_s: float | None, now: float, s
             where = ", ".join(f"w{w} (pid {e.get('pid')} on {e.get('supervisor')})" for w, e in sorted(left.items()))
             raise ControlError(f"[{name}] workers {where} did not report stopping within 90 s after kill_at; the topology is left KILLED")
         time.sleep(0.5)
-    ControlWriter(client.bootstrap, client.names, client.kafka.get("producer")).remove(name)
+    writer = ControlWriter(client.bootstrap, client.names, client.kafka.get("producer"))
+    writer.remove(name)
+    for code in stored_versions(client, name):
+        writer.remove_version(name, code)
     return f"killed {name} (waited {wait:g} s)"
+
+
+def stored_versions(client: Client, name: str) -> list[int]:
+    """The code versions of topology ``name`` kept on the control topic (``squall update``), oldest first."""
+    log = ControlLog(client.bootstrap, client.names, client.kafka.get("consumer"))
+    try:
+        log.catch_up()
+        return sorted(log.versions.get(name, {}))
+    finally:
+        log.close()
 
 
 def parse_executors(pairs: list[str]) -> dict[str, int]:

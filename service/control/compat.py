@@ -25,7 +25,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from streams.config import TopologyConfig
 from streams.model.spec import ComponentDef, Subscription, Topology
+from streams.wire.naming import ACKER_COMPONENT
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class UpdateDiff:
         if self.added:
             parts.append("components added: " + ", ".join(self.added))
         if self.removed:
-            parts.append("removed: " + ", ".join(self.removed))
+            parts.append("components removed: " + ", ".join(self.removed))
         if self.streams_added:
             parts.append("streams added: " + ", ".join(f"{c}/{s}" for c, s in self.streams_added))
         if self.streams_removed:
@@ -118,9 +120,23 @@ def _component(old: ComponentDef, new: ComponentDef) -> list[Refusal]:
     return out
 
 
-def compare(old: Topology, new: Topology) -> UpdateDiff:
-    """What replacing ``old`` with ``new`` changes, and whether it can roll (see the module docstring)."""
+def compare(old: Topology, new: Topology, old_conf: TopologyConfig | None = None, new_conf: TopologyConfig | None = None) -> UpdateDiff:
+    """What replacing ``old`` with ``new`` changes, and whether it can roll (see the module docstring).
+
+    With both resolved configs, the ackers must stay too: their count (``topology.acker.executors``: the
+    ``__acker`` partitions, by root id, hold the pending trees) and their runtime.
+    """
     refusals: list[Refusal] = []
+    if old_conf is not None and new_conf is not None:
+        if old_conf.ackers != new_conf.ackers:
+            refusals.append(
+                Refusal(
+                    ACKER_COMPONENT,
+                    f"topology.acker.executors would change from {old_conf.ackers} to {new_conf.ackers} (its partitions hold the trees)",
+                )
+            )
+        if old_conf.acker_runtime != new_conf.acker_runtime:
+            refusals.append(Refusal(ACKER_COMPONENT, f"squall.acker.runtime would change from {old_conf.acker_runtime} to {new_conf.acker_runtime}"))
     added = tuple(c for c in new.components if c not in old.components)
     removed = tuple(c for c in old.components if c not in new.components)
     streams_added: list[tuple[str, str]] = []

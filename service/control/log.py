@@ -1,7 +1,8 @@
 """The control topics on Kafka (the I/O edge of :mod:`service.control.record`).
 
 =====================  ==========  ================================================================
-``squall.__control``   1 part.     compacted; key = topology name, value = TopologyRecord JSON, null = removed
+``squall.__control``   1 part.     compacted; key = topology name, value = TopologyRecord JSON, null = removed;
+                                  key = ``<name>/v<code>``: a version of its code (CodeVersion JSON)
 ``squall.__slots``     SLOTS part. never written; its group ``squall.__supervisors`` splits the slots
 ``squall.__events``    1 part.     worker starts and exits (JSON, ``schemas/event.schema.json``): task
                                   claims (:mod:`service.control.claims`), crashes for ``squall status``
@@ -28,7 +29,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 from pydantic import ValidationError
 
 from service.brokers.admin import COMPACTED, DAY_MS, deleted_after, ensure_topics
-from service.control.record import TopologyRecord
+from service.control.record import CodeVersion, TopologyRecord, parse_version_key, version_key
 from service.exceptions import BrokerError
 from streams.kafka.clients import new_admin, new_consumer, new_producer
 
@@ -144,11 +145,22 @@ class TopicTail:
 
 
 class ControlLog(TopicTail):
-    """A tail of ``squall.__control``: the last record per topology."""
+    """A tail of ``squall.__control``: the last record per topology, and the versions of its code."""
 
     def __init__(self, bootstrap: str, names: ControlTopics, overrides: dict[str, Any] | None = None) -> None:
         super().__init__(bootstrap, names.control, overrides)
         self.records: dict[str, TopologyRecord] = {}
+        self.versions: dict[str, dict[int, CodeVersion]] = {}
+        """``name -> code -> CodeVersion``: every version of each topology's code (``squall update``)."""
+
+    def _version(self, name: str, code: int, raw: bytes | None, where: str) -> None:
+        if raw is None:
+            self.versions.get(name, {}).pop(code, None)
+            return
+        try:
+            self.versions.setdefault(name, {})[code] = CodeVersion.model_validate_json(raw)
+        except ValidationError as exc:
+            log.error("[control] skipping a malformed version %d of %s at %s: %s", code, name, where, exc)
 
     def poll(self, timeout_s: float = 0.0) -> set[str]:
         """Apply what arrived; returns the names whose record changed (or was removed)."""
@@ -159,6 +171,10 @@ class ControlLog(TopicTail):
                 continue
             name = key.decode()
             raw = msg.value()
+            version = parse_version_key(name)
+            if version is not None:
+                self._version(*version, raw, f"{self.topic}[0]@{msg.offset()}")
+                continue
             if raw is None:
                 self.records.pop(name, None)
             else:
@@ -219,6 +235,14 @@ class ControlWriter:
     def put(self, rec: TopologyRecord) -> None:
         """Write topology record ``rec`` (confirmed). Raises BrokerError."""
         self._send(self.names.control, rec.name, rec.encode())
+
+    def put_version(self, code: CodeVersion) -> None:
+        """Keep a version of a topology's code (confirmed). Raises BrokerError."""
+        self._send(self.names.control, code.key, code.encode())
+
+    def remove_version(self, name: str, code: int) -> None:
+        """Forget version ``code`` of topology ``name`` (a tombstone). Raises BrokerError."""
+        self._send(self.names.control, version_key(name, code), None)
 
     def remove(self, name: str) -> None:
         """Remove topology ``name`` (a tombstone). Raises BrokerError."""

@@ -1,7 +1,7 @@
 """From a control record to a topology's worker plan on disk (Storm's Nimbus scheduling).
 
 :func:`load_record` writes the record's source to
-``<data_dir>/topologies/<name>/v<version>/<file>``, loads it, and applies the record's
+``<data_dir>/topologies/<name>/v<version>/code<code version>/<file>``, loads it, and applies the record's
 overrides: ``submit -c`` config, ``rebalance -n`` workers and ``rebalance -e`` executors.
 :func:`materialize` also writes the plan the workers read. Tasks never change: they are
 the topology's own (fixed at submit, as in Storm).
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from service.control.record import TopologyRecord
+from service.control.record import CodeVersion, TopologyRecord
+from service.control.rolling import placement_of
 from service.control.scheduling import ExecutorAssignment, is_spark_bolt, worker_plan
 from service.deps.envs import Env, importable
 from streams.config import TopologyConfig, resolve
@@ -39,6 +40,8 @@ class TopologyPlan:
     path: Path
     overrides: dict[str, Any]
     env: Env | None = None
+    code: int = 1
+    """The code version it runs (:attr:`TopologyRecord.code_version`)."""
 
     @property
     def tasks(self) -> dict[str, int]:
@@ -64,7 +67,7 @@ def load_record(rec: TopologyRecord, data_dir: Path, service_conf: dict[str, Any
 
     Raises TopologyError/ConfigError naming the file or component (user code may raise anything).
     """
-    folder = data_dir / "topologies" / rec.name / f"v{rec.version}"
+    folder = data_dir / "topologies" / rec.name / f"v{rec.version}" / f"code{rec.code_version}"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / Path(rec.file_name).name
     if not path.exists() or path.read_text() != rec.source:
@@ -113,7 +116,27 @@ def materialize(
         metrics_host=metrics_host,
         python=env.python if env is not None else "",
         paths=env.paths if env is not None else (),
+        workers=placement_of(rec.placement) if rec.placement is not None else None,
     )
     plan_path = path.parent / "plan.json"
     plan_path.write_text(plan.to_json())
-    return TopologyPlan(rec.name, rec.version, topology, conf, [list(w) for w in plan.workers], plan_path, overrides, env)
+    return TopologyPlan(rec.name, rec.version, topology, conf, [list(w) for w in plan.workers], plan_path, overrides, env, rec.code_version)
+
+
+def code_record(rec: TopologyRecord, code: CodeVersion) -> TopologyRecord:
+    """``rec`` as it was under the code an update rolls away from (``rec.update.from_code``): that code, its conf and bundle, and the placement it ran with.
+
+    Its plan is the old workers' plan, the same on every supervisor (:mod:`service.control.rolling`).
+    """
+    placement = rec.update.from_placement if rec.update is not None else rec.placement
+    return rec.model_copy(
+        update={
+            "source": code.source,
+            "file_name": code.file_name,
+            "conf": dict(code.conf),
+            "artifact": code.artifact,
+            "code_version": code.code,
+            "placement": placement,
+            "update": None,
+        }
+    )

@@ -40,6 +40,89 @@ class Status(StrEnum):
     """Spouts paused; the workers stop at ``kill_at`` and the topology is removed."""
 
 
+class RollingUpdate(BaseModel):
+    """An update under way (``squall update``; :mod:`service.control.rolling`): workers move from ``from_code`` to ``to_code`` one at a time.
+
+    ``from_placement``: the placement the old code ran with (None: dealt), so every supervisor plans the old workers exactly as
+    they run. ``drain_all``: every old worker stops before any new one starts (an incompatible change). ``summary``: what the new
+    code adds and removes. ``rollback_of``: set when this roll undoes a failed update (that version's number), with ``reason``. ``order``: the
+    order workers are replaced in.
+    Times are wall-clock seconds.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    from_code: int
+    to_code: int
+    started_at: float
+    drain_all: bool = False
+    from_placement: list[list[tuple[str, list[int]]]] | None = None
+    summary: str = ""
+    rollback_of: int | None = None
+    reason: str | None = None
+    order: list[int] | None = None
+    """The order workers are replaced in (None: by index): workers that gain a component first, those that lose one last
+    (:func:`service.control.rolling.roll_order`)."""
+
+
+class CodeVersion(BaseModel):
+    """One version of a topology's code, kept on the control topic under key ``<name>/v<code>`` (``squall update --to-version`` reads it).
+
+    ``conf``: its ``-c`` overrides; ``artifact``: its dependency bundle (:attr:`TopologyRecord.artifact`); ``who``/``at``: who
+    stored it and when (wall-clock seconds); ``summary``: what it changed.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    code: int
+    source: str
+    file_name: str
+    conf: dict[str, Any] = Field(default_factory=dict)
+    artifact: dict[str, Any] | None = None
+    at: float = 0.0
+    who: str = ""
+    summary: str = ""
+
+    @property
+    def key(self) -> str:
+        """Its key on the control topic (a topology name has no ``/``)."""
+        return version_key(self.name, self.code)
+
+    @staticmethod
+    def of(rec: TopologyRecord, who: str = "") -> CodeVersion:
+        """The version ``rec`` runs now."""
+        return CodeVersion(
+            name=rec.name,
+            code=rec.code_version,
+            source=rec.source,
+            file_name=rec.file_name,
+            conf=dict(rec.conf),
+            artifact=rec.artifact,
+            at=rec.changed_at,
+            who=who,
+        )
+
+    def encode(self) -> bytes:
+        """Its JSON value on the control topic."""
+        return self.model_dump_json().encode()
+
+
+def version_key(name: str, code: int) -> str:
+    """The control topic's key of version ``code`` of topology ``name``.
+
+    >>> version_key("wc", 3), parse_version_key("wc/v3"), parse_version_key("wc")
+    ('wc/v3', ('wc', 3), None)
+    """
+    return f"{name}/v{code}"
+
+
+def parse_version_key(key: str) -> tuple[str, int] | None:
+    """``(name, code)`` of a version key, or None for a topology's own key."""
+    name, sep, rest = key.rpartition("/v")
+    return (name, int(rest)) if sep and name and rest.isdigit() else None
+
+
 class TopologyRecord(BaseModel):
     """One topology's desired state (the control topic's value, JSON; ``schemas/control.schema.json``).
 
@@ -75,6 +158,17 @@ class TopologyRecord(BaseModel):
     artifact: dict[str, Any] | None = None
     """The dependency bundle shipped with the topology (``submit --requirements/--package/--wheel``; :mod:`service.deps`):
     ``{"sha256", "bytes", "requirements", "wheels": [{"file", "sha256"}], "package"}``; None: it needs only what the supervisors have."""
+    code_version: int = 1
+    """The code's version: 1 at submit, one more with each ``squall update`` (a rollback returns to an older one).
+    Every version's code is kept on the control topic (:class:`CodeVersion`)."""
+    placement: list[list[tuple[str, list[int]]]] | None = None
+    """Which executors each worker runs (``[[component, [task, ...]], ...]`` per worker), set by a rolling update so every
+    existing executor stays on its worker (:func:`service.control.rolling.keep_placement`); None: dealt by the scheduler
+    (``rebalance`` deals again)."""
+    update: RollingUpdate | None = None
+    """The update under way (``squall update``), or None."""
+    last_update: str | None = None
+    """How the last update ended (one line: ``status`` shows it), or None."""
     actions: list[dict[str, Any]] = Field(default_factory=list)
     """The last :data:`ACTIONS_KEPT` actions on this topology, oldest first: ``{"action", "detail", "who", "at"}``
     (who: ``user@host`` of a verb, or the UI's ``name (ui, address)``; at: wall-clock seconds)."""
@@ -188,6 +282,8 @@ def rebalance(rec: TopologyRecord, now: float, workers: int | None, executors: d
     component for an unknown one, or for executors outside ``1 .. tasks``.
     """
     _alive(rec, "rebalance")
+    if rec.update is not None:
+        raise ControlError(f"[{rec.name}] cannot rebalance: an update to version {rec.update.to_code} is under way (see: squall status)")
     if workers is not None and workers < 1:
         raise ControlError(f"[{rec.name}] rebalance -n must be >= 1, got {workers}")
     for comp, n in executors.items():
@@ -197,7 +293,9 @@ def rebalance(rec: TopologyRecord, now: float, workers: int | None, executors: d
             raise ControlError(f"[{comp}] rebalance -e {comp}={n}: executors must be 1..{tasks[comp]} (its task count, fixed at submit)")
     merged = {**rec.executors, **executors}
     back = rec.rebalance_from if rec.status == Status.REBALANCING else rec.status
-    return rec._next(now, status=Status.REBALANCING, workers=workers if workers is not None else rec.workers, executors=merged, rebalance_from=back)
+    return rec._next(
+        now, status=Status.REBALANCING, workers=workers if workers is not None else rec.workers, executors=merged, rebalance_from=back, placement=None
+    )
 
 
 def rebalanced(rec: TopologyRecord, now: float) -> TopologyRecord:
@@ -205,3 +303,92 @@ def rebalanced(rec: TopologyRecord, now: float) -> TopologyRecord:
     if rec.status != Status.REBALANCING:
         return rec
     return rec._next(now, status=rec.rebalance_from or Status.ACTIVE, rebalance_from=None)
+
+
+def begin_update(
+    rec: TopologyRecord,
+    code: CodeVersion,
+    placement: list[list[tuple[str, list[int]]]] | None,
+    drain_all: bool,
+    summary: str,
+    now: float,
+    order: list[int] | None = None,
+) -> TopologyRecord:
+    """Start rolling ``rec`` onto ``code`` (``squall update``; :mod:`service.control.rolling`).
+
+    ``placement``: the workers' executors under the new code (None: dealt, as a ``--drain-all`` update is); ``order``: the
+    order workers are replaced in (None: by index).
+    Raises ControlError on a killed or rebalancing topology, or while another update is under way.
+
+    >>> rec = TopologyRecord.new("wc", "v1", "wc.py", {}, now=1.0)
+    >>> new = begin_update(rec, CodeVersion(name="wc", code=2, source="v2", file_name="wc.py"), None, False, "", now=2.0)
+    >>> new.code_version, new.source, new.update.from_code, new.update.to_code
+    (2, 'v2', 1, 2)
+    """
+    _alive(rec, "update")
+    if rec.status == Status.REBALANCING:
+        raise ControlError(f"[{rec.name}] cannot update while it rebalances; try again once `squall status` says {rec.rebalance_from or Status.ACTIVE}")
+    if rec.update is not None:
+        raise ControlError(f"[{rec.name}] an update to version {rec.update.to_code} is under way (see: squall status)")
+    if code.code == rec.code_version:
+        raise ControlError(f"[{rec.name}] version {code.code} is the one running")
+    roll = RollingUpdate(
+        from_code=rec.code_version, to_code=code.code, started_at=now, drain_all=drain_all, from_placement=rec.placement, summary=summary, order=order
+    )
+    return rec._next(
+        now,
+        source=code.source,
+        file_name=code.file_name,
+        conf=dict(code.conf),
+        artifact=code.artifact,
+        code_version=code.code,
+        placement=placement,
+        update=roll,
+    )
+
+
+def update_failed(rec: TopologyRecord, old: CodeVersion, reason: str, now: float) -> TopologyRecord:
+    """The update under way failed (a new worker crashed at start-up): roll back onto ``old``, the code it came from, the same way.
+
+    The workers not yet replaced keep running the old code; the replaced ones are rolled back one
+    at a time, in the reverse order (all at once for a ``--drain-all`` update). A rollback that fails is not rolled back
+    again. Returns ``rec`` unchanged when there is nothing to undo.
+    """
+    roll = rec.update
+    if roll is None or roll.rollback_of is not None or old.code != roll.from_code:
+        return rec
+    back = RollingUpdate(
+        from_code=roll.to_code,
+        to_code=roll.from_code,
+        started_at=now,
+        drain_all=roll.drain_all,
+        from_placement=rec.placement,
+        summary=f"rollback of version {roll.to_code}",
+        rollback_of=roll.to_code,
+        reason=reason,
+        order=list(reversed(roll.order)) if roll.order is not None else None,
+    )
+    return rec._next(
+        now,
+        source=old.source,
+        file_name=old.file_name,
+        conf=dict(old.conf),
+        artifact=old.artifact,
+        code_version=old.code,
+        placement=roll.from_placement,
+        update=back,
+    )
+
+
+def update_done(rec: TopologyRecord, to_code: int, now: float) -> TopologyRecord:
+    """Every worker runs version ``to_code``: the update is over (``last_update`` says how). ``rec`` unchanged if another update is under way."""
+    roll = rec.update
+    if roll is None or roll.to_code != to_code:
+        return rec
+    if roll.rollback_of is not None:
+        note = f"update to version {roll.rollback_of} failed and was rolled back to version {to_code}: {roll.reason}"
+    else:
+        note = (
+            f"updated from version {roll.from_code} to {to_code}" + (" (drain-all)" if roll.drain_all else "") + (f": {roll.summary}" if roll.summary else "")
+        )
+    return rec._next(now, update=None, last_update=note)

@@ -175,10 +175,12 @@ def worker_plan(
     conf: TopologyConfig,
     bootstrap: str,
     workdir: Path,
+    workers: Sequence[Sequence[ExecutorAssignment]] | None = None,
     **options: Any,
 ) -> WorkerPlan:
     """The plan of ``topology``, with the executors of each worker from :func:`plan_workers`; ``options`` are the other :class:`WorkerPlan` fields.
 
+    ``workers``: the executors of each worker, given (a rolling update keeps them: :mod:`service.control.rolling`) instead of dealt.
     Raises ValidationError on a bad option.
     """
     return WorkerPlan(
@@ -186,6 +188,6 @@ def worker_plan(
         name=topology.name,
         bootstrap=bootstrap,
         workdir=str(Path(workdir).resolve()),
-        workers=tuple(tuple(w) for w in plan_workers(topology, conf)),
+        workers=tuple(tuple(w) for w in (workers if workers is not None else plan_workers(topology, conf))),
         **options,
     )

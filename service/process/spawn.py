@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -79,3 +80,18 @@ def log_tail(path: Path, chars: int = 3000) -> str:
         return path.read_text(errors="replace")[-chars:]
     except OSError:
         return ""
+
+
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b(: .*)?$")
+
+
+def last_error(tail: str) -> str:
+    r"""The line of a worker's log tail that says why it exited: its last exception (``RuntimeError: ...``), else its last line.
+
+    >>> last_error("x\nTraceback (most recent call last):\n  File ...\nRuntimeError: no SPLIT_MODE\nw2 ERROR worker stopping\n")
+    'RuntimeError: no SPLIT_MODE'
+    >>> last_error(""), last_error("only line\n")
+    ('no output', 'only line')
+    """
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    return next((line for line in reversed(lines) if EXCEPTION_LINE.match(line)), lines[-1] if lines else "no output")

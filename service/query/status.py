@@ -18,6 +18,7 @@ from service.control.boards import claim_snapshots, holds_lease
 from service.control.claims import ClaimBook
 from service.control.client import Client, executors_running, topology_shape
 from service.control.record import TopologyRecord
+from service.control.rolling import roll_progress, worker_codes
 from service.exceptions import UsageError
 from service.query.errors import read_errors
 from streams.monitoring.board import StatsBoard
@@ -42,6 +43,8 @@ def topology_row(rec: TopologyRecord, shape: dict[str, Any], now: float) -> dict
         "workers": shape["workers"],
         "executors": sum(shape["executors"].values()),
         "tasks": sum(shape["tasks"].values()),
+        "version": rec.code_version,
+        "updating_to": rec.update.to_code if rec.update is not None else None,
     }
 
 
@@ -182,9 +185,14 @@ def build_status(
         if s["kind"] == "spout" and "complete_latency" in s["hists"]:
             complete.merge(LogHistogram.from_json(s["hists"]["complete_latency"]))
     spouts = [s for s in snaps if s["kind"] == "spout"]
+    mine = [e for e in every_event if e.get("topology") == name]
     return {
         "name": name,
         "status": rec.status.value,
+        "version": rec.code_version,
+        "update": _update(rec, mine, shape["workers"]),
+        "last_update": rec.last_update,
+        "worker_versions": {f"w{w}": code for w, (code, _pid) in worker_codes(mine).items()},
         "uptime_s": round(now - rec.submitted_at, 1),
         "workers": shape["workers"],
         "message_timeout_secs": shape["message_timeout_secs"],
@@ -214,6 +222,24 @@ def build_status(
         "configuration": shape["configuration"],
         "configuration_sources": shape["configuration_sources"],
         "component_configuration": shape["component_configuration"],
+    }
+
+
+def _update(rec: TopologyRecord, events: list[dict[str, Any]], workers: int) -> dict[str, Any] | None:
+    """The update under way (``squall update``): from and to, when, what it changes, and which workers run which version; None without one."""
+    roll = rec.update
+    if roll is None:
+        return None
+    codes = {w: code for w, (code, _pid) in worker_codes(events).items()}
+    return {
+        "from": roll.from_code,
+        "to": roll.to_code,
+        "started_at": roll.started_at,
+        "drain_all": roll.drain_all,
+        "summary": roll.summary,
+        "rollback_of": roll.rollback_of,
+        "reason": roll.reason,
+        "progress": roll_progress(len(rec.placement) if rec.placement is not None else workers, codes, roll.to_code),
     }
 
 

@@ -41,9 +41,10 @@ def list_lines(rows: list[dict[str, Any]], as_json: bool = False) -> list[str]:
     """``squall list``: one row per topology (``--json``: the rows as JSON)."""
     if as_json:
         return [json.dumps(rows, indent=2)]
-    out = [f"{'NAME':<24} {'STATUS':<12} {'UPTIME':>9} {'WORKERS':>7} {'EXECUTORS':>9} {'TASKS':>6}"]
+    out = [f"{'NAME':<24} {'STATUS':<12} {'UPTIME':>9} {'WORKERS':>7} {'EXECUTORS':>9} {'TASKS':>6} {'VERSION':>8}"]
     for r in rows:
-        out.append(f"{r['name']:<24} {r['status']:<12} {r['uptime_s']:>8.0f}s {r['workers']:>7} {r['executors']:>9} {r['tasks']:>6}")
+        version = f"{r.get('version', 1)}" + (f"->{r['updating_to']}" if r.get("updating_to") else "")
+        out.append(f"{r['name']:<24} {r['status']:<12} {r['uptime_s']:>8.0f}s {r['workers']:>7} {r['executors']:>9} {r['tasks']:>6} {version:>8}")
     return out
 
 
@@ -52,7 +53,14 @@ def status_lines(st: dict[str, Any], as_json: bool = False) -> list[str]:
     if as_json:
         return [json.dumps({k: v for k, v in st.items() if k not in ("windows", "actions")}, indent=2)]
     out: list[str] = []
-    out.append(f"{st['name']}  {st['status']}  up {st['uptime_s']:.0f}s  workers {st['workers']}  pending {st['pending']}")
+    out.append(f"{st['name']}  {st['status']}  up {st['uptime_s']:.0f}s  workers {st['workers']}  pending {st['pending']}  version {st.get('version', 1)}")
+    update = st.get("update")
+    if update:
+        what = f"rolling back from version {update['rollback_of']}: {update['reason']}" if update.get("rollback_of") else update["summary"]
+        how = " (drain-all)" if update.get("drain_all") else ""
+        out.append(f"update {update['from']} -> {update['to']}{how}: {update['progress']}; {what}")
+    elif st.get("last_update"):
+        out.append(f"last update: {st['last_update']}")
     p50, p99 = ms(st["complete_latency_p50_s"]), ms(st["complete_latency_p99_s"])
     out.append(f"acked {st['trees_acked']}, failed {st['trees_failed']} message ids; complete latency p50 {p50} ms, p99 {p99} ms")
     r = st["replays"]

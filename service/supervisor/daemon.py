@@ -45,12 +45,14 @@ from service.control.claims import Claim, ClaimBook, task_refs
 from service.control.client import Client
 from service.control.events import SUPERVISOR_BEAT_S, SUPERVISORS_KEY, EventRecorder
 from service.control.log import SLOTS, ControlLog, ControlTopics, ControlWriter, EventLog, ensure_control_topics
-from service.control.plan import TopologyPlan, materialize
+from service.control.plan import TopologyPlan, code_record, materialize
+from service.control.record import TopologyRecord, update_failed
+from service.control.rolling import SETTLE_S, worker_code
 from service.control.slots import SlotMembership, slot_of
 from service.deps.store import ArtifactStore
 from service.process.hang import heartbeat_mtime, heartbeat_path, heartbeat_stale
 from service.process.restarts import CrashHistory, RestartPolicy
-from service.process.spawn import log_tail, spawn_worker
+from service.process.spawn import last_error, log_tail, spawn_worker
 from service.query.live import LiveStatus
 from service.query.logs import log_file
 from service.supervisor.http import HealthServer
@@ -145,6 +147,8 @@ class SupervisorService:
         self.recorder = EventRecorder(self.id, lambda: self.writer)
         self.membership: SlotMembership | None = None
         self.plans: dict[str, TopologyPlan] = {}
+        self.roll_plans: dict[str, TopologyPlan] = {}
+        """Per topology being updated: the plan of the code its workers roll away from (:mod:`service.control.rolling`)."""
         self.plan_errors: dict[str, str] = {}
         self.installs = BundleInstalls(
             ArtifactStore(bootstrap, self.names.namespace, self.kafka.get("consumer")), self.home / "envs", self._event, self.id, clock
@@ -306,9 +310,12 @@ class SupervisorService:
         now = self.clock()
         if self.control.caught_up() and self.joined():
             records = list(self.control.records.values())
-            self.desired = desired_workers(records, {n: p.workers for n, p in self.plans.items()}, self.owned(), now)
+            codes = {n: {p.code: p.workers} for n, p in self.plans.items()}
+            for n, p in self.roll_plans.items():
+                codes.setdefault(n, {})[p.code] = p.workers
+            self.desired = desired_workers(records, codes, self.owned(), now, lambda rec, i: self._code_of(rec, i, now))
         self._reap(now)
-        running = {k: Running(w.spec.executors, w.stopping) for k, w in self.procs.items()}
+        running = {k: Running(w.spec.executors, w.stopping, w.spec.code) for k, w in self.procs.items()}
         decision = decide(self.desired, running, self.backoff_until, self.gave_up, now)
         for key in decision.stop:
             self._terminate(self.procs[key])
@@ -334,22 +341,55 @@ class SupervisorService:
         self.metrics.topologies.labels(self.id).set(len(self.control.records))
 
     def _plan(self, name: str) -> None:
+        """Plan ``name``'s record (and, while an update rolls, the code it rolls away from); a failure is kept for ``status``."""
         assert self.control is not None
         rec = self.control.records.get(name)
         if rec is None:
             self.plans.pop(name, None)
+            self.roll_plans.pop(name, None)
             self.plan_errors.pop(name, None)
-            self.installs.sweep(p.env for p in self.plans.values())
+            self._sweep_envs()
             return
         if name in self.plans and self.plans[name].version == rec.version:
             return
+        roll = rec.update
+        old = None
+        if roll is not None and not roll.drain_all:
+            code = self.control.versions.get(name, {}).get(roll.from_code)
+            if code is None:
+                self.plan_errors[name] = f"[{name}] cannot plan version {rec.version}: code version {roll.from_code} is not on the control topic"
+                log.error("%s", self.plan_errors[name])
+                return
+            old = self._materialize(code_record(rec, code))
+            if old is None:
+                return
+        plan = self._materialize(rec)
+        if plan is None:
+            return
+        self.plans[name] = plan
+        if old is not None:
+            self.roll_plans[name] = old
+        else:
+            self.roll_plans.pop(name, None)
+        self.plan_errors.pop(name, None)
+        self.gave_up = {k for k in self.gave_up if k.topology != name}  # a new version gets new tries
+        self.metrics.plans.labels(self.id).inc()
+        log.info("[%s] planned version %d (code version %d): %d workers %s", name, rec.version, rec.code_version, len(plan.workers), plan.workers)
+        self._sweep_envs()
+
+    def _sweep_envs(self) -> None:
+        self.installs.sweep(p.env for p in [*self.plans.values(), *self.roll_plans.values()])
+
+    def _materialize(self, rec: TopologyRecord) -> TopologyPlan | None:
+        """``rec``'s plan, its topics created; None while its bundle installs, or after a failure (kept in :attr:`plan_errors`)."""
+        name = rec.name
         env = None
         if rec.artifact is not None:
             env = self.installs.env(rec)
             if env is None:
                 if name in self.installs.errors:
                     self.plan_errors[name] = self.installs.errors[name]
-                return
+                return None
         try:
             plan = materialize(
                 rec,
@@ -365,18 +405,37 @@ class SupervisorService:
             )
             ensure_topology_topics(self.bootstrap, plan.topology, plan.conf)
         except Exception as exc:  # user code may raise anything: report it, serve the rest
-            self.plan_errors[name] = f"[{name}] cannot plan version {rec.version}: {type(exc).__name__}: {exc}"
+            self.plan_errors[name] = f"[{name}] cannot plan version {rec.version} (code version {rec.code_version}): {type(exc).__name__}: {exc}"
             log.error("%s", self.plan_errors[name])
-            return
-        self.plans[name] = plan
-        self.plan_errors.pop(name, None)
-        self.gave_up = {k for k in self.gave_up if k.topology != name}  # a new version gets new tries
-        self.metrics.plans.labels(self.id).inc()
-        log.info("[%s] planned version %d: %d workers %s", name, rec.version, len(plan.workers), plan.workers)
-        self.installs.sweep(p.env for p in self.plans.values())
+            return None
+        return plan
+
+    def _plan_of(self, spec: WorkerSpec) -> TopologyPlan:
+        """The plan ``spec``'s code version runs (the record's, or the one an update rolls away from)."""
+        old = self.roll_plans.get(spec.key.topology)
+        return old if old is not None and old.code == spec.code else self.plans[spec.key.topology]
+
+    def _code_of(self, rec: TopologyRecord, worker: int, now: float) -> int:
+        """The code version worker ``worker`` of ``rec`` should run now (:func:`service.control.rolling.worker_code`)."""
+        roll = rec.update
+        if roll is None:
+            return rec.code_version
+        w = self.procs.get(WorkerKey(rec.name, worker))
+        running = w.spec.code if w is not None and not w.stopping else None
+        return worker_code(roll, rec.code_version, worker, running, lambda j: self._on_new(rec.name, j, roll.to_code, now))
+
+    def _on_new(self, name: str, worker: int, code: int, now: float) -> bool:
+        """Whether worker ``worker`` of ``name`` runs code version ``code``, with live stats and its lease, for :data:`SETTLE_S` (on any supervisor).
+
+        A worker the new code no longer has (its components were removed) is done once it is gone.
+        """
+        plan = self.plans.get(name)
+        if plan is not None and worker >= len(plan.workers):
+            return not self.claims.of_worker(name, worker)
+        return any(c.code == code and now - c.started_at >= SETTLE_S and self._processing(c) for c in self.claims.of_worker(name, worker))
 
     def _start(self, spec: WorkerSpec, now: float) -> None:
-        plan = self.plans[spec.key.topology]
+        plan = self._plan_of(spec)
         (self.home / "logs").mkdir(exist_ok=True)
         log_path = log_file(self.home / "logs", spec.key.topology, spec.key.worker)
         ready, heartbeat = plan.path.parent / f"worker-{spec.key.worker}.ready", heartbeat_path(plan.path.parent, spec.key.worker)
@@ -398,6 +457,7 @@ class SupervisorService:
                 "worker": spec.key.worker,
                 "pid": proc.pid,
                 "version": spec.version,
+                "code": spec.code,
                 "tasks": tasks,
                 "claim": claim,
                 "epoch": epoch,
@@ -411,7 +471,7 @@ class SupervisorService:
             self.procs[spec.key].stopping = True
             proc.kill()
             return
-        log.info("[%s] started worker w%d (pid %d): %s", spec.key.topology, spec.key.worker, proc.pid, spec.components)
+        log.info("[%s] started worker w%d (pid %d, code version %d): %s", spec.key.topology, spec.key.worker, proc.pid, spec.code, spec.components)
 
     def _held_back(self, spec: WorkerSpec, now: float) -> str | None:
         """Why ``spec`` may not start yet, or None.
@@ -427,6 +487,12 @@ class SupervisorService:
             return refused
         if not self.events.caught_up():
             return "reading the events of the other supervisors"
+        rec = self.control.records.get(spec.key.topology) if self.control is not None else None
+        if rec is not None and rec.update is not None and rec.update.drain_all:
+            old = self.claims.other_code(spec.key.topology, spec.code, now, self._alive)
+            if old:
+                who = ", ".join(f"w{c.worker} (pid {c.pid}, code version {c.code}) on {c.supervisor}" for c in old)
+                return f"a drain-all update waits for the other version's workers to stop: {who}"
         blocking = self.claims.blocking(spec.key.topology, task_refs(spec.executors), now, self._alive)
         if blocking:
             who = ", ".join(f"w{c.worker} (pid {c.pid}) on {c.supervisor}" for c in blocking)
@@ -439,7 +505,7 @@ class SupervisorService:
         Said once per record version and worker: logged as an error and written to the events
         topic as ``refused`` (``squall status`` lists it among the errors).
         """
-        plan = self.plans[spec.key.topology]
+        plan = self._plan_of(spec)
         local = self.local_state.get((plan.name, plan.version))
         if local is None:
             local = self.local_state[(plan.name, plan.version)] = local_state_components(plan.topology, plan.conf)
@@ -511,6 +577,7 @@ class SupervisorService:
                 self._fenced(key, w, now)
                 continue
             self._crashed(key, w, code, now)
+            self._failed_update(key, w, now)
 
     def _stopped(self, key: WorkerKey, w: WorkerProc) -> None:
         event = {"event": "stopped", "supervisor": self.id, "worker": key.worker, "pid": w.proc.pid, "exit_code": w.proc.returncode, "at": self.clock()}
@@ -548,6 +615,35 @@ class SupervisorService:
             self.metrics.restarts.labels(self.id, key.topology, str(key.worker)).inc()
             log.warning("[%s] worker w%d (%s) exited with %s: restarting in %.1f s", key.topology, key.worker, comps, code, delay)
         self._event(key.topology, event)
+
+    def _failed_update(self, key: WorkerKey, w: WorkerProc, now: float) -> None:
+        """A worker of an update's new code crashed before it was ready: the update fails and rolls back (:func:`~service.control.record.update_failed`).
+
+        Steps: 1. only a crash at start-up of the code an update rolls to counts (not a rollback's);
+        2. the record goes back to the old code, with the reason (the crash's last log line);
+        3. it is written (the other supervisors then roll back too); a write that fails is logged
+        and tried again at the worker's next crash.
+        """
+        assert self.control is not None
+        rec = self.control.records.get(key.topology)
+        # 1. A new worker that never became ready, during an update that is not itself a rollback.
+        roll = rec.update if rec is not None else None
+        if rec is None or roll is None or roll.rollback_of is not None or w.spec.code != roll.to_code or w.ready_path.exists():
+            return
+        old = self.control.versions.get(key.topology, {}).get(roll.from_code)
+        if old is None:
+            return
+        # 2. Back to the old code.
+        reason = f"worker w{key.worker} of version {roll.to_code} exited with {w.proc.returncode} at start-up: {last_error(log_tail(w.log_path, 4000))}"
+        back = update_failed(rec, old, reason, now)
+        # 3. Written for every supervisor.
+        try:
+            if self.writer is not None:
+                self.writer.put(back)
+                self.control.records[key.topology] = back
+                log.error("[%s] update to code version %d failed (%s): rolling back to version %d", key.topology, roll.to_code, reason, old.code)
+        except SquallError as exc:
+            log.error("[%s] update to code version %d failed, and the rollback could not be written: %s", key.topology, roll.to_code, exc)
 
     def _event(self, topology: str, event: dict[str, Any], keep: bool = True) -> bool:
         """Record a worker start or exit in the events topic (claims, ``status``, ``kill``); it applies to this supervisor's own claims at once.

@@ -4,7 +4,7 @@ Desired: for every topology that is not killed-and-due, each worker ``i`` whose 
 supervisor owns, with its executors and their tasks. Running: the workers this supervisor
 started. The decision: start what is desired and not running (unless it is backing off
 after a crash or was given up on); stop what runs but is no longer desired, or whose
-executors changed (``rebalance``). A changed worker is stopped first and started again once
+executors changed (``rebalance``) or whose code version did (``update``). A changed worker is stopped first and started again once
 it has exited. The daemon then starts a worker only when no other process still claims its
 tasks (:mod:`service.control.claims`) and its slot has settled.
 
@@ -19,7 +19,7 @@ tasks (:mod:`service.control.claims`) and its slot has settled.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -37,11 +37,12 @@ class WorkerKey(NamedTuple):
 
 @dataclass(frozen=True)
 class WorkerSpec:
-    """A worker as desired: its executors (with their tasks) and the record version that planned it."""
+    """A worker as desired: its executors (with their tasks), the record version that planned it, and the code version it runs."""
 
     key: WorkerKey
     executors: tuple[ExecutorAssignment, ...]
     version: int
+    code: int = 1
 
     @property
     def components(self) -> list[str]:
@@ -51,10 +52,11 @@ class WorkerSpec:
 
 @dataclass(frozen=True)
 class Running:
-    """A worker as it runs: its executors, and whether a stop was already asked."""
+    """A worker as it runs: its executors, whether a stop was already asked, and its code version."""
 
     executors: tuple[ExecutorAssignment, ...]
     stopping: bool
+    code: int = 1
 
 
 @dataclass
@@ -66,18 +68,32 @@ class Decision:
 
 
 def desired_workers(
-    records: Iterable[TopologyRecord], plans: Mapping[str, list[list[ExecutorAssignment]]], owned: set[int], now: float
+    records: Iterable[TopologyRecord],
+    plans: Mapping[str, Mapping[int, list[list[ExecutorAssignment]]]],
+    owned: set[int],
+    now: float,
+    code_of: Callable[[TopologyRecord, int], int] | None = None,
 ) -> dict[WorkerKey, WorkerSpec]:
-    """The workers this supervisor should run: ``plans[name][i]`` lists worker ``i``'s executors; a topology with no plan (it failed to load) runs nowhere."""
+    """The workers this supervisor should run.
+
+    ``plans[name][code][i]`` lists worker ``i``'s executors under code version ``code`` (two codes
+    while an update rolls); ``code_of(rec, i)``: the code worker ``i`` should run now
+    (:func:`service.control.rolling.worker_code`; default: the record's). A topology with no plan
+    (it failed to load) runs nowhere; a worker index the chosen code's plan lacks is not desired.
+    """
     out: dict[WorkerKey, WorkerSpec] = {}
     for rec in records:
-        workers = plans.get(rec.name)
-        if workers is None or rec.killed_by(now):
+        codes = plans.get(rec.name)
+        if not codes or rec.killed_by(now):
             continue
-        for i, comps in enumerate(workers):
-            if slot_of(rec.name, i) in owned:
+        for i in range(max(len(w) for w in codes.values())):
+            if slot_of(rec.name, i) not in owned:
+                continue
+            code = code_of(rec, i) if code_of is not None else rec.code_version
+            workers = codes.get(code)
+            if workers is not None and i < len(workers):
                 key = WorkerKey(rec.name, i)
-                out[key] = WorkerSpec(key, tuple(comps), rec.version)
+                out[key] = WorkerSpec(key, tuple(workers[i]), rec.version, code)
     return out
 
 
@@ -92,7 +108,7 @@ def decide(
     d = Decision()
     for key, run in running.items():
         spec = desired.get(key)
-        if not run.stopping and (spec is None or spec.executors != run.executors):
+        if not run.stopping and (spec is None or spec.executors != run.executors or spec.code != run.code):
             d.stop.append(key)
     for key, spec in desired.items():
         if key not in running and key not in gave_up and now >= backoff_until.get(key, 0.0):

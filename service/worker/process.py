@@ -121,7 +121,7 @@ def drain(plan: WorkerPlan, spouts: list[SpoutExecutor], threads: list[threading
     for s in spouts:
         s.drain()
     if not plan.control:
-        while time.monotonic() < deadline and all(t.is_alive() for t in threads) and any(len(s.inflight) for s in spouts):
+        while time.monotonic() < deadline and all(t.is_alive() for t in threads) and any(len(s.inflight) or s.winding for s in spouts):
             time.sleep(0.05)
         return
     board = StatsBoard(plan.bootstrap, plan.name)
@@ -131,7 +131,7 @@ def drain(plan: WorkerPlan, spouts: list[SpoutExecutor], threads: list[threading
         while time.monotonic() < deadline and all(t.is_alive() for t in threads):
             board.poll(0.2)
             caught_up = caught_up or at_high_watermarks(board.consumer, board.consumer.assignment())
-            local = sum(len(s.inflight) for s in spouts)
+            local = sum(len(s.inflight) + s.winding for s in spouts)
             if local == 0 and caught_up and time.monotonic() >= grace and not draining_elsewhere(board.latest.values(), time.time()):
                 break
         log.info("[%s] drained in %.1f s", plan.name, timeout - (deadline - time.monotonic()))

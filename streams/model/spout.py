@@ -25,6 +25,15 @@ class Spout(Component):
         """Emit zero or more tuples and return (called in a loop while pending < max)."""
         raise NotImplementedError
 
+    def wind_down(self) -> bool:
+        """Called instead of ``next_tuple`` while the worker drains (SIGTERM: a rebalance, an update, a kill); returns whether it still has work in flight.
+
+        For work that must not be left half done and needs no new input: a transactional spout
+        commits the batches already processed (:class:`~streams.transactional.spout.TransactionalKafkaSpout`),
+        so a drained worker leaves none to replay. The default has none: False.
+        """
+        return False
+
     def ack(self, msg_id: Any) -> None:
         """The tree rooted at ``msg_id`` was fully processed."""
 

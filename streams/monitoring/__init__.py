@@ -13,16 +13,18 @@ from typing import TYPE_CHECKING
 from streams.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from streams.monitoring.board import StatsBoard
     from streams.monitoring.stats import ExecutorStats, LogHistogram
     from streams.monitoring.trace import Tracer, decode_batch
 
-__all__ = ["ExecutorStats", "LogHistogram", "Tracer", "decode_batch"]
+__all__ = ["ExecutorStats", "LogHistogram", "StatsBoard", "Tracer", "decode_batch"]
 
 __getattr__ = lazy_exports(
     __name__,
     {
         "ExecutorStats": "streams.monitoring.stats",
         "LogHistogram": "streams.monitoring.stats",
+        "StatsBoard": "streams.monitoring.board",
         "Tracer": "streams.monitoring.trace",
         "decode_batch": "streams.monitoring.trace",
     },

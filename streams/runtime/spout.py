@@ -70,6 +70,8 @@ class SpoutExecutor(Executor):
         drain; results, timeouts and commits go on while it is clear."""
         self.active.set()
         self.draining = False
+        self.winding = False
+        """While draining: whether a spout task still has work in flight that needs no new input (:meth:`~streams.model.spout.Spout.wind_down`)."""
         self.transfer = TupleTransfer(self.produce, self.topology.bolt_topics, max_tuples=self.conf.transfer_batch_size)
         """The collectors' tuples, in a pack per bolt partition; flushed at the end of every round (:mod:`streams.runtime.transfer`)."""
         group = component_group(self.topology.name, self.component)
@@ -211,11 +213,15 @@ class SpoutExecutor(Executor):
 
         Thread-safe.
         """
+        self.winding = True  # until the next round asks the spouts
         self.draining = True
         self.active.clear()
 
     def _emit(self) -> int:
-        if self.draining or not self.active.is_set():
+        if self.draining:
+            self.winding = any([task.spout.wind_down() for task in self.by_task.values()])
+            return 0
+        if not self.active.is_set():
             return 0
         return self.core.emit(self._commit)
 

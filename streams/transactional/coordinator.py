@@ -229,6 +229,18 @@ class BatchCoordinator:
         self.state.attempts[txid] = attempt
         return Action("emit", b)
 
+    def next_commit(self) -> Action | None:
+        """The commit to start now (the next batch in txid order is processed), or None; never a new batch (a drain's step)."""
+        first = self.state.batches.get(self.state.committed + 1)
+        return Action("commit", first) if first is not None and first.phase == Phase.PROCESSED else None
+
+    def settling(self) -> bool:
+        """Whether batches in flight may still commit without a new emit: one is processing or committing, or the next in order is processed.
+
+        A batch waiting to be emitted again (it failed) stops this: the batches after it wait for it.
+        """
+        return self.next_commit() is not None or any(b.phase in (Phase.PROCESSING, Phase.COMMITTING) for b in self.in_flight())
+
     def _new_attempt(self, b: BatchMeta) -> None:
         b.attempt = max(b.attempt, self.state.attempts.get(b.txid, 0)) + 1
         self.state.attempts[b.txid] = b.attempt

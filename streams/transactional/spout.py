@@ -208,6 +208,15 @@ class TransactionalKafkaSpout(Spout):
             self._save()  # the new batch or attempt is durable before it is emitted
             self._emit(action.batch)
 
+    @override
+    def wind_down(self) -> bool:
+        """While the worker drains: commit the batches already processed, start no new one; True while a batch in flight may still commit."""
+        assert self.coordinator is not None
+        action = self.coordinator.next_commit()
+        if action is not None:
+            self._commit(action.batch)
+        return self.coordinator.settling()
+
     def _save(self) -> None:
         """Write the coordinator's state to its topic and wait for the broker (timed: ``batch_save_latency``)."""
         assert self.coordinator is not None and self.source is not None

@@ -65,7 +65,7 @@ def test_refused_transitions_name_the_topology_or_component() -> None:
 
 def test_desired_workers_are_those_whose_slot_this_supervisor_owns() -> None:
     rec = record()
-    plans = {"wc": [[E("lines", 0), E("__acker", 0)], [E("lines", 1)], [E("split", 0)], [E("count", 0, 1), E("count", 2, 3)]]}
+    plans = {"wc": {1: [[E("lines", 0), E("__acker", 0)], [E("lines", 1)], [E("split", 0)], [E("count", 0, 1), E("count", 2, 3)]]}}
     everything = desired_workers([rec], plans, set(range(32)), now=0.0)
     assert sorted(everything) == [WorkerKey("wc", i) for i in range(4)]
     assert everything[WorkerKey("wc", 3)].components == ["count", "count"]
@@ -79,7 +79,7 @@ def test_desired_workers_are_those_whose_slot_this_supervisor_owns() -> None:
 @given(st.sets(st.integers(0, 31)), st.sets(st.integers(0, 31)))
 def test_two_supervisors_with_disjoint_slots_never_both_run_a_worker(a: set[int], b: set[int]) -> None:
     b = b - a
-    plans = {f"t{i}": [[E("x", w)] for w in range(6)] for i in range(5)}
+    plans = {f"t{i}": {1: [[E("x", w)] for w in range(6)]} for i in range(5)}
     recs = [record(name=n) for n in plans]
     mine, theirs = desired_workers(recs, plans, a, 0.0), desired_workers(recs, plans, b, 0.0)
     assert not set(mine) & set(theirs)

@@ -195,3 +195,29 @@ def test_a_batch_takes_what_has_arrived_up_to_the_cap(cap: int, arrivals: list[t
         assert commit is not None and commit.kind == "commit" and commit.batch.txid == a.batch.txid
         c.commit_started(commit.batch)
         assert c.commit_acked(commit.batch.txid, commit.batch.attempt) is not None
+
+
+def test_a_drain_commits_what_was_processed_and_starts_nothing() -> None:
+    """A worker's SIGTERM drain (``wind_down``): batches in flight finish and commit, in txid order; no new batch is cut; a failed one ends it."""
+    c = BatchCoordinator(CoordinatorState(), opaque=False, max_pending=3, batch_records=5)
+    emitted = []
+    for _ in range(3):
+        a = c.next_action({("t", 0): 100}, {})
+        assert a is not None
+        c.emitted(a.batch)
+        emitted.append(a.batch)
+    assert c.settling() and c.next_commit() is None  # all three processing
+    c.batch_acked(emitted[1].txid, emitted[1].attempt)
+    assert c.next_commit() is None  # txid 2 waits for txid 1
+    c.batch_acked(emitted[0].txid, emitted[0].attempt)
+    first = c.next_commit()
+    assert first is not None and first.batch.txid == 1
+    c.commit_started(first.batch)
+    c.commit_acked(1, first.batch.attempt)
+    second = c.next_commit()
+    assert second is not None and second.batch.txid == 2
+    c.commit_started(second.batch)
+    c.commit_acked(2, second.batch.attempt)
+    c.batch_failed(emitted[2].txid, emitted[2].attempt)  # txid 3 fails: it would need a new emit
+    assert c.next_commit() is None and not c.settling()  # the drain is over; txid 3 replays in the next life
+    assert c.state.committed == 2 and len(c.state.batches) == 1  # nothing new was cut
