@@ -91,6 +91,9 @@ def main(argv: list[str] | None = None) -> None:
     sk.add_argument("--rate", type=float, default=800.0, help="lines/s fed to the word count")
     sk.add_argument("--every", type=float, default=15.0, metavar="SECONDS", help="between two samples")
     sk.add_argument("--update-at", type=float, default=None, metavar="MINUTE", help="run squall update (new code, same shape) at this minute")
+    sk.add_argument(
+        "--retention-minutes", type=float, default=None, help="squall.topic.retention.ms of the topology (default: 7 days): what its input and output keep"
+    )
     sk.add_argument("--json", default=None, help="write results as JSON here")
     sm = sub.add_parser("state-memory", help="a stateful bolt's memory at full speed on Apache Kafka: the count workers' RSS (issue 51)")
     sm.add_argument("--minutes", type=float, default=20.0, help="how long to run")

@@ -163,7 +163,8 @@ def run(args: Any) -> dict[str, Any]:
         stop = threading.Event()
         fed = [0]
         try:
-            subprocess.run(["squall", "submit", str(EXAMPLE), "--name", NAME], env=env, check=True, capture_output=True)
+            retention = [] if args.retention_minutes is None else ["-c", f"squall.topic.retention.ms={int(args.retention_minutes * 60_000)}"]
+            subprocess.run(["squall", "submit", str(EXAMPLE), "--name", NAME, *retention], env=env, check=True, capture_output=True)
             lines = list(read_lines(shakespeare_texts(CACHE)))
             line_bytes = sum(len(line) for line in lines[:2000]) / 2000
 
@@ -200,6 +201,8 @@ def run(args: Any) -> dict[str, Any]:
                 print(f"[soak] {elapsed:6.0f} s: disk {disk_mb:8.1f} MB, squall rss {rss_mb:7.1f} MB, acked {acked:,.0f}, replayed {replayed:,.0f}", flush=True)
                 time.sleep(args.every)
             board.close()
+            final_topics = topics_mb(workdir / "kafka")
+            print("[soak] MB on disk per topic at the end: " + ", ".join(f"{t} {mb:,.1f}" for t, mb in list(final_topics.items())[:8]), flush=True)
             update_out = ""
             if updater:
                 update_out = updater[0].communicate(timeout=600)[0]
@@ -244,6 +247,8 @@ def run(args: Any) -> dict[str, Any]:
         "rate": args.rate,
         "minutes": args.minutes,
         "update_at": args.update_at,
+        "retention_minutes": args.retention_minutes,
+        "topics_mb": final_topics,
         "update_output": update_out if args.update_at is not None else None,
         "disk_mb_per_min": disk_rate,
         "rss_mb_per_min": rss_rate,
@@ -256,6 +261,16 @@ def run(args: Any) -> dict[str, Any]:
     }
     write_json(args.json, result)
     return result
+
+
+def topics_mb(kafka_dir: Path) -> dict[str, float]:
+    """MB on disk per topic at the end (partitions summed), largest first."""
+    sizes: dict[str, float] = {}
+    for part in kafka_dir.glob("*/data/*-*"):
+        if part.is_dir():
+            topic = part.name.rsplit("-", 1)[0]
+            sizes[topic] = sizes.get(topic, 0.0) + disk_bytes(part) / 2**20
+    return dict(sorted(sizes.items(), key=lambda kv: -kv[1]))
 
 
 def _first(samples: list[dict[str, Any]], name: str) -> float:

@@ -3,7 +3,8 @@
 1. **static**: ruff (lint and format), mypy --strict and the layer contract
    (``tests/unit/test_lint.py``, ``tests/unit/test_layers.py``): a typo fails in about a
    minute, not after the half hour the brokers take.
-2. **unit**: the broker-free tests (hypothesis properties, the test kit), about 3 minutes.
+2. **unit**: the broker-free tests (hypothesis properties, the test kit), on two pytest-xdist
+   workers (they are CPU-bound: one per core), about 2 minutes.
 3. **integration**: real brokers (Apache Kafka, tansu), PostgreSQL, Prometheus; two
    pytest-xdist workers (``SQUALL_TEST_WORKERS``), each with its own brokers, a module's tests
    on one worker (tests/integration/conftest.py, ``xdist_group``): most of these tests wait (on
@@ -32,7 +33,7 @@ fails what they assert (measured: a worker paused 0.3 s without a lease beside a
 
 LANES: dict[str, list[str]] = {
     "static": STATIC,
-    "unit": ["tests/unit", *(f"--ignore={p}" for p in STATIC)],
+    "unit": ["tests/unit", *(f"--ignore={p}" for p in STATIC), "-n", os.environ.get("SQUALL_TEST_WORKERS", "2")],
     "integration": ["tests/integration", *(f"--ignore={p}" for p in HOSTS), "-n", os.environ.get("SQUALL_TEST_WORKERS", "2"), "--dist", "loadgroup"],
     "hosts": HOSTS,
 }

@@ -54,6 +54,27 @@ def deleted_after(retention_ms: int) -> dict[str, str]:
     return {"cleanup.policy": "delete", "retention.ms": str(retention_ms), "retention.bytes": "-1"}
 
 
+HOUR_MS = 3_600_000
+
+
+def kept_for(retention_ms: int) -> dict[str, str]:
+    """A topic kept for ``retention_ms`` (inputs, outputs, dead letters, metrics), whose segments roll often enough for the retention to free disk.
+
+    Kafka deletes a segment once its newest record is older than the retention, and never the
+    active one, which by default rolls at 7 days: a topic kept 7 days held up to 14 days, and one
+    kept 5 minutes kept everything. Segments roll every tenth of the retention, between a minute
+    and an hour, so the disk holds the retention plus at most an hour (plus the broker's
+    retention check interval). -1 (forever) keeps Kafka's defaults.
+
+    >>> kept_for(7 * DAY_MS)["segment.ms"], kept_for(300_000)["segment.ms"], "segment.ms" in kept_for(-1)
+    ('3600000', '60000', False)
+    """
+    out = deleted_after(retention_ms)
+    if retention_ms > 0:
+        out["segment.ms"] = str(min(HOUR_MS, max(60_000, retention_ms // 10)))
+    return out
+
+
 ROLLED = {"segment.ms": "60000", "segment.bytes": str(64 * 2**20)}
 """Segments of the purged topics roll every minute or 64 MiB, whichever comes first.
 
@@ -93,7 +114,7 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, Topic
     * ``__metrics`` and ``__trace``: a day; ``__dlq``, outputs and a KafkaBolt's fixed topic: the retention.
     """
     name = topology.name
-    keep = deleted_after(conf.topic_retention_ms)
+    keep = kept_for(conf.topic_retention_ms)
     topics: dict[str, TopicSpec] = {}
     for cdef in topology.components.values():
         purged = not cdef.is_spout
@@ -102,12 +123,12 @@ def topology_topics(topology: Topology, conf: TopologyConfig) -> dict[str, Topic
     topics[acker_topic(name)] = TopicSpec(ackers, {**keep, **ROLLED}, purged=True)
     topics[acker_changelog_topic(name)] = TopicSpec(ackers, COMPACTED)
     topics[ack_result_topic(name)] = TopicSpec(max(topology.spout_tasks, 1), {**keep, **ROLLED}, purged=True)
-    topics[metrics_topic(name)] = TopicSpec(1, deleted_after(METRICS_RETENTION_MS))
+    topics[metrics_topic(name)] = TopicSpec(1, kept_for(METRICS_RETENTION_MS))
     topics[ledger_topic(name)] = TopicSpec(max(topology.spout_tasks, 1), COMPACTED)
     topics[dead_letter_topic(name)] = TopicSpec(1, keep)
     topics[errors_topic(name)] = TopicSpec(1, COMPACTED)
     topics[progress_topic(name)] = TopicSpec(1, COMPACTED)
-    topics[trace_topic(name)] = TopicSpec(1, deleted_after(METRICS_RETENTION_MS))
+    topics[trace_topic(name)] = TopicSpec(1, kept_for(METRICS_RETENTION_MS))
     for out in topology.outputs:
         topics.setdefault(out.topic_for(name), TopicSpec(1, keep))
     for shown in conf.show_streams:

@@ -65,10 +65,11 @@ def test_every_topic_has_an_explicit_policy(broker: TestBroker, settings: Servic
     assert {acker_changelog_topic(job.name), f"squall.{job.name}.__ledger", f"squall.{job.name}.__coordinator"} <= compacted
     assert got[component_topic(job.name, "count")]["retention.ms"] == str(job.conf.topic_retention_ms)
     # the purged and compacted topics roll a segment a minute, so what was purged leaves the disk and compaction reaches the
-    # latest records (admin.ROLLED); the others keep the broker's segments
+    # latest records (admin.ROLLED); the kept ones roll a tenth of their retention (admin.kept_for)
     for topic, spec in specs.items():
         rolled = (got[topic]["segment.ms"], got[topic]["segment.bytes"]) == (ROLLED["segment.ms"], ROLLED["segment.bytes"])
         assert rolled == (spec.purged or spec.config["cleanup.policy"] == "compact"), (topic, got[topic]["segment.ms"], spec.purged)
+        assert got[topic]["segment.ms"] == spec.config["segment.ms"], topic
     assert specs[component_topic(job.name, "count")].purged and specs[acker_topic(job.name)].purged
 
 

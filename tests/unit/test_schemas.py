@@ -123,6 +123,10 @@ def test_control_record_and_events() -> None:
     check("event.schema.json", json.dumps(stopped).encode())
     crashed = {**stopped, "event": "crashed", "exit_code": -9, "components": "lines,__acker", "log_tail": "...", "gave_up": False}
     check("event.schema.json", json.dumps(crashed).encode())
+    started = {"topology": "wc", "event": "started", "supervisor": "s1", "worker": 0, "pid": 7, "version": 3, "code": 2, "tasks": [["count", 0]], "at": 1.0}
+    check("event.schema.json", json.dumps(started).encode())
+    with pytest.raises(jsonschema.ValidationError):
+        check("event.schema.json", json.dumps({**started, "code": 0}).encode())
     refused = {"topology": "wc", "event": "refused", "supervisor": "s2", "worker": 1, "components": "count", "version": 1, "reason": "[wc] ...", "at": 2.0}
     check("event.schema.json", json.dumps(refused).encode())
 

@@ -187,3 +187,17 @@ def test_reconcile_restarts_a_worker_whose_code_changes_and_plans_each_worker_fr
     assert want[k0].code == 2 and want[k0].components == ["lines", "audit"]
     assert want[WorkerKey("wc", 1)].code == 1 and want[WorkerKey("wc", 1)].components == ["sink"]
     assert WorkerKey("wc", 1) not in desired_workers([rec], {"wc": {1: old_plan, 2: new_plan}}, set(range(32)), 0.0, lambda r, i: 2)
+
+
+def test_update_usage_mistakes_are_one_line_and_exit_2_before_any_broker() -> None:
+    from typer.testing import CliRunner
+
+    from service.cli.main import app
+
+    runner = CliRunner()
+    got = runner.invoke(app, ["update", "wc"])
+    assert got.exit_code == 2 and got.output.strip() == "error: [wc] give either a topology FILE or --to-version N"
+    got = runner.invoke(app, ["update", "wc", "wc.py", "--to-version", "1"])
+    assert got.exit_code == 2 and got.output.strip() == "error: [wc] give either a topology FILE or --to-version N"
+    got = runner.invoke(app, ["update", "wc", "--to-version", "1", "-c", "topology.workers=2"])
+    assert got.exit_code == 2 and "--to-version runs a stored version as it was" in got.output
