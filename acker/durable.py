@@ -53,6 +53,14 @@ MAX_EARLY_WHYS = 10_000
 """Fails' reasons kept for trees whose init has not arrived (~100 bytes each at most ~300 characters: a few MB at worst)."""
 
 
+MAX_SPOUT_TASK = 0xFFFD
+"""The largest spout task a pending tree may name (:meth:`acker.table.CompactTable.pack_meta`: 16 bits, two values reserved)."""
+MAX_START_S = 2**48 / 1000
+"""A tree's start must fit in 48 bits of milliseconds (:meth:`acker.table.CompactTable.pack_meta`): up to the year 10889."""
+MAX_TAG = 2**62 - 2
+"""The largest changelog tag (:meth:`acker.table.CompactTable.pack_aux`)."""
+
+
 def _changelog_problem(value: list[Any]) -> str | None:
     def nat(x: Any) -> bool:
         return type(x) is int and x >= 0
@@ -64,6 +72,8 @@ def _changelog_problem(value: list[Any]) -> str | None:
     val, task, start, tag = value[:4]
     if not (type(val) is int and 0 <= val < U64) or not (task is None or nat(task)) or type(start) not in (int, float) or not nat(tag):
         return "a live record is [val (u64), task|null, start_s, tag]"
+    if (task is not None and task > MAX_SPOUT_TASK) or not 0 <= start < MAX_START_S or tag > MAX_TAG:
+        return f"a live record's spout task (0..{MAX_SPOUT_TASK}), start (0..{MAX_START_S:.0f} s) or tag (0..2**62-2) is out of range"
     if len(value) == 5 and type(value[4]) is not bool:
         return "failed must be true or false"
     return None

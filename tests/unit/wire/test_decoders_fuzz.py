@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from acker.durable import DurableLedger, decode_changelog
@@ -68,6 +68,9 @@ def test_ack_results_decode_or_name_the_record(raw: bytes | None) -> None:
 
 @settings(max_examples=600, deadline=None)
 @given(st.one_of(st.binary(max_size=10), st.just(b"\x00" * 7 + b"\x05"), st.none()), raw_bytes)
+@example(b"\x00" * 7 + b"\x05", b"[0, 0, 281474976711, 0]")  # a start past 48 bits of ms overflowed the table (found by this test)
+@example(b"\x00" * 7 + b"\x05", b"[0, 65534, 1.0, 0]")
+@example(b"\x00" * 7 + b"\x05", b"[0, 0, 1.0, 4611686018427387903]")
 def test_changelog_records_decode_or_name_the_record_and_restore_safely(key: bytes | None, raw: bytes | None) -> None:
     got = decoded_or_named(decode_changelog, key, raw)
     if got is not None:
