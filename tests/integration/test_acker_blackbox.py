@@ -176,7 +176,7 @@ def test_restored_trees_keep_their_deadline_and_every_fail_is_answered(blackbox:
     )
     assert len(ages) == len(pending)
     assert all(c == RESULT_FAIL for r in pending for c, _ in box.got[r])
-    assert timeout - 0.5 <= ages[0] and ages[-1] <= timeout + period + 2.0  # start + timeout, not restore + timeout (>= 18 s)
+    assert timeout - 0.5 <= ages[0] and ages[-1] <= timeout + period + 2.5  # start + timeout, not restore + timeout (>= 18 s)
     assert all([c for c, _ in box.got[r]][:1] == [RESULT_FAIL] for r in failing)
     assert all(len(box.got[r]) == 1 for r in failing)  # exactly one outcome, also across the restore
     time.sleep(3.0)  # a few flushes, and no new input
