@@ -84,7 +84,7 @@ XDIST_GROUPS = {"test_spark_bolt": "spark", "test_spark_source_sink": "spark"}
 (its session and JVMs). Every other module is a group of its own, so its module fixtures start
 once. The multi-host modules run in a lane of their own, alone (tests/__main__.py, ``HOSTS``)."""
 
-FIRST = ("spark", "test_service", "test_stream_api", "test_bench_smoke", "test_kafka_cluster")
+FIRST = ("spark", "test_service", "test_update", "test_stream_api", "test_bench_smoke", "test_kafka_cluster")
 """The longest groups, handed out first so that the two workers finish together."""
 
 
