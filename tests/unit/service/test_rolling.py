@@ -201,3 +201,18 @@ def test_update_usage_mistakes_are_one_line_and_exit_2_before_any_broker() -> No
     assert got.exit_code == 2 and got.output.strip() == "error: [wc] give either a topology FILE or --to-version N"
     got = runner.invoke(app, ["update", "wc", "--to-version", "1", "-c", "topology.workers=2"])
     assert got.exit_code == 2 and "--to-version runs a stored version as it was" in got.output
+
+
+def test_a_drain_all_update_waits_for_every_claim_of_the_other_code() -> None:
+    from service.control.claims import ClaimBook
+
+    book = ClaimBook(startup_grace_s=5.0)
+    book.apply({"event": "started", "topology": "wc", "worker": 0, "supervisor": "s1", "pid": 7, "code": 1, "tasks": [["count", 0]], "at": 100.0})
+    book.apply({"event": "started", "topology": "wc", "worker": 1, "supervisor": "s2", "pid": 8, "code": 2, "tasks": [["split", 0]], "at": 100.0})
+    book.apply({"event": "started", "topology": "other", "worker": 0, "supervisor": "s1", "pid": 9, "tasks": [["x", 0]], "at": 100.0})
+    assert [c.pid for c in book.other_code("wc", 2, now=101.0, live=lambda c: False)] == [7]  # within its start-up grace
+    assert [c.pid for c in book.other_code("wc", 2, now=200.0, live=lambda c: c.pid == 7)] == [7]  # still publishing stats
+    assert book.other_code("wc", 2, now=200.0, live=lambda c: False) == []  # gone without a word (its supervisor was killed)
+    book.apply({"event": "stopped", "topology": "wc", "worker": 0, "supervisor": "s1", "pid": 7, "at": 150.0})
+    assert book.other_code("wc", 2, now=151.0, live=lambda c: True) == []
+    assert [c.code for c in book.of_worker("wc", 1)] == [2] and book.of_worker("other", 0)[0].code == 1  # events before updates: code 1
