@@ -28,14 +28,14 @@ def test_spark_rows_that_raise_fail_and_are_replayed(settings: ServiceSettings, 
     flaky.mkdir()
     monkeypatch.setenv("SQUALL_TEST_FLAKY_DIR", str(flaky))
     monkeypatch.setenv("SQUALL_TEST_SPARK_BATCH", "pandas")  # the pandas path, with its row-by-row retry
-    src = corpus_slice(corpus, tmp_path / "slice.txt", 1500)
+    src = corpus_slice(corpus, tmp_path / "slice.txt", 600)
     out = tmp_path / "counts.json"
     job, summary = run_job(TOPOLOGIES / "spark_wordcount.py", src, out, settings)
     counts = json.loads(out.read_text())
     assert_at_least(counts, direct_count(src))
     assert summary.trees_failed > 0  # those trees failed ...
     assert summary.replayed == summary.trees_failed  # ... and each was replayed
-    assert summary.trees_acked == summary.records == 1500
+    assert summary.trees_acked == summary.records == 600
     # Each failed row failed its tree: every message id of a tree of records (and at least the
     # failed row's own) counts as failed and is replayed alone.
     assert 0 < bolt_counter(job, "split", "failed") <= summary.trees_failed
@@ -61,7 +61,7 @@ def test_committer_spark_bolt_skips_a_replayed_batch_id(settings: ServiceSetting
     crash.mkdir()
     monkeypatch.setenv("SQUALL_TEST_STATE_DB", str(db))
     monkeypatch.setenv("SQUALL_TEST_CRASH_DIR", str(crash))
-    src = corpus_slice(corpus, tmp_path / "slice.txt", 2500)
+    src = corpus_slice(corpus, tmp_path / "slice.txt", 1200)
     job = Job(TOPOLOGIES / "spark_committer.py", src, None, settings)
     try:
         job.start()
@@ -87,7 +87,7 @@ def test_committer_spark_bolt_skips_a_replayed_batch_id(settings: ServiceSetting
     (written, _), (again, skipped) = batches[replayed[0]]
     assert again == 0 and skipped == written > 0  # its second run skipped every key it had written
     assert state.items() == dict(direct_count(src))  # exactly once: nothing counted twice
-    assert summary.trees_acked == summary.records == 2500 and summary.trees_failed == 0
+    assert summary.trees_acked == summary.records == 1200 and summary.trees_failed == 0
 
 
 def test_spark_bolt_runs_on_a_standalone_cluster_master(settings: ServiceSettings, corpus: Path, tmp_path: Path, spark_standalone: tuple[str, Path]) -> None:
