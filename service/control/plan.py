@@ -129,14 +129,4 @@ def code_record(rec: TopologyRecord, code: CodeVersion) -> TopologyRecord:
     Its plan is the old workers' plan, the same on every supervisor (:mod:`service.control.rolling`).
     """
     placement = rec.update.from_placement if rec.update is not None else rec.placement
-    return rec.model_copy(
-        update={
-            "source": code.source,
-            "file_name": code.file_name,
-            "conf": dict(code.conf),
-            "artifact": code.artifact,
-            "code_version": code.code,
-            "placement": placement,
-            "update": None,
-        }
-    )
+    return rec.model_copy(update={**code.record_fields(), "placement": placement, "update": None})

@@ -107,6 +107,10 @@ class CodeVersion(BaseModel):
         """Its JSON value on the control topic."""
         return self.model_dump_json().encode()
 
+    def record_fields(self) -> dict[str, Any]:
+        """The fields of a :class:`TopologyRecord` that running this code sets: source, file name, ``-c`` keys, bundle, code version."""
+        return {"source": self.source, "file_name": self.file_name, "conf": dict(self.conf), "artifact": self.artifact, "code_version": self.code}
+
 
 def version_key(name: str, code: int) -> str:
     """The control topic's key of version ``code`` of topology ``name``.
@@ -335,16 +339,7 @@ def begin_update(
     roll = RollingUpdate(
         from_code=rec.code_version, to_code=code.code, started_at=now, drain_all=drain_all, from_placement=rec.placement, summary=summary, order=order
     )
-    return rec._next(
-        now,
-        source=code.source,
-        file_name=code.file_name,
-        conf=dict(code.conf),
-        artifact=code.artifact,
-        code_version=code.code,
-        placement=placement,
-        update=roll,
-    )
+    return rec._next(now, **code.record_fields(), placement=placement, update=roll)
 
 
 def update_failed(rec: TopologyRecord, old: CodeVersion, reason: str, now: float) -> TopologyRecord:
@@ -368,16 +363,7 @@ def update_failed(rec: TopologyRecord, old: CodeVersion, reason: str, now: float
         reason=reason,
         order=list(reversed(roll.order)) if roll.order is not None else None,
     )
-    return rec._next(
-        now,
-        source=old.source,
-        file_name=old.file_name,
-        conf=dict(old.conf),
-        artifact=old.artifact,
-        code_version=old.code,
-        placement=roll.from_placement,
-        update=back,
-    )
+    return rec._next(now, **old.record_fields(), placement=roll.from_placement, update=back)
 
 
 def update_done(rec: TopologyRecord, to_code: int, now: float) -> TopologyRecord:

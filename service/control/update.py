@@ -83,7 +83,7 @@ def plan_update(
     TopologyError or ConfigError when the new code does not load.
     """
     _, old_topology, old_conf = load_record(rec, tmp / "old", client.service_conf, client.env_of(rec))
-    candidate = rec.model_copy(update={"source": code.source, "file_name": code.file_name, "conf": dict(code.conf), "code_version": code.code})
+    candidate = rec.model_copy(update=code.record_fields())
     with importable(env):
         load_topology(_write(tmp / "check" / code.file_name, code.source))  # names the file and line of a syntax error
     _, new_topology, new_conf = load_record(candidate, tmp / "new", client.service_conf, env)
