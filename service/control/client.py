@@ -40,7 +40,7 @@ from service.control.record import (
     set_log_levels,
     trace_rate,
 )
-from service.deps.bundle import build_bundle
+from service.deps.bundle import Bundle, build_bundle
 from service.deps.envs import Env, importable, prepare, ready
 from service.deps.store import ArtifactStore
 from service.exceptions import ControlError, UsageError
@@ -115,6 +115,29 @@ def parse_conf(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
+def shipped_bundle(
+    path: Path, requirements: Path | None, package: Path | None, wheels: tuple[Path, ...], envs: Path, topology: str
+) -> tuple[Bundle | None, Env | None]:
+    """Check a topology file and pack and install the dependencies given with it (``submit`` and ``update``); ``(None, None)`` without any.
+
+    Steps: 1. the file exists and lies inside ``--package``; 2. resolve and pack (a conflict with
+    Squall's own packages is refused now); 3. install the bundle into ``envs`` as every supervisor
+    will, offline, so the caller can load the topology through it. Raises UsageError or DepsError
+    naming the file.
+    """
+    # 1. The file.
+    if not path.is_file():
+        raise UsageError(f"[{path}] topology file not found")
+    if package is not None and package.resolve() not in path.resolve().parents:
+        raise UsageError(f"[{path}] --package {package}: the topology file must be inside the package")
+    if requirements is None and package is None and not wheels:
+        return None, None
+    # 2. Resolve and pack.
+    bundle = build_bundle(requirements, package, wheels)
+    # 3. Install it as a supervisor would.
+    return bundle, prepare(bundle.data, bundle.sha256, envs, topology)
+
+
 def submit(
     client: Client,
     path: Path,
@@ -136,19 +159,10 @@ def submit(
 
     Raises UsageError, DepsError, TopologyError or ConfigError naming the file, key or topology.
     """
-    if not path.is_file():
-        raise UsageError(f"[{path}] topology file not found")
-    if package is not None and package.resolve() not in path.resolve().parents:
-        raise UsageError(f"[{path}] --package {package}: the topology file must be inside the package")
-    source = path.read_text()
     with tempfile.TemporaryDirectory() as tmp:
-        env = None
-        bundle = None
-        if requirements is not None or package is not None or wheels:
-            # 1. Resolve and pack.
-            bundle = build_bundle(requirements, package, wheels)
-            # 2. Install it as a supervisor would, and import through it (kept: the verbs run here load through it).
-            env = prepare(bundle.data, bundle.sha256, client.envs_dir or Path(tmp) / "envs", name or path.stem)
+        # 1-2. Resolve, pack and install (kept in the envs dir: the verbs run here load through it).
+        bundle, env = shipped_bundle(path, requirements, package, wheels, client.envs_dir or Path(tmp) / "envs", name or path.stem)
+        source = path.read_text()
         with importable(env):
             topology = load_topology(path)  # raises TopologyError naming the file and line
         name = name or topology.name

@@ -16,15 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from service.brokers.admin import ensure_topology_topics
-from service.control.client import Client, default_who
+from service.control.client import Client, default_who, shipped_bundle
 from service.control.compat import UpdateDiff, compare
 from service.control.log import ControlLog, ControlWriter, EventLog
 from service.control.plan import load_record
 from service.control.record import CodeVersion, TopologyRecord, audited, begin_update, update_done
 from service.control.rolling import keep_placement, placement_json, placement_of, roll_order, roll_progress, worker_codes
 from service.control.scheduling import ExecutorAssignment, plan_workers
-from service.deps.bundle import build_bundle
-from service.deps.envs import Env, importable, prepare
+from service.deps.envs import Env, importable
 from service.deps.store import ArtifactStore
 from service.exceptions import ControlError, UsageError
 from streams.model.loader import load_topology
@@ -55,17 +54,9 @@ def _new_code(
             raise ControlError(f"[{rec.name}] no version {to_version} (versions: {sorted(versions) or [rec.code_version]})")
         return code, client.env_of(rec.model_copy(update={"artifact": code.artifact})), None
     assert path is not None
-    if not path.is_file():
-        raise UsageError(f"[{path}] topology file not found")
-    requirements, package, wheels = deps
-    if package is not None and package.resolve() not in path.resolve().parents:
-        raise UsageError(f"[{path}] --package {package}: the topology file must be inside the package")
-    artifact, env, data = rec.artifact, None, None
-    if requirements is not None or package is not None or wheels:
-        bundle = build_bundle(requirements, package, wheels)
-        env = prepare(bundle.data, bundle.sha256, envs, rec.name)
-        artifact, data = bundle.describe(), bundle.data
-    elif artifact is not None:
+    bundle, env = shipped_bundle(path, *deps, envs, rec.name)
+    artifact, data = (bundle.describe(), bundle.data) if bundle is not None else (rec.artifact, None)
+    if bundle is None and artifact is not None:
         env = client.env_of(rec)
     nxt = max([rec.code_version, *versions]) + 1
     code = CodeVersion(
