@@ -7,7 +7,10 @@
    stats topic once that is read to its end, because its bolts and ackers may be needed
    to finish them. A spout elsewhere that is active and not draining (a supervisor
    stopping alone, its topologies moving to others) is not waited for.
-3. Then every executor stops: spouts commit, bolts clean up, flush and commit, ackers
+3. Once nothing else is waited for, a transactional topology's bolts finish the batches they
+   hold up to the worker's cutoff txid and leave later ones to their next lives
+   (:mod:`streams.runtime.handoff`), so no batch replays.
+4. Then every executor stops: spouts commit, bolts clean up, flush and commit, ackers
    flush their changelog and commit.
 
 Bounded by ``squall.shutdown.timeout.secs``; what is still in flight then is replayed.

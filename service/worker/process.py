@@ -39,6 +39,7 @@ from streams.model.spec import Topology
 from streams.monitoring.board import StatsBoard
 from streams.runtime.executor import Executor, ExecutorEnv
 from streams.runtime.fencing import new_epoch
+from streams.runtime.handoff import Handing, WorkerHandoff
 from streams.runtime.lease import WorkerLease, check_timeouts
 from streams.runtime.spout import SpoutExecutor
 from streams.wire.naming import ACKER_COMPONENT
@@ -110,11 +111,13 @@ def build_executors(plan: WorkerPlan, index: int, lease: WorkerLease | None = No
     return out
 
 
-def drain(plan: WorkerPlan, spouts: list[SpoutExecutor], threads: list[threading.Thread]) -> None:
+def drain(plan: WorkerPlan, spouts: list[SpoutExecutor], threads: list[threading.Thread], bolts: list[Handing] | None = None) -> None:
     """SIGTERM: let trees in flight finish before stopping (:mod:`service.worker.drain`).
 
     Under ``squall serve`` a worker also waits for spouts draining elsewhere; under ``squall
-    run`` only for its own spouts.
+    run`` only for its own spouts. Under ``squall serve``, once nothing else is waited for,
+    ``bolts`` that hold transactional batches hand them to their next lives
+    (:mod:`streams.runtime.handoff`).
     """
     timeout = plan.shutdown_timeout_secs
     deadline = time.monotonic() + timeout
@@ -127,13 +130,18 @@ def drain(plan: WorkerPlan, spouts: list[SpoutExecutor], threads: list[threading
     board = StatsBoard(plan.bootstrap, plan.name)
     grace = time.monotonic() + 2.5  # draining spouts elsewhere publish their flag within a stats interval
     caught_up = False  # the stats topic read to its end at least once (a slow first read must not look idle)
+    handoff: WorkerHandoff | None = None
     try:
         while time.monotonic() < deadline and all(t.is_alive() for t in threads):
-            board.poll(0.2)
+            board.poll(0.05 if handoff is not None else 0.2)
             caught_up = caught_up or at_high_watermarks(board.consumer, board.consumer.assignment())
             local = sum(len(s.inflight) + s.winding for s in spouts)
             if local == 0 and caught_up and time.monotonic() >= grace and not draining_elsewhere(board.latest.values(), time.time()):
-                break
+                handoff = handoff or WorkerHandoff(bolts or [], time.monotonic())
+                if handoff.step(time.monotonic()):
+                    break
+        if handoff is not None and handoff.gave_up:
+            log.warning("[%s] the hand-off of batches up to txid %s did not finish in time: the batches still held replay", plan.name, handoff.cutoff)
         log.info("[%s] drained in %.1f s", plan.name, timeout - (deadline - time.monotonic()))
     finally:
         board.close()
@@ -305,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         abort_tcp_connections()
         os._exit(LEASE_EXIT_CODE)
     if not failed:
-        drain(plan, spouts, threads)
+        drain(plan, spouts, threads, [e for e in executors if isinstance(e, Handing)])
     if watcher is not None:
         watcher.stop()
     if claim_watch is not None:

@@ -36,7 +36,7 @@ Example (a committer that writes word counts; ``state`` is a :class:`streams.sta
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from streams.model.component import Component
 from streams.model.tuple import DEFAULT_STREAM
@@ -58,6 +58,44 @@ committer bolt (all grouping)."""
 BATCH_END_FIELDS = ("txid", "attempt", "count")
 COMMIT_FIELDS = ("txid", "attempt")
 SYSTEM_STREAMS = frozenset({BATCH_END_STREAM, COMMIT_STREAM})
+
+
+def batch_txid(t: Tuple) -> int | None:
+    """The txid of the batch ``t`` belongs to: a data tuple's, or an end marker's or commit's first value.
+
+    None outside any batch (a tick, a plain topology's tuple).
+
+    >>> from streams.model.tuple import Tuple
+    >>> batch_txid(Tuple(["w"], "default", "split", 3, {}, {}, batch=(7, 1)))
+    7
+    >>> batch_txid(Tuple([8, 1, 4], BATCH_END_STREAM, "split", 3, {}, {})), batch_txid(Tuple([9, 2], COMMIT_STREAM, "lines", 0, {}, {}))
+    (8, 9)
+    >>> batch_txid(Tuple(["w"], "default", "split", 3, {}, {})) is None
+    True
+    """
+    if t.batch is not None:
+        return t.batch[0]
+    if t.stream in SYSTEM_STREAMS:
+        txid = t.values[0]
+        return txid if type(txid) is int else None
+    return None
+
+
+@runtime_checkable
+class HoldsBatches(Protocol):
+    """A bolt that holds batches between their tuples and their finish (the CoordinatedBolt of a transactional topology).
+
+    The bolt executor asks it at a drain, to hand its batches to the task's next life
+    (:mod:`streams.runtime.handoff`). Both are called on the executor's thread.
+    """
+
+    def highest_txid(self) -> int:
+        """The highest txid this task has seen a tuple of (-1: none)."""
+        ...
+
+    def holds_batches_through(self, txid: int) -> bool:
+        """True while this task holds a batch with a txid ``<= txid`` that has not finished here."""
+        ...
 
 
 class BatchAttempt(NamedTuple):

@@ -16,6 +16,10 @@ flush's records from the count (an undercount of at most one flush interval).
 The record also names the life that wrote it (its claim epoch) and the input offset whose
 commit the broker last confirmed to it: a new life that finds the committed offset moved
 back by a replaced owner's late commit starts from that one (:mod:`streams.wire.commits`).
+
+A transactional bolt's task that drained while its topology kept running also records its
+hand-off, ``[T, L]``: from its commit up to offset ``L`` it executed the tuples of batches up
+to txid ``T`` only, and the next life executes the rest (:mod:`streams.runtime.handoff`).
 """
 
 from __future__ import annotations
@@ -38,18 +42,29 @@ class Progress(NamedTuple):
 
     ``flushed``: the input offset its last flush made safe; ``place``: where it ran;
     ``epoch``: the life that wrote it (0: unknown); ``committed``: the input offset whose
-    commit the broker last confirmed to that life (-1: none).
+    commit the broker last confirmed to that life (-1: none); ``handoff``: ``(T, L)`` of a
+    drain that handed its batches on (None: none).
     """
 
     flushed: int
     place: str
     epoch: int = 0
     committed: int = -1
+    handoff: tuple[int, int] | None = None
 
 
-def encode_progress(flushed: int, place: str, epoch: int = 0, committed: int = -1) -> bytes:
-    """A progress record (``schemas/progress.schema.json``): see :class:`Progress`."""
-    return json.dumps({"flushed": flushed, "place": place, "epoch": epoch, "committed": committed}, separators=(",", ":")).encode()
+def encode_progress(flushed: int, place: str, epoch: int = 0, committed: int = -1, handoff: tuple[int, int] | None = None) -> bytes:
+    """A progress record (``schemas/progress.schema.json``): see :class:`Progress`.
+
+    >>> raw = encode_progress(10, "h:/s", 3, 9, (41, 12)); raw
+    b'{"flushed":10,"place":"h:/s","epoch":3,"committed":9,"handoff":[41,12]}'
+    >>> decode_progress(raw, component="c", topic="t", partition=0, offset=0).handoff
+    (41, 12)
+    """
+    d: dict[str, object] = {"flushed": flushed, "place": place, "epoch": epoch, "committed": committed}
+    if handoff is not None:
+        d["handoff"] = list(handoff)
+    return json.dumps(d, separators=(",", ":")).encode()
 
 
 def decode_progress(raw: bytes | None, *, component: str, topic: str, partition: int, offset: int) -> Progress:
@@ -64,6 +79,11 @@ def decode_progress(raw: bytes | None, *, component: str, topic: str, partition:
             raise ValueError("flushed must be an offset >= 0 and place a string")
         if type(epoch) is not int or epoch < 0 or type(committed) is not int or committed < -1:
             raise ValueError("epoch must be an integer >= 0 and committed an offset >= -1")
+        handoff = d.get("handoff")
+        if handoff is not None:
+            if not isinstance(handoff, list) or len(handoff) != 2 or any(type(v) is not int for v in handoff) or handoff[0] < -1 or handoff[1] < 0:
+                raise ValueError("handoff must be [txid >= -1, offset >= 0]")
+            return Progress(flushed, place, epoch, committed, (handoff[0], handoff[1]))
         return Progress(flushed, place, epoch, committed)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise DecodeError(f"not a progress record: {exc}", component=component, topic=topic, partition=partition, offset=offset) from exc

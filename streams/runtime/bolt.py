@@ -13,6 +13,7 @@ the offsets that were flushed.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.kafka.positions import SpoutPositions
 from streams.kafka.send_now import send_now
+from streams.model.batch import HoldsBatches
 from streams.model.bolt import Bolt
 from streams.model.tuple import Tuple, tick_tuple
 from streams.monitoring.bolt_progress import Progress, encode_progress, progress_key, reexecution_window
@@ -46,6 +48,7 @@ from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.runtime.fencing import EpochFence
 from streams.runtime.flush_pipeline import FlushGeneration, FlushPipeline
+from streams.runtime.handoff import TaskHandoff
 from streams.runtime.routing import Router
 from streams.runtime.transfer import TupleTransfer
 from streams.wire.acker import why_text
@@ -121,12 +124,25 @@ class BoltExecutor(Executor):
         self.tuples_read = 0
         self.records_read = 0
         """Tuples and records of input executed: a consume call asks for ``squall.consume.batch`` tuples' worth of records."""
+        self.holds_batches = False
+        """Its tasks hold transactional batches (CoordinatedBolts): a drain hands them to the next life (:mod:`streams.runtime.handoff`)."""
+        self.handoff_asked = threading.Event()
+        """Set by the worker's drain: stop executing and report :attr:`handoff_high` (step 1)."""
+        self.handoff_high: int | None = None
+        """The highest txid this executor's tasks saw, once it paused for the hand-off."""
+        self.handoff_cutoff: int | None = None
+        """The worker's cutoff ``T``, set by the drain once every executor reported (step 2)."""
+        self.handed_off = threading.Event()
+        """Set once no task holds a batch up to the cutoff (step 3): the drain may stop it."""
+        self._handoff_phase = 0
+        """0: running; 1: paused, high reported; 2: giving; 3: handed off (reads nothing more)."""
 
     # -- tasks -----------------------------------------------------------------------
     def _open_tasks(self, partitions: list[TopicPartition]) -> None:
         """A bolt copy per task, prepared (Storm: ``prepare`` once per task)."""
         for tp in partitions:
             self.by_partition[tp.partition] = self._new_task(tp.partition)
+        self.holds_batches = any(isinstance(t.bolt, HoldsBatches) for t in self.by_partition.values())
         self._reexecution_windows()
         ids = [self.cdef.task_base + tp.partition for tp in partitions]
         self.local.add(self.component, ids)
@@ -170,6 +186,7 @@ class BoltExecutor(Executor):
             last = previous.get(task.task_id)
             task.written_offset = last.flushed if last is not None else -1
             task.start_commit = max(self.start_offsets.get(p, -1), -1)
+            self._take_handoff(task, last, self.start_offsets.get(p, -1))
             if task.reexecute_until >= 0:
                 log.info(
                     "[%s] task %d executes %s[%d] again from %d to %d (%s: its last life flushed past its last commit)",
@@ -183,14 +200,87 @@ class BoltExecutor(Executor):
                 )
 
     def _write_progress(self) -> None:
-        """Each task's flushed offset and confirmed commit, where either moved (after the flush that made it safe, or the commit)."""
+        """Each task's flushed offset, confirmed commit and hand-off, where one moved (after the flush that made it safe, or the commit)."""
         topic = progress_topic(self.topology.name)
         for task in self.by_partition.values():
             committed = max(task.committed_offset, task.start_commit)
-            if task.flushed_offset > task.written_offset or committed > task.written_commit:
+            carry = task.carry if task.carry is not None and committed < task.carry[1] else None
+            if task.flushed_offset > task.written_offset or committed > task.written_commit or carry != task.written_carry:
                 flushed = max(task.flushed_offset, task.written_offset)
-                self.produce(topic, encode_progress(flushed, self.place, self.epoch, committed), key=progress_key(self.component, task.task_id))
-                task.written_offset, task.written_commit = flushed, committed
+                self.produce(topic, encode_progress(flushed, self.place, self.epoch, committed, carry), key=progress_key(self.component, task.task_id))
+                task.written_offset, task.written_commit, task.written_carry = flushed, committed, carry
+
+    # -- a drain's hand-off of transactional batches (streams.runtime.handoff) --------
+    def _take_handoff(self, task: BoltTask, last: Progress | None, start: int) -> None:
+        """Step 4: the last life handed its batches on; from ``start`` up to its ``L`` this life executes the later batches only."""
+        if last is None or last.handoff is None or not isinstance(task.bolt, HoldsBatches):
+            return
+        cutoff, until = last.handoff
+        if until <= max(start, 0):
+            return
+        task.handoff = TaskHandoff.take(cutoff, until)
+        task.carry = last.handoff
+        log.info(
+            "[%s] task %d takes over %s[%d] from %d: up to %d it executes batches after txid %d only (its last life finished those up to it)",
+            self.component,
+            task.task_id,
+            self.topic,
+            task.task_id - self.cdef.task_base,
+            start,
+            until,
+            cutoff,
+        )
+
+    def ask_handoff(self) -> None:
+        """The drain's step 1 (any thread): pause, and report the highest txid seen in :attr:`handoff_high`."""
+        self.handoff_asked.set()
+
+    def give_handoff(self, cutoff: int) -> None:
+        """The drain's step 2 (any thread): execute batches up to ``cutoff`` only, until none is held (:attr:`handed_off`)."""
+        self.handoff_cutoff = cutoff
+
+    def handoff_done(self) -> bool:
+        """The drain's step 3 reached (any thread): no task holds a batch up to the cutoff."""
+        return self.handed_off.is_set()
+
+    def _handoff_round(self) -> bool:
+        """This round's part of a hand-off; True while the executor must not read input (paused, or handed off)."""
+        phase = self._handoff_phase
+        if phase == 0:
+            if not self.handoff_asked.is_set():
+                return False
+            held = [t.bolt for t in self.by_partition.values() if isinstance(t.bolt, HoldsBatches)]
+            if any(t.handoff is not None for t in self.by_partition.values()):
+                # still taking over from its last life: a second hand-off on top is not supported;
+                # what it holds replays, as a stop without a hand-off does
+                self._handoff_phase = 3
+                self.handed_off.set()
+                return True
+            self.handoff_high = max((b.highest_txid() for b in held), default=-1)
+            self._handoff_phase = 1
+            return True
+        if phase == 1:
+            cutoff = self.handoff_cutoff
+            if cutoff is None:
+                return True
+            for t in self.by_partition.values():
+                if isinstance(t.bolt, HoldsBatches):
+                    t.handoff = TaskHandoff.give(cutoff)
+            self._handoff_phase = 2
+            log.info("[%s] %s drains: finishing its batches up to txid %d, leaving later ones to the next life", self.component, self.worker, cutoff)
+            return False
+        if phase == 2:
+            cutoff = self.handoff_cutoff
+            assert cutoff is not None
+            if any(isinstance(t.bolt, HoldsBatches) and t.bolt.holds_batches_through(cutoff) for t in self.by_partition.values()):
+                return False
+            self._handoff_phase = 3
+            left = {t.task_id: t.handoff.held_from for t in self.by_partition.values() if t.handoff is not None and t.handoff.held_from >= 0}
+            log.info(
+                "[%s] %s finished its batches up to txid %d; the next life starts at %s", self.component, self.worker, cutoff, left or "where this one stopped"
+            )
+            self.handed_off.set()
+        return True
 
     def _cleanup(self, tasks: list[BoltTask]) -> None:
         for task in tasks:
@@ -228,7 +318,10 @@ class BoltExecutor(Executor):
         self.tuples_read += len(tuples)
         now = time.perf_counter()
         tracer = self.tracer
+        handoff = task.handoff
         for t in tuples:  # every tuple of a pack executes before the offset moves past its record
+            if handoff is not None and not handoff.executes(t, off):
+                continue  # the other life's (streams.runtime.handoff)
             if not self.fence.admit(p, t.source_task, t.epoch):
                 self._fenced(task, t)
                 continue
@@ -244,6 +337,8 @@ class BoltExecutor(Executor):
                         break
             self._execute(task, t)
         task.next_offset = off + 1
+        if handoff is not None and handoff.mode == 0:
+            task.handoff = None  # taking: past the last life's records
 
     def _fenced(self, task: BoltTask, t: Tuple) -> None:
         """Drop ``t``: an older owner of its sending task wrote it after a newer one did; fail its trees (replayed now, not at the timeout) and count it."""
@@ -353,7 +448,13 @@ class BoltExecutor(Executor):
             self.stats.inc("acker_ops", acks.flush(self.produce))
         for p, off in flushed.offsets.items():
             task = self.by_partition.get(p)
-            if task is not None and off > task.flushed_offset:
+            if task is None:
+                continue
+            handoff = task.handoff
+            if handoff is not None and handoff.held_from >= 0:  # giving: commit up to the first record left to the next life
+                task.carry = (handoff.cutoff, max(off, task.carry[1] if task.carry is not None else 0))
+                off = handoff.committable(off)
+            if off > task.flushed_offset:
                 task.flushed_offset = off
 
     def _unflushed(self) -> bool:
@@ -464,7 +565,13 @@ class BoltExecutor(Executor):
         try:
             while not self.stop_event.is_set():
                 want = self._records_wanted()
-                msgs = gaps.consume(consumer, want, DELIVERY_POLL_S if self.pipeline.waiting else conf.flush_interval_secs)
+                if self._handoff_phase or self.handoff_asked.is_set():
+                    paused = self._handoff_round()
+                    msgs = [] if paused else gaps.consume(consumer, want, DELIVERY_POLL_S if self.pipeline.waiting else 0.05)
+                    if paused:
+                        self.stop_event.wait(0.02)
+                else:
+                    msgs = gaps.consume(consumer, want, DELIVERY_POLL_S if self.pipeline.waiting else conf.flush_interval_secs)
                 for msg in msgs:
                     self._process(msg)
                 self.stats.counters["refetched"] = gaps.refetched

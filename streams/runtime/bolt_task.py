@@ -17,6 +17,7 @@ from streams.model.hooks import BoltExecuteInfo
 from streams.model.spec import Topology
 from streams.model.tuple import Tuple
 from streams.runtime.collectors import BoltOutputCollectorImpl
+from streams.runtime.handoff import TaskHandoff
 from streams.wire.codec import decode_tuples
 
 
@@ -93,3 +94,9 @@ class BoltTask:
     """The commit this life started from (the group's, or the newer one a replaced owner's late commit hid).
 
     Its progress records carry it until a commit of its own is confirmed."""
+    handoff: TaskHandoff | None = None
+    """A drain's hand-off in progress, giving (this life drains) or taking (its last life did) (:mod:`streams.runtime.handoff`)."""
+    carry: tuple[int, int] | None = None
+    """The hand-off ``(T, L)`` its progress records carry until a commit reaches ``L``."""
+    written_carry: tuple[int, int] | None = None
+    """The hand-off last written to ``squall.T.__progress``."""

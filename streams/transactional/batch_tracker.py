@@ -159,6 +159,26 @@ class BatchTracker:
         """The batch may finish here now (a committer also needs its commit tuple)."""
         return b.input_done and (not self.committer or b.commit is not None)
 
+    def highest_txid(self) -> int:
+        """The highest txid this task holds or remembers as finished (-1: none).
+
+        >>> t = BatchTracker(upstream=frozenset({0}), committer=False)
+        >>> t.highest_txid(), t.data(4, 1, 0).txid, t.highest_txid()
+        (-1, 4, 4)
+        """
+        return max(max(self.batches, default=-1), max(self._finished, default=-1))
+
+    def holds_through(self, txid: int) -> bool:
+        """True while a batch with a txid ``<= txid`` is held here (not finished, or superseded and not yet settled).
+
+        >>> t = BatchTracker(upstream=frozenset({0}), committer=False)
+        >>> b = t.data(4, 1, 0); t.holds_through(3), t.holds_through(4)
+        (False, True)
+        >>> t.finished(b); t.holds_through(4)
+        False
+        """
+        return any(b.txid <= txid for b in self.batches.values()) or any(b.txid <= txid for b in self.superseded)
+
     def finished(self, b: TaskBatch) -> None:
         """The batch finished here: forget it, remember it as done."""
         if self.batches.get(b.txid) is b:

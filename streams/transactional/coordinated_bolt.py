@@ -159,6 +159,15 @@ class CoordinatedBolt(DelegatingBolt):
             assert isinstance(self.inner, Bolt)
             self.inner.cleanup()
 
+    # -- a drain's hand-off (streams.model.batch.HoldsBatches) -------------------------
+    def highest_txid(self) -> int:
+        """The highest txid this task has seen (-1: none); see :meth:`BatchTracker.highest_txid`."""
+        return self.tracker.highest_txid()
+
+    def holds_batches_through(self, txid: int) -> bool:
+        """True while this task holds a batch with a txid ``<= txid`` (:mod:`streams.runtime.handoff`)."""
+        return self.tracker.holds_through(txid)
+
     # -- tuples ----------------------------------------------------------------------
     @override
     def execute(self, tuple: Tuple) -> None:
