@@ -50,6 +50,7 @@ from types import TracebackType
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from service.brokers.addresses import listen_and_advertise
 from service.exceptions import BrokerError
 from service.process.spawn import die_with_parent
 
@@ -173,11 +174,15 @@ class KafkaNode:
     host: str = "127.0.0.1"
     prefix: list[str] = field(default_factory=list)
     """What its command runs under (e.g. ``ip netns exec NS``; empty: nothing)."""
+    listen: str | None = None
+    """The address its broker listener binds (None: ``host``)."""
+    advertise: str | None = None
+    """The host its metadata tells clients (None: ``host``)."""
 
     @property
     def address(self) -> str:
-        """``HOST:PORT`` of its broker listener."""
-        return f"{self.host}:{self.port}"
+        """``HOST:PORT`` of its broker listener, as clients reach it."""
+        return f"{self.advertise or self.host}:{self.port}"
 
     @property
     def running(self) -> bool:
@@ -201,6 +206,10 @@ class ApacheKafka:
       hosts: node ``i``'s address is ``hosts[i-1]`` (default: all on 127.0.0.1); then every
         node listens on ``ports_from`` (default 9092) and its controller on the next port.
       prefixes: node ``i``'s processes run under ``prefixes[i-1]`` (e.g. ``ip netns exec NS``).
+      listen, advertise: the address every node's broker listener binds, and the host its
+        metadata tells clients (``squall broker --kafka --listen/--advertise``;
+        :func:`service.brokers.embedded.listen_and_advertise`); the controllers stay on their
+        hosts. Default: the node's host for both.
 
     Raises:
       BrokerError: naming the node and its log when it does not start within ``timeout_s``.
@@ -218,6 +227,8 @@ class ApacheKafka:
         ports_from: int | None = None,
         hosts: list[str] | None = None,
         prefixes: list[list[str]] | None = None,
+        listen: str | None = None,
+        advertise: str | None = None,
     ) -> None:
         if nodes < 1:
             raise BrokerError(f"[kafka] a cluster needs at least one node, got {nodes}")
@@ -231,6 +242,10 @@ class ApacheKafka:
         self.ports_from = ports_from
         self.hosts = hosts
         self.prefixes = prefixes
+        self.listen: str | None = None
+        self.advertise: str | None = advertise
+        if listen is not None:
+            self.listen, self.advertise = listen_and_advertise(listen, advertise)
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="squall-kafka-"))
         self.cluster_id = ""
@@ -256,7 +271,7 @@ class ApacheKafka:
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://{node.host}:{node.port},CONTROLLER://{node.host}:{node.controller_port}",
+            "listeners": f"PLAINTEXT://{node.listen or node.host}:{node.port},CONTROLLER://{node.host}:{node.controller_port}",
             "advertised.listeners": f"PLAINTEXT://{node.address}",
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -303,6 +318,8 @@ class ApacheKafka:
                 home / "broker.log",
                 host=self.hosts[i] if self.hosts is not None else "127.0.0.1",
                 prefix=list(self.prefixes[i]) if self.prefixes is not None else [],
+                listen=self.listen,
+                advertise=self.advertise,
             )
         self.cluster_id = new_cluster_id()
         formats = []

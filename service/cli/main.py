@@ -69,23 +69,32 @@ def broker(
     kafka: Annotated[bool, typer.Option("--kafka", help="run Apache Kafka (KRaft, from Maven Central) instead of the embedded broker")] = False,
     nodes: Annotated[int, typer.Option(help="with --kafka: how many nodes (3 gives replication 3, min.insync.replicas 2)")] = 1,
     data_dir: Annotated[Path | None, typer.Option(help="with --kafka: where its logs and data go (default: a temporary folder, removed on exit)")] = None,
+    listen: Annotated[str, typer.Option(help="the address the broker binds (0.0.0.0: every interface, with --advertise)")] = "127.0.0.1",
+    advertise: Annotated[str | None, typer.Option(help="the host the broker tells clients to connect to, one other hosts route to (default: --listen)")] = None,
 ) -> None:
-    """Run a broker in the foreground until SIGTERM or Ctrl-C: the embedded one (memory only, for trying Squall) or Apache Kafka."""
+    """Run a broker in the foreground until SIGTERM or Ctrl-C: the embedded one (memory only, for trying Squall) or Apache Kafka.
+
+    It serves this host only unless ``--listen`` binds an address other hosts reach and
+    ``--advertise`` names it (supervisors on several hosts).
+    """
+    from service.brokers.addresses import listen_and_advertise
     from service.brokers.apache_kafka import KAFKA_VERSION, ApacheKafka
     from service.brokers.embedded import EmbeddedBroker
 
+    listen, shown = listen_and_advertise(listen, advertise)  # a mistake is one line before anything starts
+    bound = "" if listen == shown else f", listening on {listen}"
     # Block the signals first: sigwait only receives a blocked signal; unblocked, SIGTERM's
     # default action would end this process and leave the broker running.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     server: EmbeddedBroker | ApacheKafka
     if kafka:
-        server = ApacheKafka(nodes=nodes, workdir=data_dir, config={}, ports_from=port)
+        server = ApacheKafka(nodes=nodes, workdir=data_dir, config={}, ports_from=port, listen=listen, advertise=shown)
         where = server.start()
-        typer.echo(f"Apache Kafka {KAFKA_VERSION} at {where} ({nodes} node{'s' if nodes > 1 else ''}); Ctrl-C to stop", err=True)
+        typer.echo(f"Apache Kafka {KAFKA_VERSION} at {where} ({nodes} node{'s' if nodes > 1 else ''}{bound}); Ctrl-C to stop", err=True)
     else:
-        server = EmbeddedBroker(port=port)
+        server = EmbeddedBroker(port=port, listen=listen, advertise=shown)
         where = server.start()
-        typer.echo(f"embedded broker at {where} (memory only: for trying Squall, not for production); Ctrl-C to stop", err=True)
+        typer.echo(f"embedded broker at {where} (memory only: for trying Squall, not for production{bound}); Ctrl-C to stop", err=True)
     try:
         got = signal.sigwait({signal.SIGINT, signal.SIGTERM})
         typer.echo(f"stopping the broker ({signal.Signals(got).name})", err=True)

