@@ -13,7 +13,7 @@ from typing import Any
 
 from service.control.claims import Claim
 from streams.monitoring.board import StatsBoard
-from streams.runtime.lease import CLAIM_LIVE_S
+from streams.runtime.lease import CLAIM_LIVE_S, LEASE_S
 
 
 def claim_snapshots(live: Iterable[dict[str, Any]], claim: Claim) -> list[dict[str, Any]]:
@@ -25,6 +25,12 @@ def claim_snapshots(live: Iterable[dict[str, Any]], claim: Claim) -> list[dict[s
     """
     worker = f"w{claim.worker}"
     return [s for s in live if s.get("pid") == claim.pid and s["worker"] == worker]
+
+
+WORKER_LEASE_S = LEASE_S
+"""A worker's lease (seconds, :data:`streams.runtime.lease.LEASE_S`).
+
+A supervisor's contact with the broker lapses on the same bound (:mod:`service.supervisor.contact`)."""
 
 
 def holds_lease(snaps: list[dict[str, Any]]) -> bool:

@@ -55,6 +55,7 @@ from service.process.restarts import CrashHistory, RestartPolicy
 from service.process.spawn import last_error, log_tail, spawn_worker
 from service.query.live import LiveStatus
 from service.query.logs import log_file
+from service.supervisor.contact import PROBE_TIMEOUT_S, BrokerContact
 from service.supervisor.http import HealthServer
 from service.supervisor.installs import BundleInstalls
 from service.supervisor.metrics import SupervisorMetrics
@@ -146,6 +147,9 @@ class SupervisorService:
         self.writer: ControlWriter | None = None
         self.recorder = EventRecorder(self.id, lambda: self.writer)
         self.membership: SlotMembership | None = None
+        self.contact: BrokerContact | None = None
+        """The broker's answers to this supervisor, and the lease /readyz follows (:mod:`service.supervisor.contact`)."""
+        self._contact_held = True
         self.plans: dict[str, TopologyPlan] = {}
         self.roll_plans: dict[str, TopologyPlan] = {}
         """Per topology being updated: the plan of the code its workers roll away from (:mod:`service.control.rolling`)."""
@@ -197,6 +201,9 @@ class SupervisorService:
         self.control = ControlLog(self.bootstrap, self.names, self.kafka.get("consumer"))
         self.events = EventLog(self.bootstrap, self.names, self.kafka.get("consumer"))
         self.writer = ControlWriter(self.bootstrap, self.names, self.kafka.get("producer"))
+        producer, events_topic = self.writer.producer, self.names.events
+        self.contact = BrokerContact(lambda: producer.list_topics(topic=events_topic, timeout=PROBE_TIMEOUT_S), time.monotonic())
+        self.contact.start()
         session_ms = resolve(self.service_conf, where=f"supervisor {self.id}").session_timeout_ms
         self.membership = SlotMembership(self.bootstrap, self.id, self.names, session_ms, self.kafka.get("consumer"))
         self.http.start()
@@ -236,6 +243,8 @@ class SupervisorService:
             self._stopped(key, w)
         self.procs.clear()
         self.installs.shutdown()
+        if self.contact is not None:
+            self.contact.stop()
         self.recorder.last_tries(10, TICK_S)  # the exits not confirmed yet, before this process is gone
         self._announce(self.clock(), "stopped")
         # No LeaveGroup (see SlotMembership): the slots move after one session timeout.
@@ -302,6 +311,7 @@ class SupervisorService:
         """One round (see the module docstring)."""
         assert self.control is not None and self.events is not None
         self._heartbeat()
+        self._check_contact()
         self.recorder.retry()
         for name in self.control.poll(0) | self.installs.done(self.control.records.values()):
             self._plan(name)
@@ -659,8 +669,36 @@ class SupervisorService:
         return merge_snapshots(self.boards.live_of_workers({(k.topology, f"w{k.worker}") for k in self.procs}))
 
     # -- readiness -------------------------------------------------------------------
+    def _check_contact(self) -> None:
+        """Each round: the broker's silence on /metrics, and a log line when the contact lease lapses or comes back."""
+        if self.contact is None:
+            return
+        now = time.monotonic()
+        silent = self.contact.silent_for(now)
+        self.metrics.silence.labels(self.id).set(silent)
+        held = self.contact.held(now)
+        if held != self._contact_held:
+            self._contact_held = held
+            if held:
+                log.info("[supervisor %s] the broker answers again", self.id)
+            else:
+                log.warning(
+                    "[supervisor %s] cut off from the broker at %s: no answer for %.1f s; its workers' leases lapse and /readyz fails until it answers",
+                    self.id,
+                    self.bootstrap,
+                    silent,
+                )
+
     def ready(self) -> tuple[bool, str]:
-        """``(ready, reason)`` for ``/readyz``."""
+        """``(ready, reason)`` for ``/readyz``.
+
+        Not ready while cut off from the broker, before it joined the group and read the control
+        topic, or while a worker it should run is not running or not ready.
+        """
+        if self.contact is not None:
+            now = time.monotonic()
+            if not self.contact.held(now):
+                return False, f"cut off from the broker at {self.bootstrap}: no answer for {self.contact.silent_for(now):.1f} s (its workers' leases lapsed)"
         if not self.joined():
             return False, "not in the supervisor group yet"
         if self.control is None or not self.control.caught_up():

@@ -39,6 +39,12 @@ class SupervisorMetrics:
             ["supervisor", "topology"],
             registry=registry,
         )
+        self.silence = Gauge(
+            "squall_supervisor_broker_silence_seconds",
+            "Seconds since the broker last answered this supervisor (above 3: cut off, its workers' leases lapse; service.supervisor.contact)",
+            labels,
+            registry=registry,
+        )
         self.plans = Counter("squall_supervisor_plans", "Topology plans made (submit, rebalance)", labels, registry=registry)
         self.broker = Gauge(
             "squall_embedded_broker_resident_memory_bytes",

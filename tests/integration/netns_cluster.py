@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections import Counter
@@ -177,6 +178,32 @@ def running_lan(hosts: list[str], brokers: list[str], db: str, tmp: Path, kafka:
         yield cluster
     finally:
         cluster.close()
+
+
+class ReadyzWatch:
+    """A supervisor's ``/readyz`` polled from the client host about once a second, in a thread: ``seen`` is ``[(time, status, body)]``."""
+
+    def __init__(self, cluster: NetCluster, sid: str) -> None:
+        self.url = f"http://{cluster.lan.ip[sid]}:{HTTP}/readyz"
+        self.cluster = cluster
+        self.seen: list[tuple[float, int, str]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"readyz-{sid}", daemon=True)
+
+    def __enter__(self) -> ReadyzWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            asked = time.time()
+            code, body = self.cluster.client("http", self.url)
+            self.seen.append((asked, int(code), str(body).strip()))
+            self._stop.wait(max(0.0, 1.0 - (time.time() - asked)))
 
 
 @dataclass

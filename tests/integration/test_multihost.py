@@ -29,6 +29,7 @@ import pytest
 from tests.integration.netns_cluster import (
     SUPERVISORS,
     NetCluster,
+    ReadyzWatch,
     at_the_cut,
     finish_and_check,
     lapsed_in_logs,
@@ -60,14 +61,25 @@ def test_a_host_cut_off_for_40s_and_another_losing_20_percent_never_run_a_task_t
     cluster.lan.lossy(lossy, 20)
     loss_at = time.time()
     time.sleep(5)
-    marks = {"cut": time.time(), "loss": loss_at}
-    cluster.lan.cut(victim, "b")
-    time.sleep(25)
-    marks["loss healed"] = time.time()
-    cluster.lan.heal(lossy)
-    time.sleep(15)
-    marks["heal"] = time.time()
-    cluster.lan.heal(victim)
+    with ReadyzWatch(cluster, victim) as readyz:
+        time.sleep(2)
+        marks = {"cut": time.time(), "loss": loss_at}
+        cluster.lan.cut(victim, "b")
+        time.sleep(25)
+        marks["loss healed"] = time.time()
+        cluster.lan.heal(lossy)
+        time.sleep(15)
+        marks["heal"] = time.time()
+        cluster.lan.heal(victim)
+        time.sleep(2)
+    # /readyz told the cut while it lasted: ready before it, failing within the lease (3 s) and a
+    # probe and a poll of it, until the heal
+    print("readyz of the cut-off host:", "; ".join(f"{t - marks['cut']:+.1f} s {code} {body[:90]}" for t, code, body in readyz.seen))
+    before = [code for t, code, _ in readyz.seen if t < marks["cut"]]
+    assert before and before[-1] == 200, readyz.seen
+    failing = [(t, code, body) for t, code, body in readyz.seen if marks["cut"] <= t < marks["heal"] and code != 200]
+    assert failing and failing[0][0] - marks["cut"] <= 6.0, readyz.seen
+    assert all(code == 503 and "cut off from the broker" in body for t, code, body in readyz.seen if marks["cut"] + 6.0 <= t < marks["heal"]), readyz.seen
     got = finish_and_check(cluster, run, feeders, marks, SUPERVISORS)
     print(f"cut off: {victim} ran {placed[victim]:.0f} of 7 workers; 20% loss: {lossy} ran {placed[lossy]:.0f}")
     running = at_the_cut(got["events"], victim, marks["cut"])
