@@ -32,6 +32,11 @@ WORKER_LEASE_S = LEASE_S
 
 A supervisor's contact with the broker lapses on the same bound (:mod:`service.supervisor.contact`)."""
 
+WORKER_CLAIM_LIVE_S = CLAIM_LIVE_S
+"""How long a worker's claim holds after its newest stats snapshot (seconds, :data:`streams.runtime.lease.CLAIM_LIVE_S`).
+
+Past it, the worker is silent (:mod:`service.query.reachability`)."""
+
 
 def holds_lease(snaps: list[dict[str, Any]]) -> bool:
     """Some snapshots, and none says its worker's lease is not held (a worker held without one processes nothing).

@@ -21,6 +21,7 @@ from service.control.record import TopologyRecord
 from service.control.rolling import roll_progress, worker_codes
 from service.exceptions import UsageError
 from service.query.errors import read_errors
+from service.query.reachability import silent_workers, unreachable_supervisors
 from streams.monitoring.board import StatsBoard
 from streams.monitoring.bolt_progress import REEXECUTION_CAUSES
 from streams.monitoring.errors import ErrorReport, merge_counts
@@ -186,6 +187,7 @@ def build_status(
             complete.merge(LogHistogram.from_json(s["hists"]["complete_latency"]))
     spouts = [s for s in snaps if s["kind"] == "spout"]
     mine = [e for e in every_event if e.get("topology") == name]
+    silent = silent_workers(name, mine, snaps, now)
     return {
         "name": name,
         "status": rec.status.value,
@@ -210,6 +212,8 @@ def build_status(
             if e.get("topology") == name and e.get("event") in ("crashed", "refused", "fenced", "failed_install")
         ][-5:],
         "lease_pauses": int(sum(s["counters"].get("lease_pauses", 0) for s in snaps)),
+        "silent_workers": silent,
+        "unreachable": unreachable_supervisors(name, silent, every_event),
         "fenced_tuples": int(sum(s["counters"].get("fenced_tuples", 0) for s in snaps)),
         "fenced_acker_ops": int(sum(s["counters"].get("fenced_acker_ops", 0) for s in snaps)),
         "fenced_commits": int(sum(s["counters"].get("fenced_commits", 0) for s in snaps)),

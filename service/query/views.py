@@ -95,6 +95,16 @@ def status_lines(st: dict[str, Any], as_json: bool = False) -> list[str]:
         out.append(f"last errors (squall errors {st['name']} shows more):")
         for r in st["component_errors"]:
             out.append("  " + ErrorReport(**r).line())
+    unreachable = st.get("unreachable") or []
+    for u in unreachable:
+        out.append(
+            f"supervisor {u['supervisor']} unreachable: its workers {', '.join(u['workers'])} published no stats for {u['silent_s']:.0f} s"
+            " (cut off from the broker: their leases lapsed and they are paused; their tasks move to other supervisors)"
+        )
+    gone = {u["supervisor"] for u in unreachable}
+    for w in st.get("silent_workers") or []:
+        if w["supervisor"] not in gone:
+            out.append(f"worker {w['worker']} on {w['supervisor']} (pid {w['pid']}) published no stats for {w['silent_s']:.0f} s: its lease lapsed, paused")
     if st.get("lease_pauses"):
         out.append(f"executors paused {st['lease_pauses']} times: their worker's lease lapsed (cut off from the broker; see the worker logs)")
     if st.get("fenced_tuples") or st.get("fenced_acker_ops") or st.get("fenced_commits"):

@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -180,30 +180,47 @@ def running_lan(hosts: list[str], brokers: list[str], db: str, tmp: Path, kafka:
         cluster.close()
 
 
-class ReadyzWatch:
-    """A supervisor's ``/readyz`` polled from the client host about once a second, in a thread: ``seen`` is ``[(time, status, body)]``."""
+class Watch:
+    """``ask()`` called again and again in a thread, at most once a second, while the ``with`` block runs.
 
-    def __init__(self, cluster: NetCluster, sid: str) -> None:
-        self.url = f"http://{cluster.lan.ip[sid]}:{HTTP}/readyz"
-        self.cluster = cluster
-        self.seen: list[tuple[float, int, str]] = []
+    ``seen`` is ``[(asked, answered, value)]`` (wall clock)."""
+
+    def __init__(self, ask: Callable[[], Any], name: str) -> None:
+        self.ask = ask
+        self.seen: list[tuple[float, float, Any]] = []
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"readyz-{sid}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def __enter__(self) -> ReadyzWatch:
+    def __enter__(self) -> Watch:
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join(10)
+        self._thread.join(30)
 
     def _run(self) -> None:
         while not self._stop.is_set():
             asked = time.time()
-            code, body = self.cluster.client("http", self.url)
-            self.seen.append((asked, int(code), str(body).strip()))
+            value = self.ask()
+            self.seen.append((asked, time.time(), value))
             self._stop.wait(max(0.0, 1.0 - (time.time() - asked)))
+
+
+def readyz_watch(cluster: NetCluster, sid: str) -> Watch:
+    """A supervisor's ``/readyz`` from the client host: values ``[status, body]``."""
+    url = f"http://{cluster.lan.ip[sid]}:{HTTP}/readyz"
+    return Watch(lambda: cluster.client("http", url), f"readyz-{sid}")
+
+
+def status_watch(cluster: NetCluster, name: str) -> Watch:
+    """``squall status NAME --json`` from the client host: values the status dicts (None: the verb failed)."""
+
+    def ask() -> Any:
+        got = cluster.lan.run("c", [sys.executable, "-m", "service.cli", "status", name, "--json"], env=cluster.env(), timeout_s=60)
+        return json.loads(got.stdout) if got.returncode == 0 else None
+
+    return Watch(ask, f"status-{name}")
 
 
 @dataclass

@@ -29,12 +29,13 @@ import pytest
 from tests.integration.netns_cluster import (
     SUPERVISORS,
     NetCluster,
-    ReadyzWatch,
     at_the_cut,
     finish_and_check,
     lapsed_in_logs,
     never_beside,
+    readyz_watch,
     running_lan,
+    status_watch,
     submit_both,
 )
 
@@ -61,7 +62,7 @@ def test_a_host_cut_off_for_40s_and_another_losing_20_percent_never_run_a_task_t
     cluster.lan.lossy(lossy, 20)
     loss_at = time.time()
     time.sleep(5)
-    with ReadyzWatch(cluster, victim) as readyz:
+    with readyz_watch(cluster, victim) as readyz, status_watch(cluster, run.alo) as status:
         time.sleep(2)
         marks = {"cut": time.time(), "loss": loss_at}
         cluster.lan.cut(victim, "b")
@@ -72,14 +73,26 @@ def test_a_host_cut_off_for_40s_and_another_losing_20_percent_never_run_a_task_t
         marks["heal"] = time.time()
         cluster.lan.heal(victim)
         time.sleep(2)
-    # /readyz told the cut while it lasted: ready before it, failing within the lease (3 s) and a
-    # probe and a poll of it, until the heal
-    print("readyz of the cut-off host:", "; ".join(f"{t - marks['cut']:+.1f} s {code} {body[:90]}" for t, code, body in readyz.seen))
-    before = [code for t, code, _ in readyz.seen if t < marks["cut"]]
+    # Told while it lasted. /readyz: ready before the cut, failing within the lease (3 s), a probe
+    # and a poll, until the heal. squall status on the client host: the victim unreachable once
+    # its workers' claims went silent (5 s after their last snapshot: 2 s after their leases
+    # lapsed), in every answer asked from then until the heal, and nobody unreachable before.
+    cut, heal = marks["cut"], marks["heal"]
+    print("readyz of the cut-off host:", "; ".join(f"{t - cut:+.1f} s {v[0]} {str(v[1])[:90]}" for t, _, v in readyz.seen))
+    shown = [(t - cut, done - cut, [u["supervisor"] for u in st["unreachable"]] if st else None) for t, done, st in status.seen]
+    paused = [
+        sorted(w["worker"] for w in st["silent_workers"] if w["supervisor"] == victim) for t, done, st in status.seen if st and t - cut >= 8.0 and done < heal
+    ]
+    print("squall status on the client host (asked, answered, unreachable):", "; ".join(f"{a:+.1f}/{d:+.1f} {u}" for a, d, u in shown))
+    before = [v[0] for t, _, v in readyz.seen if t < cut]
     assert before and before[-1] == 200, readyz.seen
-    failing = [(t, code, body) for t, code, body in readyz.seen if marks["cut"] <= t < marks["heal"] and code != 200]
-    assert failing and failing[0][0] - marks["cut"] <= 6.0, readyz.seen
-    assert all(code == 503 and "cut off from the broker" in body for t, code, body in readyz.seen if marks["cut"] + 6.0 <= t < marks["heal"]), readyz.seen
+    failing = [(t, v) for t, _, v in readyz.seen if cut <= t < heal and v[0] != 200]
+    assert failing and failing[0][0] - cut <= 6.0, readyz.seen
+    assert all(v[0] == 503 and "cut off from the broker" in v[1] for t, _, v in readyz.seen if cut + 6.0 <= t < heal), readyz.seen
+    assert all(u is None or victim not in u for a, d, u in shown if d < 0), shown  # no false alarm before the cut
+    during = [u for a, d, u in shown if a >= 3.0 + 5.0 and d < heal - cut]
+    assert during and all(u is not None and victim in u for u in during), shown
+    assert paused and all(paused), f"the victim's workers shown paused: {paused}"
     got = finish_and_check(cluster, run, feeders, marks, SUPERVISORS)
     print(f"cut off: {victim} ran {placed[victim]:.0f} of 7 workers; 20% loss: {lossy} ran {placed[lossy]:.0f}")
     running = at_the_cut(got["events"], victim, marks["cut"])
