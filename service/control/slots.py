@@ -54,12 +54,15 @@ class SlotTable:
         self.owned: set[int] = set()
         self.gained_at: dict[int, float] = {}
         self.rebalancing = False
+        self.assignments = 0
+        """How many assignments it has had (a supervisor back from a cut counts its slots again from its next one)."""
 
     def assigned(self, slots: set[int], now: float) -> None:
         """The group gave this supervisor ``slots`` at ``now`` (monotonic seconds)."""
         self.gained_at = {p: self.gained_at.get(p, now) if p in self.owned else now for p in slots}
         self.owned = set(slots)
         self.rebalancing = False
+        self.assignments += 1
 
     def revoked(self) -> None:
         """A rebalance started: start nothing until the next assignment."""
@@ -70,6 +73,28 @@ class SlotTable:
         if self.rebalancing:
             return set()
         return {p for p in self.owned if now - self.gained_at.get(p, now) >= self.settle_s}
+
+
+def vouched_slots(table: SlotTable, contact_held: bool, stale_under: int | None) -> int:
+    """How many slots a supervisor can vouch for owning (``squall_supervisor_slots``), so that all supervisors' never add up to more than there are.
+
+    None while cut off from the broker (``contact_held`` False: after the session timeout the
+    group gives them to others), while a rebalance is under way, and, back from a cut longer
+    than the session, until the assignment after number ``stale_under`` (None: not stale).
+
+    >>> t = SlotTable(); t.assigned({1, 2, 3}, now=0.0)
+    >>> vouched_slots(t, True, None), vouched_slots(t, False, None), vouched_slots(t, True, stale_under=1)
+    (3, 0, 0)
+    >>> t.revoked(); vouched_slots(t, True, None)
+    0
+    >>> t.assigned({4}, now=9.0); vouched_slots(t, True, stale_under=1)
+    1
+    """
+    if not contact_held or table.rebalancing:
+        return 0
+    if stale_under is not None and table.assignments == stale_under:
+        return 0
+    return len(table.owned)
 
 
 class SlotMembership:

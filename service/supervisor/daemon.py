@@ -48,7 +48,7 @@ from service.control.log import SLOTS, ControlLog, ControlTopics, ControlWriter,
 from service.control.plan import TopologyPlan, code_record, materialize
 from service.control.record import TopologyRecord, update_failed
 from service.control.rolling import SETTLE_S, worker_code
-from service.control.slots import SlotMembership, slot_of
+from service.control.slots import SlotMembership, slot_of, vouched_slots
 from service.deps.store import ArtifactStore
 from service.process.hang import heartbeat_mtime, heartbeat_path, heartbeat_stale
 from service.process.restarts import CrashHistory, RestartPolicy
@@ -150,6 +150,11 @@ class SupervisorService:
         self.contact: BrokerContact | None = None
         """The broker's answers to this supervisor, and the lease /readyz follows (:mod:`service.supervisor.contact`)."""
         self._contact_held = True
+        self._silent_since = 0.0
+        """Monotonic seconds of the broker's last answer before the current lapse."""
+        self._stale_slots: int | None = None
+        """Back from a lapse longer than the session: the assignment count its slots were owned under (they moved: none counted until the next one)."""
+        self._session_s = 6.0
         self.plans: dict[str, TopologyPlan] = {}
         self.roll_plans: dict[str, TopologyPlan] = {}
         """Per topology being updated: the plan of the code its workers roll away from (:mod:`service.control.rolling`)."""
@@ -205,6 +210,7 @@ class SupervisorService:
         self.contact = BrokerContact(lambda: producer.list_topics(topic=events_topic, timeout=PROBE_TIMEOUT_S), time.monotonic())
         self.contact.start()
         session_ms = resolve(self.service_conf, where=f"supervisor {self.id}").session_timeout_ms
+        self._session_s = session_ms / 1000.0
         self.membership = SlotMembership(self.bootstrap, self.id, self.names, session_ms, self.kafka.get("consumer"))
         self.http.start()
         self.live_thread.start()
@@ -288,7 +294,7 @@ class SupervisorService:
             "host": socket.gethostname(),
             "http": f"{self.http.host}:{self.http.port}",
             "started_at": self.started_at,
-            "slots": len(self.owned()),
+            "slots": self.slots_held(),
             "workers": len(self.procs),
             "version": squall_version(),
             "at": now,
@@ -302,6 +308,15 @@ class SupervisorService:
     def owned(self) -> set[int]:
         """The slots this supervisor owns now."""
         return self.membership.owned if self.membership is not None else set()
+
+    def slots_held(self) -> int:
+        """The slots this supervisor can vouch for owning (:func:`service.control.slots.vouched_slots`)."""
+        m = self.membership
+        if m is None:
+            return 0
+        if self._stale_slots is not None and m.table.assignments != self._stale_slots:
+            self._stale_slots = None  # assigned again since its long cut
+        return vouched_slots(m.table, self._contact_held, self._stale_slots)
 
     def joined(self) -> bool:
         """Whether this supervisor has been assigned slots at least once."""
@@ -347,7 +362,7 @@ class SupervisorService:
         self.metrics.workers.labels(self.id).set(len(self.procs))
         self._report_broker(now)
         self._announce(now)
-        self.metrics.slots.labels(self.id).set(len(self.owned()))
+        self.metrics.slots.labels(self.id).set(self.slots_held())
         self.metrics.topologies.labels(self.id).set(len(self.control.records))
 
     def _plan(self, name: str) -> None:
@@ -680,8 +695,12 @@ class SupervisorService:
         if held != self._contact_held:
             self._contact_held = held
             if held:
-                log.info("[supervisor %s] the broker answers again", self.id)
+                lasted = self.contact.last_answer - self._silent_since
+                if lasted > self._session_s and self.membership is not None:  # its session expired: its slots moved
+                    self._stale_slots = self.membership.table.assignments
+                log.info("[supervisor %s] the broker answers again after %.1f s", self.id, lasted)
             else:
+                self._silent_since = now - silent
                 log.warning(
                     "[supervisor %s] cut off from the broker at %s: no answer for %.1f s; its workers' leases lapse and /readyz fails until it answers",
                     self.id,

@@ -18,7 +18,12 @@ class SupervisorMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         labels = ["supervisor"]
         self.workers = Gauge("squall_supervisor_workers", "Workers this supervisor runs", labels, registry=registry)
-        self.slots = Gauge("squall_supervisor_slots", "Worker slots this supervisor owns", labels, registry=registry)
+        self.slots = Gauge(
+            "squall_supervisor_slots",
+            "Worker slots this supervisor can vouch for owning: 0 while cut off from the broker or rebalancing (all supervisors' add up to at most 32)",
+            labels,
+            registry=registry,
+        )
         self.topologies = Gauge("squall_supervisor_topologies", "Topologies in the control topic", labels, registry=registry)
         self.hung = Counter(
             "squall_worker_hung",

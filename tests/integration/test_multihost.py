@@ -26,9 +26,11 @@ from pathlib import Path
 
 import pytest
 
+from service.control.log import SLOTS
 from tests.integration.netns_cluster import (
     SUPERVISORS,
     NetCluster,
+    Watch,
     at_the_cut,
     finish_and_check,
     lapsed_in_logs,
@@ -62,7 +64,8 @@ def test_a_host_cut_off_for_40s_and_another_losing_20_percent_never_run_a_task_t
     cluster.lan.lossy(lossy, 20)
     loss_at = time.time()
     time.sleep(5)
-    with readyz_watch(cluster, victim) as readyz, status_watch(cluster, run.alo) as status:
+    slots = Watch(lambda: {sid: max(0.0, cluster.metric(sid, "squall_supervisor_slots")) for sid in SUPERVISORS}, "slots")
+    with readyz_watch(cluster, victim) as readyz, status_watch(cluster, run.alo) as status, slots:
         time.sleep(2)
         marks = {"cut": time.time(), "loss": loss_at}
         cluster.lan.cut(victim, "b")
@@ -93,6 +96,9 @@ def test_a_host_cut_off_for_40s_and_another_losing_20_percent_never_run_a_task_t
     during = [u for a, d, u in shown if a >= 3.0 + 5.0 and d < heal - cut]
     assert during and all(u is not None and victim in u for u in during), shown
     assert paused and all(paused), f"the victim's workers shown paused: {paused}"
+    # the slots the supervisors' /metrics vouch for never add up to more than there are
+    print("slots per supervisor:", "; ".join(f"{t - cut:+.1f} s {v}" for t, _, v in slots.seen))
+    assert slots.seen and all(sum(v.values()) <= SLOTS for _, _, v in slots.seen), slots.seen
     got = finish_and_check(cluster, run, feeders, marks, SUPERVISORS)
     print(f"cut off: {victim} ran {placed[victim]:.0f} of 7 workers; 20% loss: {lossy} ran {placed[lossy]:.0f}")
     running = at_the_cut(got["events"], victim, marks["cut"])
