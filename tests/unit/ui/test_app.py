@@ -168,3 +168,13 @@ def test_what_a_user_typed_is_escaped_everywhere_it_is_shown(calls: Calls) -> No
 def test_a_form_body_keeps_every_chosen_dead_letter() -> None:
     assert parse_form(b"csrf=a&offset=3&offset=5") == {"csrf": "a", "offset": "3,5"}
     assert parse_form(b"name=a%26b&name=second") == {"name": "a&b"}
+
+
+def test_the_topology_page_says_a_supervisor_is_unreachable_while_its_workers_are_silent(calls: Calls) -> None:
+    app = make(calls)
+    assert 'role="alert"' not in get(app, "/topology/wc", part="live", window="600").body.decode()
+    live = FakeLive()
+    live.st["unreachable"] = [{"supervisor": "h2", "workers": ["w1", "w3"], "silent_s": 7.4}]
+    app.live = live  # type: ignore[assignment]
+    html = get(app, "/topology/wc", part="live", window="600").body.decode()
+    assert '<p class="error" role="alert" id="unreachable-1">Supervisor h2 unreachable: workers w1, w3 published no stats for 7 s' in html
