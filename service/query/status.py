@@ -212,6 +212,8 @@ def build_status(
             if e.get("topology") == name and e.get("event") in ("crashed", "refused", "fenced", "failed_install")
         ][-5:],
         "lease_pauses": int(sum(s["counters"].get("lease_pauses", 0) for s in snaps)),
+        "lease_paused_s": round(sum(s["counters"].get("lease_paused_seconds", 0.0) for s in snaps), 1),
+        "lease_paused_workers": sorted({s["worker"] for s in snaps if s["counters"].get("lease_pauses", 0)}),
         "silent_workers": silent,
         "unreachable": unreachable_supervisors(name, silent, every_event),
         "fenced_tuples": int(sum(s["counters"].get("fenced_tuples", 0) for s in snaps)),

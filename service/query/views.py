@@ -106,7 +106,11 @@ def status_lines(st: dict[str, Any], as_json: bool = False) -> list[str]:
         if w["supervisor"] not in gone:
             out.append(f"worker {w['worker']} on {w['supervisor']} (pid {w['pid']}) published no stats for {w['silent_s']:.0f} s: its lease lapsed, paused")
     if st.get("lease_pauses"):
-        out.append(f"executors paused {st['lease_pauses']} times: their worker's lease lapsed (cut off from the broker; see the worker logs)")
+        workers = ", ".join(st.get("lease_paused_workers") or []) or "?"
+        out.append(
+            f"executors of {workers} paused {st['lease_pauses']} times, {st.get('lease_paused_s', 0.0):.1f} s in all: the broker confirmed none of"
+            " their worker's stats for 3 s (a cut, a paused broker or a starved host; see the worker logs)"
+        )
     if st.get("fenced_tuples") or st.get("fenced_acker_ops") or st.get("fenced_commits"):
         out.append(
             f"fenced writes: {st.get('fenced_tuples', 0)} tuples and {st.get('fenced_acker_ops', 0)} acker ops"
