@@ -1,6 +1,7 @@
 """What a test asks from a client host of a :class:`tests.integration.netns.Lan` (run there with ``ip netns exec``); prints JSON.
 
 ``python -m tests.integration.netns_client http URL`` -> ``[status, body]``;
+``... http URL URL ...`` -> one ``[status, body]`` a URL, asked in turn (one process for several);
 ``... committed BOOTSTRAP GROUP TOPIC PARTITIONS`` -> committed offsets;
 ``... counts BOOTSTRAP TOPIC`` -> ``{word: count}`` summed over the counts topic;
 ``... events BOOTSTRAP TOPIC`` -> every record of the events topic;
@@ -26,16 +27,21 @@ from confluent_kafka import Consumer, TopicPartition
 from service.brokers.admin import read_topic
 
 
+def _get(url: str) -> list[Any]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return [r.status, r.read().decode()]
+    except urllib.error.HTTPError as e:
+        return [e.code, e.read().decode()]
+    except OSError as e:
+        return [0, str(e)]
+
+
 def main(argv: list[str]) -> Any:
     what = argv[0]
     if what == "http":
-        try:
-            with urllib.request.urlopen(argv[1], timeout=2) as r:
-                return [r.status, r.read().decode()]
-        except urllib.error.HTTPError as e:
-            return [e.code, e.read().decode()]
-        except OSError as e:
-            return [0, str(e)]
+        got = [_get(url) for url in argv[1:]]
+        return got[0] if len(got) == 1 else got
     if what == "tcp":
         import socket
 

@@ -181,12 +181,13 @@ def running_lan(hosts: list[str], brokers: list[str], db: str, tmp: Path, kafka:
 
 
 class Watch:
-    """``ask()`` called again and again in a thread, at most once a second, while the ``with`` block runs.
+    """``ask()`` called again and again in a thread, at most once every ``period_s``, while the ``with`` block runs.
 
     ``seen`` is ``[(asked, answered, value)]`` (wall clock)."""
 
-    def __init__(self, ask: Callable[[], Any], name: str) -> None:
+    def __init__(self, ask: Callable[[], Any], name: str, period_s: float = 1.0) -> None:
         self.ask = ask
+        self.period_s = period_s
         self.seen: list[tuple[float, float, Any]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -204,13 +205,29 @@ class Watch:
             asked = time.time()
             value = self.ask()
             self.seen.append((asked, time.time(), value))
-            self._stop.wait(max(0.0, 1.0 - (time.time() - asked)))
+            self._stop.wait(max(0.0, self.period_s - (time.time() - asked)))
 
 
-def readyz_watch(cluster: NetCluster, sid: str) -> Watch:
-    """A supervisor's ``/readyz`` from the client host: values ``[status, body]``."""
-    url = f"http://{cluster.lan.ip[sid]}:{HTTP}/readyz"
-    return Watch(lambda: cluster.client("http", url), f"readyz-{sid}")
+def http_watch(cluster: NetCluster, readyz_of: str) -> Watch:
+    """From the client host, in one process a round: ``readyz_of``'s ``/readyz`` and every supervisor's ``squall_supervisor_slots``.
+
+    Values ``{"readyz": [status, body], "slots": {sid: slots}}`` (slots 0 where /metrics did not answer)."""
+    urls = [f"http://{cluster.lan.ip[readyz_of]}:{HTTP}/readyz", *(f"http://{cluster.lan.ip[sid]}:{HTTP}/metrics" for sid in SUPERVISORS)]
+
+    def ask() -> Any:
+        readyz, *metrics = cluster.client("http", *urls)
+        pages = {sid: text if code == 200 else "" for sid, (code, text) in zip(SUPERVISORS, metrics, strict=True)}
+        return {"readyz": readyz, "slots": {sid: metric_value(page, "squall_supervisor_slots") for sid, page in pages.items()}}
+
+    return Watch(ask, f"http-{readyz_of}")
+
+
+def metric_value(text: str, name: str) -> float:
+    """The value of the first sample of ``name`` in a /metrics page (0 if none)."""
+    for line in text.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
 
 
 def status_watch(cluster: NetCluster, name: str) -> Watch:
@@ -220,7 +237,7 @@ def status_watch(cluster: NetCluster, name: str) -> Watch:
         got = cluster.lan.run("c", [sys.executable, "-m", "service.cli", "status", name, "--json"], env=cluster.env(), timeout_s=60)
         return json.loads(got.stdout) if got.returncode == 0 else None
 
-    return Watch(ask, f"status-{name}")
+    return Watch(ask, f"status-{name}", period_s=3.0)  # a verb's process each time: not more often (the hosts share two cores)
 
 
 @dataclass

@@ -30,12 +30,11 @@ from service.control.log import SLOTS
 from tests.integration.netns_cluster import (
     SUPERVISORS,
     NetCluster,
-    Watch,
     at_the_cut,
     finish_and_check,
+    http_watch,
     lapsed_in_logs,
     never_beside,
-    readyz_watch,
     running_lan,
     status_watch,
     submit_both,
@@ -64,8 +63,7 @@ def test_a_host_cut_off_for_40s_and_another_losing_20_percent_never_run_a_task_t
     cluster.lan.lossy(lossy, 20)
     loss_at = time.time()
     time.sleep(5)
-    slots = Watch(lambda: {sid: max(0.0, cluster.metric(sid, "squall_supervisor_slots")) for sid in SUPERVISORS}, "slots")
-    with readyz_watch(cluster, victim) as readyz, status_watch(cluster, run.alo) as status, slots:
+    with http_watch(cluster, victim) as http, status_watch(cluster, run.alo) as status:
         time.sleep(2)
         marks = {"cut": time.time(), "loss": loss_at}
         cluster.lan.cut(victim, "b")
@@ -81,24 +79,26 @@ def test_a_host_cut_off_for_40s_and_another_losing_20_percent_never_run_a_task_t
     # its workers' claims went silent (5 s after their last snapshot: 2 s after their leases
     # lapsed), in every answer asked from then until the heal, and nobody unreachable before.
     cut, heal = marks["cut"], marks["heal"]
-    print("readyz of the cut-off host:", "; ".join(f"{t - cut:+.1f} s {v[0]} {str(v[1])[:90]}" for t, _, v in readyz.seen))
+    readyz = [(t, d, v["readyz"]) for t, d, v in http.seen]
+    print("readyz of the cut-off host:", "; ".join(f"{t - cut:+.1f} s {v[0]} {str(v[1])[:90]}" for t, _, v in readyz))
     shown = [(t - cut, done - cut, [u["supervisor"] for u in st["unreachable"]] if st else None) for t, done, st in status.seen]
     paused = [
         sorted(w["worker"] for w in st["silent_workers"] if w["supervisor"] == victim) for t, done, st in status.seen if st and t - cut >= 8.0 and done < heal
     ]
     print("squall status on the client host (asked, answered, unreachable):", "; ".join(f"{a:+.1f}/{d:+.1f} {u}" for a, d, u in shown))
-    before = [v[0] for t, _, v in readyz.seen if t < cut]
-    assert before and before[-1] == 200, readyz.seen
-    failing = [(t, v) for t, _, v in readyz.seen if cut <= t < heal and v[0] != 200]
-    assert failing and failing[0][0] - cut <= 6.0, readyz.seen
-    assert all(v[0] == 503 and "cut off from the broker" in v[1] for t, _, v in readyz.seen if cut + 6.0 <= t < heal), readyz.seen
+    before = [v[0] for t, _, v in readyz if t < cut]
+    assert before and before[-1] == 200, readyz
+    failing = [(t, v) for t, _, v in readyz if cut <= t < heal and v[0] != 200]
+    assert failing and failing[0][0] - cut <= 6.0, readyz
+    assert all(v[0] == 503 and "cut off from the broker" in v[1] for t, _, v in readyz if cut + 6.0 <= t < heal), readyz
     assert all(u is None or victim not in u for a, d, u in shown if d < 0), shown  # no false alarm before the cut
     during = [u for a, d, u in shown if a >= 3.0 + 5.0 and d < heal - cut]
     assert during and all(u is not None and victim in u for u in during), shown
     assert paused and all(paused), f"the victim's workers shown paused: {paused}"
     # the slots the supervisors' /metrics vouch for never add up to more than there are
-    print("slots per supervisor:", "; ".join(f"{t - cut:+.1f} s {v}" for t, _, v in slots.seen))
-    assert slots.seen and all(sum(v.values()) <= SLOTS for _, _, v in slots.seen), slots.seen
+    slots = [(t - cut, v["slots"]) for t, _, v in http.seen]
+    print("slots per supervisor:", "; ".join(f"{t:+.1f} s {v}" for t, v in slots))
+    assert slots and all(sum(v.values()) <= SLOTS for _, v in slots), slots
     got = finish_and_check(cluster, run, feeders, marks, SUPERVISORS)
     print(f"cut off: {victim} ran {placed[victim]:.0f} of 7 workers; 20% loss: {lossy} ran {placed[lossy]:.0f}")
     running = at_the_cut(got["events"], victim, marks["cut"])
