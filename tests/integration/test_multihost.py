@@ -74,8 +74,8 @@ def test_a_host_cut_off_for_40s_and_another_losing_20_percent_never_run_a_task_t
         marks["heal"] = time.time()
         cluster.lan.heal(victim)
         time.sleep(2)
-    # Told while it lasted. /readyz: ready before the cut, failing within the lease (3 s), a probe
-    # and a poll, until the heal. squall status on the client host: the victim unreachable once
+    # Told while it lasted. /readyz: no false alarm before the cut, failing from the lapse of the
+    # contact lease to the heal. squall status on the client host: the victim unreachable once
     # its workers' claims went silent (5 s after their last snapshot: 2 s after their leases
     # lapsed), in every answer asked from then until the heal, and nobody unreachable before.
     cut, heal = marks["cut"], marks["heal"]
@@ -88,9 +88,10 @@ def test_a_host_cut_off_for_40s_and_another_losing_20_percent_never_run_a_task_t
     print("squall status on the client host (asked, answered, unreachable):", "; ".join(f"{a:+.1f}/{d:+.1f} {u}" for a, d, u in shown))
     before = [v for t, _, v in readyz if t < cut]
     assert before and not any("cut off" in str(v[1]) for v in before), readyz  # no false alarm
-    failing = [(t, v) for t, _, v in readyz if cut <= t < heal and v[0] != 200]
-    assert failing and failing[0][0] - cut <= 6.0, readyz
-    assert all(v[0] == 503 and "cut off from the broker" in v[1] for t, _, v in readyz if cut + 6.0 <= t < heal), readyz
+    # the contact lease lapses at most 3 s after the cut (its last answer came before it): every
+    # /readyz asked from 4 s on, until the heal, is a 503 that says so (polls are 1-3 s apart)
+    cut_off = [v for t, _, v in readyz if cut + 4.0 <= t < heal - 1.0]
+    assert cut_off and all(v[0] == 503 and "cut off from the broker" in v[1] for v in cut_off), readyz
     assert all(u is None or victim not in u for a, d, u in shown if d < 0), shown  # no false alarm before the cut
     during = [u for a, d, u in shown if a >= 3.0 + 5.0 and d < heal - cut]
     assert during and all(u is not None and victim in u for u in during), shown
