@@ -55,7 +55,9 @@ class SlotTable:
         self.gained_at: dict[int, float] = {}
         self.rebalancing = False
         self.assignments = 0
-        """How many assignments it has had (a supervisor back from a cut counts its slots again from its next one)."""
+        """How many assignments it has had."""
+        self.assigned_at: float | None = None
+        """When the last one came (monotonic seconds; a supervisor back from a long cut counts its slots again from its next one)."""
 
     def assigned(self, slots: set[int], now: float) -> None:
         """The group gave this supervisor ``slots`` at ``now`` (monotonic seconds)."""
@@ -63,6 +65,7 @@ class SlotTable:
         self.owned = set(slots)
         self.rebalancing = False
         self.assignments += 1
+        self.assigned_at = now
 
     def revoked(self) -> None:
         """A rebalance started: start nothing until the next assignment."""
@@ -75,24 +78,25 @@ class SlotTable:
         return {p for p in self.owned if now - self.gained_at.get(p, now) >= self.settle_s}
 
 
-def vouched_slots(table: SlotTable, contact_held: bool, stale_under: int | None) -> int:
+def vouched_slots(table: SlotTable, contact_held: bool, long_gap_ended: float | None) -> int:
     """How many slots a supervisor can vouch for owning (``squall_supervisor_slots``), so that all supervisors' never add up to more than there are.
 
     None while cut off from the broker (``contact_held`` False: after the session timeout the
-    group gives them to others), while a rebalance is under way, and, back from a cut longer
-    than the session, until the assignment after number ``stale_under`` (None: not stale).
+    group gives them to others), while a rebalance is under way, and, back from a silence longer
+    than the session that ended at ``long_gap_ended`` (monotonic seconds; None: none), until an
+    assignment after it.
 
-    >>> t = SlotTable(); t.assigned({1, 2, 3}, now=0.0)
-    >>> vouched_slots(t, True, None), vouched_slots(t, False, None), vouched_slots(t, True, stale_under=1)
+    >>> t = SlotTable(); t.assigned({1, 2, 3}, now=10.0)
+    >>> vouched_slots(t, True, None), vouched_slots(t, False, None), vouched_slots(t, True, long_gap_ended=50.0)
     (3, 0, 0)
     >>> t.revoked(); vouched_slots(t, True, None)
     0
-    >>> t.assigned({4}, now=9.0); vouched_slots(t, True, stale_under=1)
+    >>> t.assigned({4}, now=53.0); vouched_slots(t, True, long_gap_ended=50.0)
     1
     """
     if not contact_held or table.rebalancing:
         return 0
-    if stale_under is not None and table.assignments == stale_under:
+    if long_gap_ended is not None and (table.assigned_at is None or table.assigned_at < long_gap_ended):
         return 0
     return len(table.owned)
 

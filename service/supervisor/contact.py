@@ -50,11 +50,14 @@ class BrokerContact:
     Thread-safe: the probe thread writes, the HTTP thread and the rounds read.
     """
 
-    def __init__(self, probe: Callable[[], object], now: float, lease_s: float = WORKER_LEASE_S) -> None:
+    def __init__(self, probe: Callable[[], object], now: float, lease_s: float = WORKER_LEASE_S, long_gap_s: float = 6.0) -> None:
         self.probe = probe
         self.lease_s = lease_s
+        self.long_gap_s = long_gap_s
         self.last_answer = now
         """Monotonic seconds of the last answer."""
+        self.long_gap_ended: float | None = None
+        """When the last silence longer than ``long_gap_s`` (the supervisors' session) ended: its slots may have moved meanwhile."""
         self.lapses = 0
         """How many times the lease lapsed (a cut, a broker pause)."""
         self._held = True
@@ -65,12 +68,18 @@ class BrokerContact:
     def answered(self, at: float) -> None:
         """The broker answered at monotonic ``at``."""
         with self._lock:
+            if at - self.last_answer > self.long_gap_s:
+                self.long_gap_ended = at
             self.last_answer = max(self.last_answer, at)
 
     def silent_for(self, now: float) -> float:
         """Seconds since the broker last answered."""
         with self._lock:
             return max(0.0, now - self.last_answer)
+
+    def holds(self, now: float) -> bool:
+        """Whether the broker answered within the lease (no bookkeeping: any thread, e.g. a scrape)."""
+        return self.silent_for(now) <= self.lease_s
 
     def held(self, now: float) -> bool:
         """Whether the broker answered within the lease (counts a lapse once, when it is first seen)."""

@@ -152,9 +152,6 @@ class SupervisorService:
         self._contact_held = True
         self._silent_since = 0.0
         """Monotonic seconds of the broker's last answer before the current lapse."""
-        self._stale_slots: int | None = None
-        """Back from a lapse longer than the session: the assignment count its slots were owned under (they moved: none counted until the next one)."""
-        self._session_s = 6.0
         self.plans: dict[str, TopologyPlan] = {}
         self.roll_plans: dict[str, TopologyPlan] = {}
         """Per topology being updated: the plan of the code its workers roll away from (:mod:`service.control.rolling`)."""
@@ -173,6 +170,7 @@ class SupervisorService:
         self.gave_up: set[WorkerKey] = set()
         self.desired: dict[WorkerKey, WorkerSpec] = {}
         self.metrics = SupervisorMetrics(self.registry)
+        self.metrics.slots.labels(self.id).set_function(self.slots_held)  # at each scrape: a round may wait on the broker during a cut
         self.contested: dict[tuple[str, tuple[str, int]], list[Claim]] = {}
         """Tasks with two live claimants at the last round (logged when they appear)."""
         self.boards = TopologyBoards(bootstrap)
@@ -206,11 +204,13 @@ class SupervisorService:
         self.control = ControlLog(self.bootstrap, self.names, self.kafka.get("consumer"))
         self.events = EventLog(self.bootstrap, self.names, self.kafka.get("consumer"))
         self.writer = ControlWriter(self.bootstrap, self.names, self.kafka.get("producer"))
-        producer, events_topic = self.writer.producer, self.names.events
-        self.contact = BrokerContact(lambda: producer.list_topics(topic=events_topic, timeout=PROBE_TIMEOUT_S), time.monotonic())
-        self.contact.start()
         session_ms = resolve(self.service_conf, where=f"supervisor {self.id}").session_timeout_ms
-        self._session_s = session_ms / 1000.0
+        producer, events_topic = self.writer.producer, self.names.events
+        contact = self.contact = BrokerContact(
+            lambda: producer.list_topics(topic=events_topic, timeout=PROBE_TIMEOUT_S), time.monotonic(), long_gap_s=session_ms / 1000.0
+        )
+        self.metrics.silence.labels(self.id).set_function(lambda: contact.silent_for(time.monotonic()))
+        contact.start()
         self.membership = SlotMembership(self.bootstrap, self.id, self.names, session_ms, self.kafka.get("consumer"))
         self.http.start()
         self.live_thread.start()
@@ -310,13 +310,13 @@ class SupervisorService:
         return self.membership.owned if self.membership is not None else set()
 
     def slots_held(self) -> int:
-        """The slots this supervisor can vouch for owning (:func:`service.control.slots.vouched_slots`)."""
-        m = self.membership
+        """The slots this supervisor can vouch for owning (:func:`service.control.slots.vouched_slots`), from the contact itself: any thread, at each scrape."""
+        m, contact = self.membership, self.contact
         if m is None:
             return 0
-        if self._stale_slots is not None and m.table.assignments != self._stale_slots:
-            self._stale_slots = None  # assigned again since its long cut
-        return vouched_slots(m.table, self._contact_held, self._stale_slots)
+        if contact is None:
+            return vouched_slots(m.table, True, None)
+        return vouched_slots(m.table, contact.holds(time.monotonic()), contact.long_gap_ended)
 
     def joined(self) -> bool:
         """Whether this supervisor has been assigned slots at least once."""
@@ -362,7 +362,6 @@ class SupervisorService:
         self.metrics.workers.labels(self.id).set(len(self.procs))
         self._report_broker(now)
         self._announce(now)
-        self.metrics.slots.labels(self.id).set(self.slots_held())
         self.metrics.topologies.labels(self.id).set(len(self.control.records))
 
     def _plan(self, name: str) -> None:
@@ -690,15 +689,11 @@ class SupervisorService:
             return
         now = time.monotonic()
         silent = self.contact.silent_for(now)
-        self.metrics.silence.labels(self.id).set(silent)
         held = self.contact.held(now)
         if held != self._contact_held:
             self._contact_held = held
             if held:
-                lasted = self.contact.last_answer - self._silent_since
-                if lasted > self._session_s and self.membership is not None:  # its session expired: its slots moved
-                    self._stale_slots = self.membership.table.assignments
-                log.info("[supervisor %s] the broker answers again after %.1f s", self.id, lasted)
+                log.info("[supervisor %s] the broker answers again after %.1f s", self.id, self.contact.last_answer - self._silent_since)
             else:
                 self._silent_since = now - silent
                 log.warning(

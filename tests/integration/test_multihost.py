@@ -74,6 +74,7 @@ def test_a_host_cut_off_for_40s_and_another_losing_20_percent_never_run_a_task_t
         marks["heal"] = time.time()
         cluster.lan.heal(victim)
         time.sleep(2)
+    got = finish_and_check(cluster, run, feeders, marks, SUPERVISORS)  # first: it also kills both topologies
     # Told while it lasted. /readyz: no false alarm before the cut, failing from the lapse of the
     # contact lease to the heal. squall status on the client host: the victim unreachable once
     # its workers' claims went silent (5 s after their last snapshot: 2 s after their leases
@@ -100,7 +101,6 @@ def test_a_host_cut_off_for_40s_and_another_losing_20_percent_never_run_a_task_t
     slots = [(t - cut, v["slots"]) for t, _, v in http.seen]
     print("slots per supervisor:", "; ".join(f"{t:+.1f} s {v}" for t, v in slots))
     assert slots and all(sum(v.values()) <= SLOTS for _, v in slots), slots
-    got = finish_and_check(cluster, run, feeders, marks, SUPERVISORS)
     print(f"cut off: {victim} ran {placed[victim]:.0f} of 7 workers; 20% loss: {lossy} ran {placed[lossy]:.0f}")
     running = at_the_cut(got["events"], victim, marks["cut"])
     assert len(running) == placed[victim]
