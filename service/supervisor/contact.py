@@ -12,12 +12,14 @@ and the supervisor holds its *contact lease* while the last answer came less tha
 unready when its workers stop, and ready again with the first answer after the cut.
 
 >>> c = BrokerContact(lambda: None, now=100.0)
->>> c.held(102.9), round(c.silent_for(102.9), 1)
+>>> c.holds(102.9), round(c.silent_for(102.9), 1)
 (True, 2.9)
->>> c.held(103.1)
+>>> c.holds(103.1)
 False
->>> c.answered(103.5); c.held(103.6)
-True
+>>> c.answered(103.5); c.holds(103.6), c.long_gap_ended
+(True, None)
+>>> c.answered(110.0); c.long_gap_ended  # 6.5 s of silence: longer than the session
+110.0
 """
 
 from __future__ import annotations
@@ -58,9 +60,6 @@ class BrokerContact:
         """Monotonic seconds of the last answer."""
         self.long_gap_ended: float | None = None
         """When the last silence longer than ``long_gap_s`` (the supervisors' session) ended: its slots may have moved meanwhile."""
-        self.lapses = 0
-        """How many times the lease lapsed (a cut, a broker pause)."""
-        self._held = True
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="broker-contact", daemon=True)
@@ -78,16 +77,8 @@ class BrokerContact:
             return max(0.0, now - self.last_answer)
 
     def holds(self, now: float) -> bool:
-        """Whether the broker answered within the lease (no bookkeeping: any thread, e.g. a scrape)."""
+        """Whether the broker answered within the lease (any thread: a round, /readyz, a scrape)."""
         return self.silent_for(now) <= self.lease_s
-
-    def held(self, now: float) -> bool:
-        """Whether the broker answered within the lease (counts a lapse once, when it is first seen)."""
-        held = self.silent_for(now) <= self.lease_s
-        if self._held and not held:
-            self.lapses += 1
-        self._held = held
-        return held
 
     def start(self) -> None:
         """Probe in a daemon thread until :meth:`stop`."""

@@ -689,7 +689,7 @@ class SupervisorService:
             return
         now = time.monotonic()
         silent = self.contact.silent_for(now)
-        held = self.contact.held(now)
+        held = self.contact.holds(now)
         if held != self._contact_held:
             self._contact_held = held
             if held:
@@ -711,7 +711,7 @@ class SupervisorService:
         """
         if self.contact is not None:
             now = time.monotonic()
-            if not self.contact.held(now):
+            if not self.contact.holds(now):
                 return False, f"cut off from the broker at {self.bootstrap}: no answer for {self.contact.silent_for(now):.1f} s (its workers' leases lapsed)"
         if not self.joined():
             return False, "not in the supervisor group yet"

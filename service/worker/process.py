@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         abort_tcp_connections()
         os._exit(LEASE_EXIT_CODE)
     if not failed:
-        drain(plan, spouts, threads, [e for e in executors if isinstance(e, Handing)])
+        drain(plan, spouts, threads, [h for e in executors if isinstance(h := getattr(e, "batch_handoff", None), Handing)])
     if watcher is not None:
         watcher.stop()
     if claim_watch is not None:

@@ -13,7 +13,6 @@ the offsets that were flushed.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,7 +47,7 @@ from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.runtime.fencing import EpochFence
 from streams.runtime.flush_pipeline import FlushGeneration, FlushPipeline
-from streams.runtime.handoff import TaskHandoff
+from streams.runtime.handoff import ExecutorHandoff, TaskHandoff
 from streams.runtime.routing import Router
 from streams.runtime.transfer import TupleTransfer
 from streams.wire.acker import why_text
@@ -124,25 +123,15 @@ class BoltExecutor(Executor):
         self.tuples_read = 0
         self.records_read = 0
         """Tuples and records of input executed: a consume call asks for ``squall.consume.batch`` tuples' worth of records."""
-        self.holds_batches = False
-        """Its tasks hold transactional batches (CoordinatedBolts): a drain hands them to the next life (:mod:`streams.runtime.handoff`)."""
-        self.handoff_asked = threading.Event()
-        """Set by the worker's drain: stop executing and report :attr:`handoff_high` (step 1)."""
-        self.handoff_high: int | None = None
-        """The highest txid this executor's tasks saw, once it paused for the hand-off."""
-        self.handoff_cutoff: int | None = None
-        """The worker's cutoff ``T``, set by the drain once every executor reported (step 2)."""
-        self.handed_off = threading.Event()
-        """Set once no task holds a batch up to the cutoff (step 3): the drain may stop it."""
-        self._handoff_phase = 0
-        """0: running; 1: paused, high reported; 2: giving; 3: handed off (reads nothing more)."""
+        self.batch_handoff = ExecutorHandoff(self.component, self.worker)
+        """Its tasks' transactional batches handed to their next lives at a drain (:mod:`streams.runtime.handoff`)."""
 
     # -- tasks -----------------------------------------------------------------------
     def _open_tasks(self, partitions: list[TopicPartition]) -> None:
         """A bolt copy per task, prepared (Storm: ``prepare`` once per task)."""
         for tp in partitions:
             self.by_partition[tp.partition] = self._new_task(tp.partition)
-        self.holds_batches = any(isinstance(t.bolt, HoldsBatches) for t in self.by_partition.values())
+        self.batch_handoff.holds_batches = any(isinstance(t.bolt, HoldsBatches) for t in self.by_partition.values())
         self._reexecution_windows()
         ids = [self.cdef.task_base + tp.partition for tp in partitions]
         self.local.add(self.component, ids)
@@ -230,57 +219,6 @@ class BoltExecutor(Executor):
             until,
             cutoff,
         )
-
-    def ask_handoff(self) -> None:
-        """The drain's step 1 (any thread): pause, and report the highest txid seen in :attr:`handoff_high`."""
-        self.handoff_asked.set()
-
-    def give_handoff(self, cutoff: int) -> None:
-        """The drain's step 2 (any thread): execute batches up to ``cutoff`` only, until none is held (:attr:`handed_off`)."""
-        self.handoff_cutoff = cutoff
-
-    def handoff_done(self) -> bool:
-        """The drain's step 3 reached (any thread): no task holds a batch up to the cutoff."""
-        return self.handed_off.is_set()
-
-    def _handoff_round(self) -> bool:
-        """This round's part of a hand-off; True while the executor must not read input (paused, or handed off)."""
-        phase = self._handoff_phase
-        if phase == 0:
-            if not self.handoff_asked.is_set():
-                return False
-            held = [t.bolt for t in self.by_partition.values() if isinstance(t.bolt, HoldsBatches)]
-            if any(t.handoff is not None for t in self.by_partition.values()):
-                # still taking over from its last life: a second hand-off on top is not supported;
-                # what it holds replays, as a stop without a hand-off does
-                self._handoff_phase = 3
-                self.handed_off.set()
-                return True
-            self.handoff_high = max((b.highest_txid() for b in held), default=-1)
-            self._handoff_phase = 1
-            return True
-        if phase == 1:
-            cutoff = self.handoff_cutoff
-            if cutoff is None:
-                return True
-            for t in self.by_partition.values():
-                if isinstance(t.bolt, HoldsBatches):
-                    t.handoff = TaskHandoff.give(cutoff)
-            self._handoff_phase = 2
-            log.info("[%s] %s drains: finishing its batches up to txid %d, leaving later ones to the next life", self.component, self.worker, cutoff)
-            return False
-        if phase == 2:
-            cutoff = self.handoff_cutoff
-            assert cutoff is not None
-            if any(isinstance(t.bolt, HoldsBatches) and t.bolt.holds_batches_through(cutoff) for t in self.by_partition.values()):
-                return False
-            self._handoff_phase = 3
-            left = {t.task_id: t.handoff.held_from for t in self.by_partition.values() if t.handoff is not None and t.handoff.held_from >= 0}
-            log.info(
-                "[%s] %s finished its batches up to txid %d; the next life starts at %s", self.component, self.worker, cutoff, left or "where this one stopped"
-            )
-            self.handed_off.set()
-        return True
 
     def _cleanup(self, tasks: list[BoltTask]) -> None:
         for task in tasks:
@@ -565,8 +503,8 @@ class BoltExecutor(Executor):
         try:
             while not self.stop_event.is_set():
                 want = self._records_wanted()
-                if self._handoff_phase or self.handoff_asked.is_set():
-                    paused = self._handoff_round()
+                if self.batch_handoff.active:
+                    paused = self.batch_handoff.round(self.by_partition.values())
                     msgs = [] if paused else gaps.consume(consumer, want, DELIVERY_POLL_S if self.pipeline.waiting else 0.05)
                     if paused:
                         self.stop_event.wait(0.02)

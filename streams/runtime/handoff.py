@@ -44,11 +44,15 @@ before.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+import threading
+from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
-from streams.model.batch import batch_txid
+from streams.model.batch import HoldsBatches, batch_txid
 from streams.model.tuple import Tuple
+
+log = logging.getLogger("squall.executor.bolt")
 
 HANDOFF_MAX_S = 20.0
 """How long a drain waits for its batch-holding tasks to finish their batches up to the cutoff (seconds; also bounded by ``squall.shutdown.timeout.secs``)."""
@@ -116,7 +120,7 @@ class TaskHandoff:
 
 @runtime_checkable
 class Handing(Protocol):
-    """A bolt executor's side of a worker's hand-off (:class:`streams.runtime.bolt.BoltExecutor`)."""
+    """An executor's side of a worker's hand-off, as the drain sees it (:class:`ExecutorHandoff`)."""
 
     component: str
     holds_batches: bool
@@ -133,6 +137,101 @@ class Handing(Protocol):
     def handoff_done(self) -> bool:
         """Step 3 reached: no task holds a batch up to the cutoff."""
         ...
+
+
+class HandingTask(Protocol):
+    """What :class:`ExecutorHandoff` reads of a bolt task (:class:`streams.runtime.bolt_task.BoltTask`)."""
+
+    handoff: TaskHandoff | None
+
+    @property
+    def task_id(self) -> int:
+        """The task's global id."""
+        ...
+
+    @property
+    def bolt(self) -> object:
+        """The task's bolt (a :class:`~streams.model.batch.HoldsBatches` takes part)."""
+        ...
+
+
+class ExecutorHandoff:
+    """One bolt executor's side of the protocol: steps 1-3 on its own thread (:meth:`round`), asked and given by the drain's.
+
+    Args:
+      component, worker: for log lines.
+    ``holds_batches`` is set once the executor's tasks are open (any of them a
+    :class:`~streams.model.batch.HoldsBatches`). Thread-safe where the drain calls it.
+    """
+
+    def __init__(self, component: str, worker: str) -> None:
+        self.component = component
+        self.worker = worker
+        self.holds_batches = False
+        self.handoff_high: int | None = None
+        """The highest txid its tasks saw, once it paused (step 1)."""
+        self.cutoff: int | None = None
+        """The worker's cutoff ``T``, given by the drain once every executor reported (step 2)."""
+        self.asked = threading.Event()
+        self.done = threading.Event()
+        self.phase = 0
+        """0: running; 1: paused, high reported; 2: giving; 3: handed off (reads nothing more)."""
+
+    # -- the drain's side (Handing) --------------------------------------------------
+    def ask_handoff(self) -> None:
+        """Step 1 (any thread): pause at the next round and report :attr:`handoff_high`."""
+        self.asked.set()
+
+    def give_handoff(self, cutoff: int) -> None:
+        """Step 2 (any thread): execute batches up to ``cutoff`` only, until none is held."""
+        self.cutoff = cutoff
+
+    def handoff_done(self) -> bool:
+        """Step 3 reached (any thread)."""
+        return self.done.is_set()
+
+    # -- the executor's side -----------------------------------------------------------
+    @property
+    def active(self) -> bool:
+        """A hand-off was asked for: the executor calls :meth:`round` every round."""
+        return self.phase != 0 or self.asked.is_set()
+
+    def round(self, tasks: Iterable[HandingTask]) -> bool:
+        """This round's part of the protocol, on the executor's thread; True while it must not read input (paused, or handed off)."""
+        mine = [t for t in tasks if isinstance(t.bolt, HoldsBatches)]
+        if self.phase == 0:
+            if not self.asked.is_set():
+                return False
+            if any(t.handoff is not None for t in mine):
+                # still taking over from its last life: a second hand-off on top is not supported;
+                # what it holds replays, as a stop without a hand-off does
+                self.phase = 3
+                self.done.set()
+                return True
+            self.handoff_high = max((t.bolt.highest_txid() for t in mine if isinstance(t.bolt, HoldsBatches)), default=-1)
+            self.phase = 1
+            return True
+        if self.phase == 1:
+            cutoff = self.cutoff
+            if cutoff is None:
+                return True
+            for t in mine:
+                t.handoff = TaskHandoff.give(cutoff)
+            self.phase = 2
+            log.info("[%s] %s drains: finishing its batches up to txid %d, leaving later ones to the next life", self.component, self.worker, cutoff)
+            return False
+        if self.phase == 2:
+            cutoff = self.cutoff
+            assert cutoff is not None
+            if any(isinstance(t.bolt, HoldsBatches) and t.bolt.holds_batches_through(cutoff) for t in mine):
+                return False
+            self.phase = 3
+            left = {t.task_id: t.handoff.held_from for t in mine if t.handoff is not None and t.handoff.held_from >= 0}
+            log.info(
+                "[%s] %s finished its batches up to txid %d; the next life starts at %s", self.component, self.worker, cutoff, left or "where this one stopped"
+            )
+            self.done.set()
+        return True
 
 
 class WorkerHandoff:

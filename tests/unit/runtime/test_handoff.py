@@ -112,3 +112,51 @@ def test_one_cutoff_per_worker_the_highest_seen_and_the_wait_is_bounded() -> Non
     assert not w.step(3.0)
     assert w.step(25.0) and w.gave_up  # count never finished: bounded
     assert WorkerHandoff([plain], now=0.0).step(0.0)  # nothing holds batches: done at once
+
+
+class _Coordinated:
+    """A HoldsBatches bolt: the txids it holds, and the highest it saw."""
+
+    def __init__(self, held: set[int], high: int) -> None:
+        self.held = held
+        self.high = high
+
+    def highest_txid(self) -> int:
+        return self.high
+
+    def holds_batches_through(self, txid: int) -> bool:
+        return any(t <= txid for t in self.held)
+
+
+class _Task:
+    def __init__(self, task_id: int, bolt: object) -> None:
+        self.task_id = task_id
+        self.bolt = bolt
+        self.handoff: TaskHandoff | None = None
+
+
+def test_an_executor_pauses_reports_gives_and_is_done_once_it_holds_nothing_up_to_the_cutoff() -> None:
+    from streams.runtime.handoff import ExecutorHandoff
+
+    split, count = _Task(1, _Coordinated({7}, 7)), _Task(5, _Coordinated({6, 9}, 9))
+    h = ExecutorHandoff("count", "w1")
+    assert not h.active and not h.round([split, count])  # not asked: runs
+    h.ask_handoff()
+    assert h.round([split, count]) and h.handoff_high == 9  # step 1: paused, its highest reported
+    assert h.round([split, count])  # still paused: no cutoff yet
+    h.give_handoff(10)  # another executor of the worker saw 10
+    assert not h.round([split, count]) and split.handoff is not None and split.handoff.cutoff == 10  # step 2: giving
+    assert not h.round([split, count]) and not h.handoff_done()  # batches up to 10 still held
+    split.bolt.held.clear()  # type: ignore[attr-defined]
+    count.bolt.held = {11}  # type: ignore[attr-defined]  # only a batch after the cutoff: the next life's
+    assert h.round([split, count]) and h.handoff_done()  # step 3
+
+
+def test_a_task_still_taking_over_does_not_hand_off_again() -> None:
+    from streams.runtime.handoff import ExecutorHandoff
+
+    task = _Task(5, _Coordinated({3}, 3))
+    task.handoff = TaskHandoff.take(cutoff=2, until=100)
+    h = ExecutorHandoff("count", "w1")
+    h.ask_handoff()
+    assert h.round([task]) and h.handoff_done() and h.handoff_high is None

@@ -22,6 +22,7 @@ from service.deps.envs import importable, prepare, sweep
 from service.deps.store import chunks_of, join_chunks
 from service.exceptions import DepsError
 from service.query.views import status_lines
+from tests.unit.service.status_dicts import bare_status
 
 
 def make_wheel(where: Path, name: str, version: str, module_text: str) -> Path:
@@ -150,28 +151,15 @@ WHY = "[wc] dependency bundle 0123456789ab did not install (pip, offline):\nERRO
 
 
 def test_a_failed_install_is_said_in_status() -> None:
-    st_ = {
-        "name": "wc",
-        "status": "ACTIVE",
-        "uptime_s": 5.0,
-        "workers": 0,
-        "pending": 0,
-        "complete_latency_p50_s": None,
-        "complete_latency_p99_s": None,
-        "trees_acked": 0,
-        "trees_failed": 0,
-        "replays": {"fail": 0, "timeout": 0, "restart": 0},
-        "components": {},
-        "outputs": [],
-        "component_errors": [],
-        "errors": [
+    st_ = bare_status(
+        errors=[
             {
                 "event": "failed_install",
                 "supervisor": "s1",
                 "worker": -1,
                 "reason": "[wc] dependency bundle 0123456789ab did not install (pip, offline):\nERROR: x",
             }
-        ],
-    }
+        ]
+    )
     lines = status_lines(st_)
     assert f"supervisor s1 cannot run it: {WHY}" in lines

@@ -8,6 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from service.query.reachability import silent_workers, unreachable_supervisors
+from service.query.views import status_lines
+from tests.unit.service.status_dicts import bare_status
 
 
 def started(sup: str, pid: int, worker: int, at: float = 0.0, topology: str = "wc") -> dict[str, Any]:
@@ -44,33 +46,18 @@ def test_a_supervisor_is_unreachable_only_when_every_worker_of_the_topology_it_r
 
 
 def test_status_says_which_supervisor_is_unreachable_which_workers_are_silent_and_what_paused() -> None:
-    from service.query.views import status_lines
-
-    st = {
-        "name": "wc",
-        "status": "ACTIVE",
-        "uptime_s": 5.0,
-        "workers": 4,
-        "pending": 0,
-        "complete_latency_p50_s": None,
-        "complete_latency_p99_s": None,
-        "trees_acked": 0,
-        "trees_failed": 0,
-        "replays": {"fail": 0, "timeout": 0, "restart": 0},
-        "components": {},
-        "outputs": [],
-        "component_errors": [],
-        "errors": [],
-        "silent_workers": [
+    st = bare_status(
+        workers=4,
+        silent_workers=[
             {"worker": "w1", "supervisor": "h2", "pid": 7, "silent_s": 9.2},
             {"worker": "w3", "supervisor": "h2", "pid": 9, "silent_s": 8.9},
             {"worker": "w0", "supervisor": "h1", "pid": 5, "silent_s": 6.1},
         ],
-        "unreachable": [{"supervisor": "h2", "workers": ["w1", "w3"], "silent_s": 8.9}],
-        "lease_pauses": 2,
-        "lease_paused_s": 0.3,
-        "lease_paused_workers": ["w2"],
-    }
+        unreachable=[{"supervisor": "h2", "workers": ["w1", "w3"], "silent_s": 8.9}],
+        lease_pauses=2,
+        lease_paused_s=0.3,
+        lease_paused_workers=["w2"],
+    )
     lines = status_lines(st)
     assert any(line.startswith("supervisor h2 unreachable: its workers w1, w3 published no stats for 9 s (cut off from the broker") for line in lines), lines
     assert "worker w0 on h1 (pid 5) published no stats for 6 s: its lease lapsed, paused" in lines  # h1 still reaches the broker otherwise
