@@ -69,6 +69,14 @@ class ClaimBook:
         self.epochs: dict[tuple[str, TaskRef], int] = {}
         """The highest claim epoch seen per ``(topology, task)`` (:meth:`next_epoch`)."""
 
+    @classmethod
+    def of(cls, events: Iterable[Mapping[str, Any]]) -> ClaimBook:
+        """A book with ``events`` applied (a reader's view of every claim, as ``squall status`` takes it)."""
+        book = cls()
+        for e in events:
+            book.apply(e)
+        return book
+
     def apply(self, event: Mapping[str, Any]) -> None:
         """Apply one event (others than started/stopped/crashed/fenced are ignored)."""
         kind = event.get("event")

@@ -14,11 +14,12 @@ supervisor all of whose open claims are silent is *unreachable*. Both show withi
 
 >>> started = {"event": "started", "topology": "wc", "supervisor": "h1", "pid": 7, "worker": 2, "tasks": [["count", 0]], "at": 100.0}
 >>> snap = {"worker": "w2", "pid": 7, "time": 150.0, "final": False}
->>> [w["silent_s"] for w in silent_workers("wc", [started], [snap], now=152.0)]
+>>> book = ClaimBook.of([started])
+>>> [w["silent_s"] for w in silent_workers("wc", book, [snap], now=152.0)]
 []
->>> silent = silent_workers("wc", [started], [snap], now=158.5); silent
+>>> silent = silent_workers("wc", book, [snap], now=158.5); silent
 [{'worker': 'w2', 'supervisor': 'h1', 'pid': 7, 'silent_s': 8.5}]
->>> unreachable_supervisors("wc", silent, [started])
+>>> unreachable_supervisors("wc", silent, book)
 [{'supervisor': 'h1', 'workers': ['w2'], 'silent_s': 8.5}]
 """
 
@@ -31,18 +32,15 @@ from service.control.boards import WORKER_CLAIM_LIVE_S
 from service.control.claims import ClaimBook
 
 
-def silent_workers(name: str, events: Iterable[dict[str, Any]], snaps: Iterable[dict[str, Any]], now: float) -> list[dict[str, Any]]:
+def silent_workers(name: str, book: ClaimBook, snaps: Iterable[dict[str, Any]], now: float) -> list[dict[str, Any]]:
     """The open claims of topology ``name`` whose process published no stats for more than :data:`WORKER_CLAIM_LIVE_S` (wall-clock ``now``).
 
-    ``events``: ``squall.__events``; ``snaps``: the newest snapshot of every executor (a
+    ``book``: the claims of ``squall.__events`` (:meth:`ClaimBook.of`); ``snaps``: the newest snapshot of every executor (a
     board's ``latest``). A claim younger than its start-up grace, or whose process said its
     final snapshot (it is stopping), is not silent. Each: ``worker`` (``w2``), ``supervisor``,
     ``pid`` and ``silent_s`` (seconds since its newest snapshot, or since its start without
     one), oldest silence first.
     """
-    book = ClaimBook()
-    for e in events:
-        book.apply(e)
     newest: dict[tuple[str, int], dict[str, Any]] = {}
     for s in snaps:
         key = (str(s.get("worker")), int(s.get("pid") or 0))
@@ -61,11 +59,11 @@ def silent_workers(name: str, events: Iterable[dict[str, Any]], snaps: Iterable[
     return sorted(out, key=lambda w: -float(w["silent_s"]))
 
 
-def unreachable_supervisors(name: str, silent: list[dict[str, Any]], events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The supervisors all of whose open claims of topology ``name`` are among ``silent``: ``supervisor``, its ``workers``, the shortest ``silent_s``."""
-    book = ClaimBook()
-    for e in events:
-        book.apply(e)
+def unreachable_supervisors(name: str, silent: list[dict[str, Any]], book: ClaimBook) -> list[dict[str, Any]]:
+    """The supervisors all of whose open claims of topology ``name`` in ``book`` are among ``silent``.
+
+    Each: ``supervisor``, its ``workers``, the shortest ``silent_s``.
+    """
     quiet = {(w["supervisor"], w["pid"]) for w in silent}
     out = []
     for sup in sorted({w["supervisor"] for w in silent}):

@@ -187,7 +187,8 @@ def build_status(
             complete.merge(LogHistogram.from_json(s["hists"]["complete_latency"]))
     spouts = [s for s in snaps if s["kind"] == "spout"]
     mine = [e for e in every_event if e.get("topology") == name]
-    silent = silent_workers(name, mine, snaps, now)
+    book = ClaimBook.of(mine)
+    silent = silent_workers(name, book, snaps, now)
     return {
         "name": name,
         "status": rec.status.value,
@@ -215,7 +216,7 @@ def build_status(
         "lease_paused_s": round(sum(s["counters"].get("lease_paused_seconds", 0.0) for s in snaps), 1),
         "lease_paused_workers": sorted({s["worker"] for s in snaps if s["counters"].get("lease_pauses", 0)}),
         "silent_workers": silent,
-        "unreachable": unreachable_supervisors(name, silent, every_event),
+        "unreachable": unreachable_supervisors(name, silent, book),
         "fenced_tuples": int(sum(s["counters"].get("fenced_tuples", 0) for s in snaps)),
         "fenced_acker_ops": int(sum(s["counters"].get("fenced_acker_ops", 0) for s in snaps)),
         "fenced_commits": int(sum(s["counters"].get("fenced_commits", 0) for s in snaps)),
