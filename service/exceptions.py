@@ -9,6 +9,14 @@ class BrokerError(FatalError):
     """The embedded broker could not start, or a broker refused an admin request."""
 
 
+class BrokerAccessError(BrokerError):
+    """A secured broker refused this client: its SASL login, a TLS certificate, or an ACL.
+
+    The message names the broker and what it refused (:mod:`service.brokers.access`); the CLI
+    prints it and exits 2.
+    """
+
+
 class WorkerDied(FatalError):
     """A worker process exited unexpectedly (message names the worker and its components)."""
 
@@ -21,7 +29,19 @@ class InputError(SquallError):
     """The job's input path is missing or unreadable (message names the path)."""
 
 
-__all__ = ["BrokerError", "ConfigError", "ControlError", "DepsError", "FatalError", "InputError", "ServerError", "SquallError", "UsageError", "WorkerDied"]
+__all__ = [
+    "BrokerAccessError",
+    "BrokerError",
+    "ConfigError",
+    "ControlError",
+    "DepsError",
+    "FatalError",
+    "InputError",
+    "ServerError",
+    "SquallError",
+    "UsageError",
+    "WorkerDied",
+]
 
 
 class ControlError(SquallError):

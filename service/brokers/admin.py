@@ -11,6 +11,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic
 
+from service.brokers.access import denied, why_unreachable
 from service.exceptions import BrokerError, UsageError
 from streams.config import TopologyConfig, resolve
 from streams.kafka.changelog_store import SCHEME as CHANGELOG_SCHEME
@@ -166,13 +167,14 @@ def ensure_topics(
     is the replication factor (-1: the broker's ``default.replication.factor``).
 
     Raises BrokerError naming the topic when a count differs (tasks are fixed at submit), or
-    naming the broker when it does not answer.
+    naming the broker when it does not answer; BrokerAccessError naming the broker and what it
+    refused (a login, a certificate, the CREATE ACL on a topic).
     """
     admin = new_admin({"bootstrap.servers": bootstrap, "log_level": 0})
     try:
         existing = admin.list_topics(timeout=10).topics
     except KafkaException as exc:
-        raise BrokerError(f"[admin] broker {bootstrap} is not reachable: {exc}") from exc
+        raise why_unreachable(bootstrap, "admin") or BrokerError(f"[admin] broker {bootstrap} is not reachable: {exc}") from exc
     for topic, n in topics.items():
         if topic in existing:
             have = len(existing[topic].partitions)
@@ -186,7 +188,7 @@ def ensure_topics(
                 fut.result()
             except KafkaException as exc:
                 if "TOPIC_ALREADY_EXISTS" not in str(exc):
-                    raise BrokerError(f"[admin] cannot create topic {topic}: {exc}") from exc
+                    raise denied(exc, "admin", bootstrap, "CREATE", topic) or BrokerError(f"[admin] cannot create topic {topic}: {exc}") from exc
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         md = admin.list_topics(timeout=10).topics
@@ -245,6 +247,6 @@ def require_topic(bootstrap: str, topic: str, topology: str, timeout_s: float = 
     try:
         topics = admin.list_topics(timeout=timeout_s).topics
     except KafkaException as exc:
-        raise BrokerError(f"[{topology}] no Kafka broker answers at {bootstrap} (bootstrap.servers)") from exc
+        raise why_unreachable(bootstrap, topology) or BrokerError(f"[{topology}] no Kafka broker answers at {bootstrap} (bootstrap.servers)") from exc
     if topic not in topics:
         raise UsageError(f"[{topology}] no such topology on {bootstrap}: it has no topic {topic}")

@@ -90,7 +90,11 @@ logger.server.name = kafka.server.KafkaRaftServer
 logger.server.level = INFO
 logger.broker.name = kafka.server.BrokerServer
 logger.broker.level = INFO
+logger.authorizer.name = kafka.authorizer.logger
+logger.authorizer.level = INFO
 """
+"""The brokers' log4j settings (written into each workdir): warnings, start and stop, and every
+operation an ACL denied (StandardAuthorizer logs denials at INFO, what it allows at DEBUG)."""
 
 
 def default_cache() -> Path:
@@ -127,7 +131,6 @@ def kafka_jars(cache: Path | None = None, version: str = KAFKA_VERSION) -> Path:
         if got.returncode != 0:
             last = next((line for line in reversed((got.stdout + got.stderr).splitlines()) if line.strip()), "no output")
             raise BrokerError(f"[kafka] cannot fetch Apache Kafka {version} from Maven Central ({MAVEN_HINT}): {last.strip()[:300]}")
-        (home / "log4j2.properties").write_text(_LOG4J2)
         done.write_text(version)
     return libs
 
@@ -178,11 +181,17 @@ class KafkaNode:
     """The address its broker listener binds (None: ``host``)."""
     advertise: str | None = None
     """The host its metadata tells clients (None: ``host``)."""
+    extra_ports: dict[str, int] = field(default_factory=dict)
+    """The port of each extra listener (``ApacheKafka(listeners=...)``), by listener name."""
 
     @property
     def address(self) -> str:
         """``HOST:PORT`` of its broker listener, as clients reach it."""
         return f"{self.advertise or self.host}:{self.port}"
+
+    def listener(self, name: str) -> str:
+        """``HOST:PORT`` of extra listener ``name``, as clients reach it. Raises KeyError for an unknown one."""
+        return f"{self.advertise or self.host}:{self.extra_ports[name]}"
 
     @property
     def running(self) -> bool:
@@ -201,8 +210,9 @@ class ApacheKafka:
       config: extra broker settings for every node (they win over the defaults).
       heap: the JVM heap of each node (``-Xmx``).
       version: the Kafka version.
-      ports_from: node ``i`` (from 1) listens on ``ports_from + 2(i-1)`` and its controller on the
-        next port (default: free ports below the ephemeral range).
+      ports_from: node ``i`` (from 1) listens on ``ports_from + k(i-1)`` and its controller on the
+        next port, then its extra ``listeners`` (``k`` = 2 + their number; default: free ports
+        below the ephemeral range).
       hosts: node ``i``'s address is ``hosts[i-1]`` (default: all on 127.0.0.1); then every
         node listens on ``ports_from`` (default 9092) and its controller on the next port.
       prefixes: node ``i``'s processes run under ``prefixes[i-1]`` (e.g. ``ip netns exec NS``).
@@ -210,6 +220,12 @@ class ApacheKafka:
         metadata tells clients (``squall broker --kafka --listen/--advertise``;
         :func:`service.brokers.embedded.listen_and_advertise`); the controllers stay on their
         hosts. Default: the node's host for both.
+      listeners: extra broker listeners, name -> security protocol (e.g. ``{"SASL_SSL": "SASL_SSL",
+        "MTLS": "SSL"}``), each on a port of its own (:meth:`KafkaNode.listener`); their settings
+        (``listener.name.<name>.*``, TLS stores) go in ``config``. The ``PLAINTEXT`` listener stays:
+        brokers talk to each other on it, and readiness is asked there.
+      format_args: extra arguments of ``kafka-storage format`` (e.g. ``--add-scram``: SCRAM users
+        made before the first start, KIP-900).
 
     Raises:
       BrokerError: naming the node and its log when it does not start within ``timeout_s``.
@@ -229,6 +245,8 @@ class ApacheKafka:
         prefixes: list[list[str]] | None = None,
         listen: str | None = None,
         advertise: str | None = None,
+        listeners: dict[str, str] | None = None,
+        format_args: list[str] | None = None,
     ) -> None:
         if nodes < 1:
             raise BrokerError(f"[kafka] a cluster needs at least one node, got {nodes}")
@@ -244,6 +262,8 @@ class ApacheKafka:
         self.prefixes = prefixes
         self.listen: str | None = None
         self.advertise: str | None = advertise
+        self.listeners = dict(listeners or {})
+        self.format_args = list(format_args or [])
         if listen is not None:
             self.listen, self.advertise = listen_and_advertise(listen, advertise)
         self._own_workdir = workdir is None
@@ -271,10 +291,15 @@ class ApacheKafka:
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://{node.listen or node.host}:{node.port},CONTROLLER://{node.host}:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{node.address}",
+            "listeners": ",".join(
+                [f"PLAINTEXT://{node.listen or node.host}:{node.port}", f"CONTROLLER://{node.host}:{node.controller_port}"]
+                + [f"{name}://{node.listen or node.host}:{port}" for name, port in node.extra_ports.items()]
+            ),
+            "advertised.listeners": ",".join([f"PLAINTEXT://{node.address}"] + [f"{name}://{node.listener(name)}" for name in node.extra_ports]),
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": ",".join(
+                ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"] + [f"{name}:{protocol}" for name, protocol in self.listeners.items()]
+            ),
             "inter.broker.listener.name": "PLAINTEXT",
             "log.dirs": str(node.data_dir),
             "default.replication.factor": str(rf),
@@ -299,11 +324,12 @@ class ApacheKafka:
         Java or a node fails.
         """
         self.libs = kafka_jars(self.cache, self.version)
+        per = 2 + len(self.listeners)
         if self.hosts is not None:
             base = self.ports_from or 9092
-            ports = [base, base + 1] * self.size
+            ports = list(range(base, base + per)) * self.size
         else:
-            ports = free_ports(2 * self.size) if self.ports_from is None else _claim(range(self.ports_from, self.ports_from + 2 * self.size))
+            ports = free_ports(per * self.size) if self.ports_from is None else _claim(range(self.ports_from, self.ports_from + per * self.size))
         self.workdir.mkdir(parents=True, exist_ok=True)
         for i in range(self.size):
             node_id = i + 1
@@ -311,8 +337,8 @@ class ApacheKafka:
             home.mkdir(parents=True, exist_ok=True)
             self.nodes[node_id] = KafkaNode(
                 node_id,
-                ports[2 * i],
-                ports[2 * i + 1],
+                ports[per * i],
+                ports[per * i + 1],
                 home / "data",
                 home / "server.properties",
                 home / "broker.log",
@@ -320,13 +346,25 @@ class ApacheKafka:
                 prefix=list(self.prefixes[i]) if self.prefixes is not None else [],
                 listen=self.listen,
                 advertise=self.advertise,
+                extra_ports={name: ports[per * i + 2 + j] for j, name in enumerate(self.listeners)},
             )
         self.cluster_id = new_cluster_id()
         formats = []
         for node in self.nodes.values():
             node.config_path.write_text(self._properties(node))
             formats.append(
-                (node, self._java("kafka.tools.StorageTool", "format", f"--cluster-id={self.cluster_id}", "-c", str(node.config_path), "--ignore-formatted"))
+                (
+                    node,
+                    self._java(
+                        "kafka.tools.StorageTool",
+                        "format",
+                        f"--cluster-id={self.cluster_id}",
+                        "-c",
+                        str(node.config_path),
+                        "--ignore-formatted",
+                        *self.format_args,
+                    ),
+                )
             )
         for node, proc in formats:  # in parallel: each is a JVM start
             out, _ = proc.communicate(timeout=120)
@@ -348,7 +386,8 @@ class ApacheKafka:
 
     def _launch(self, node: KafkaNode) -> None:
         assert self.libs is not None
-        log4j = self.libs.parent / "log4j2.properties"
+        log4j = self.workdir / "log4j2.properties"
+        log4j.write_text(_LOG4J2)
         cmd = [
             *node.prefix,
             "java",

@@ -28,6 +28,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 from pydantic import ValidationError
 
+from service.brokers.access import why_unreachable
 from service.brokers.admin import COMPACTED, DAY_MS, deleted_after, ensure_topics
 from service.control.record import CodeVersion, TopologyRecord, parse_version_key, version_key
 from service.exceptions import BrokerError
@@ -82,12 +83,15 @@ def ensure_control_topics(bootstrap: str, names: ControlTopics, timeout_s: float
 
 
 def probe(bootstrap: str, timeout_s: float = 5.0) -> None:
-    """Raise BrokerError (one line, naming the address) if no broker answers at ``bootstrap``."""
+    """Raise BrokerError (one line, naming the address) if no broker answers at ``bootstrap``.
+
+    BrokerAccessError if it refuses this client's login or certificate (:mod:`service.brokers.access`).
+    """
     admin = new_admin({"bootstrap.servers": bootstrap, "log_level": 0})
     try:
         admin.list_topics(timeout=timeout_s)
     except KafkaException as exc:
-        raise BrokerError(f"[control] no Kafka broker answers at {bootstrap} (bootstrap.servers)") from exc
+        raise why_unreachable(bootstrap, "control") or BrokerError(f"[control] no Kafka broker answers at {bootstrap} (bootstrap.servers)") from exc
 
 
 class TopicTail:

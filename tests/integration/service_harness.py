@@ -18,10 +18,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import TopicPartition
 
 from service.brokers.admin import read_topic
-from streams.kafka.clients import committed_offsets
+from streams.kafka.clients import committed_offsets, new_consumer
 from streams.monitoring.board import LEDGER_TOTALS, StatsBoard
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,14 +131,16 @@ class Cluster:
     # -- input and output --------------------------------------------------------------
     def feed(self, topic: str, path: Path, seconds: float, partitions: int = 2) -> subprocess.Popen[bytes]:
         """Start a separate producer process writing ``path``'s lines over ``seconds``."""
-        proc = subprocess.Popen([sys.executable, str(FEEDER), self.bootstrap, topic, str(path), str(seconds), str(partitions)], stdout=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [sys.executable, str(FEEDER), self.bootstrap, topic, str(path), str(seconds), str(partitions)], stdout=subprocess.PIPE, env=self.env()
+        )
         self.feeders.append(proc)
         return proc
 
     def committed(self, name: str, spout: str = "lines", partitions: int = 2) -> list[int]:
         """The spout group's committed offsets, asked again while its coordinator moves (after a
         broker pause or restart), as the executors ask (``streams.kafka.clients.committed_offsets``)."""
-        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"squall.{name}.{spout}", "log_level": 0})
+        c = new_consumer({"bootstrap.servers": self.bootstrap, "group.id": f"squall.{name}.{spout}", "log_level": 0})
         try:
             got = committed_offsets(c, [TopicPartition(f"squall.{name}.{spout}", p) for p in range(partitions)], f"test {name}")
             return [got.get(p, 0) for p in range(partitions)]
