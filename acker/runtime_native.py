@@ -28,7 +28,7 @@ from streams.exceptions import DecodeError, FatalError
 from streams.kafka.clients import committed_with_metadata, consumer_config, flush_patiently, new_consumer, reopen_consumer, transit_s
 from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
-from streams.monitoring.bolt_progress import encode_progress, progress_key
+from streams.monitoring.bolt_progress import encode_progress, parse_progress_key, progress_key
 from streams.monitoring.progress_store import read_progress
 from streams.monitoring.trace import ACKER_OUTCOMES
 from streams.runtime.executor import Every, Executor, ExecutorEnv
@@ -71,6 +71,8 @@ class AckerExecutor(Executor):
         """Every input commit names this life's epoch; each confirmed one goes to ``squall.T.__progress`` (:mod:`streams.wire.commits`)."""
         self.progress_due: set[int] = set()
         self._fence_logged: set[tuple[int, int, int]] = set()
+        self._stale_progress: list[bytes] = []
+        """Progress keys of its tasks' older lives (:func:`~streams.monitoring.bolt_progress.newest_lives`), deleted after this life's first records."""
 
     # -- tasks -----------------------------------------------------------------------
     def _changelog_poison(self, msg: Message, exc: Exception) -> None:
@@ -101,6 +103,10 @@ class AckerExecutor(Executor):
                 self.stats.inc("fenced_commits")
             self.committed[p] = self.next_offset[p] = start
             self.progress_due.add(p)
+            if newer is not None and newer.fence:  # what the last life learned before this start holds (streams.runtime.fencing)
+                self.fence.seed(p, newer.fence, start)
+        mine = set(self.ledgers)
+        self._stale_progress = [k for k in last.stale if (parse_progress_key(k, ACKER_COMPONENT) or (-1, None))[0] in mine]
         self._assigned()
         log.info("[%s] %s runs acker tasks %s", ACKER_COMPONENT, self.worker, sorted(self.ledgers))
 
@@ -118,7 +124,7 @@ class AckerExecutor(Executor):
         if hop is not None:
             self._transit.record(hop)
         origin = read_from(msg.headers())
-        if origin is not None and not self.fence.admit(p, origin[0], origin[1]):
+        if origin is not None and not self.fence.admit(p, origin[0], origin[1], off):
             self._fenced(msg, p, off, origin)
             self.next_offset[p] = off + 1
             return
@@ -229,7 +235,12 @@ class AckerExecutor(Executor):
                     produce(self.changelog, value, key=root_key(root), partition=p)
         for p in sorted(self.progress_due):  # the confirmed commits (and where this life started): the next life starts past a late one
             off = self.committed[p]
-            produce(progress_topic(self.topology.name), encode_progress(off, self.place, self.epoch, off), key=progress_key(ACKER_COMPONENT, p))
+            record = encode_progress(off, self.place, self.epoch, off, fence=self.fence.entries(p, off))
+            produce(progress_topic(self.topology.name), record, key=progress_key(ACKER_COMPONENT, p, self.epoch))
+        if self.progress_due and self._stale_progress:  # this life's records are out: its older lives' keys go
+            for key in self._stale_progress:
+                produce(progress_topic(self.topology.name), None, key=key)
+            self._stale_progress = []
         self.progress_due.clear()
         self.producer.poll(0)
 

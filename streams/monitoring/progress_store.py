@@ -8,17 +8,25 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-from streams.exceptions import DecodeError
 from streams.kafka.clients import at_high_watermarks, new_consumer
-from streams.monitoring.bolt_progress import Progress, decode_progress
+from streams.monitoring.bolt_progress import Progress, decode_progress, newest_lives
 from streams.wire.naming import progress_topic
 
 
-def read_progress(bootstrap: str, topology: str, component: str, overrides: dict[str, Any] | None = None, timeout_s: float = 30.0) -> dict[int, Progress]:
-    """The last progress record of each task of ``component``: ``task -> Progress``.
+class TaskLives(dict[int, Progress]):
+    """Each task's progress, its newest life's (``task -> Progress``); ``stale``: the keys of older lives, which the new life deletes."""
+
+    def __init__(self, lives: dict[int, Progress], stale: list[bytes]) -> None:
+        super().__init__(lives)
+        self.stale = stale
+
+
+def read_progress(bootstrap: str, topology: str, component: str, overrides: dict[str, Any] | None = None, timeout_s: float = 30.0) -> TaskLives:
+    """The newest life's last progress record of each task of ``component`` (:func:`~streams.monitoring.bolt_progress.newest_lives`).
 
     Read to the end of the (compacted, one-partition) topic. A record that does not decode is
-    skipped. Returns what was read if the end is not reached within ``timeout_s`` seconds
+    skipped; a replaced owner's record that landed after its successor's is not taken.
+    Returns what was read if the end is not reached within ``timeout_s`` seconds
     (re-executions are then undercounted, never invented).
     """
     topic = progress_topic(topology)
@@ -32,10 +40,10 @@ def read_progress(bootstrap: str, topology: str, component: str, overrides: dict
             **(overrides or {}),
         }
     )
-    out: dict[int, Progress] = {}
+    records: list[tuple[bytes, bytes | None]] = []
     try:
         if topic not in c.list_topics(timeout=10).topics:  # a topology submitted before Squall wrote progress
-            return out
+            return TaskLives({}, [])
         tps = [TopicPartition(topic, 0)]
         c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         quiet, deadline = 0.0, time.monotonic() + timeout_s
@@ -45,10 +53,7 @@ def read_progress(bootstrap: str, topology: str, component: str, overrides: dict
                 key = m.key() or b""
                 if m.error() or not key.startswith(prefix):
                     continue
-                try:
-                    out[int(key[len(prefix) :])] = decode_progress(m.value(), component=component, topic=topic, partition=0, offset=m.offset() or 0)
-                except (DecodeError, ValueError):
-                    continue
+                records.append((key, m.value()))
             quiet = 0.0 if msgs else quiet + 0.1
             if quiet >= 0.2 and at_high_watermarks(c, tps):
                 break
@@ -56,4 +61,4 @@ def read_progress(bootstrap: str, topology: str, component: str, overrides: dict
         pass
     finally:
         c.close()
-    return out
+    return TaskLives(*newest_lives(records, component, lambda value: decode_progress(value, component=component, topic=topic, partition=0, offset=-1)))

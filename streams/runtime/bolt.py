@@ -39,7 +39,7 @@ from streams.kafka.send_now import send_now
 from streams.model.batch import HoldsBatches
 from streams.model.bolt import Bolt
 from streams.model.tuple import Tuple, tick_tuple
-from streams.monitoring.bolt_progress import Progress, encode_progress, progress_key, reexecution_window
+from streams.monitoring.bolt_progress import Progress, encode_progress, parse_progress_key, progress_key, reexecution_window
 from streams.monitoring.progress_store import read_progress
 from streams.runtime.acks import AckBuffer
 from streams.runtime.bolt_task import BoltTask, execute_guarded, record_tuples
@@ -51,6 +51,7 @@ from streams.runtime.handoff import ExecutorHandoff, TaskHandoff
 from streams.runtime.routing import Router
 from streams.runtime.transfer import TupleTransfer
 from streams.wire.acker import why_text
+from streams.wire.codec import decode_marker
 from streams.wire.commits import commit_metadata, resume_at
 from streams.wire.naming import component_group, component_topic, progress_topic
 
@@ -114,6 +115,8 @@ class BoltExecutor(Executor):
         self.fence = EpochFence()
         """Drops tuples an older owner of their sending task wrote late (:mod:`streams.runtime.fencing`)."""
         self._fence_logged: set[tuple[int, int, int]] = set()
+        self._stale_progress: list[bytes] = []
+        """Progress keys of this component's older lives (:func:`~streams.monitoring.bolt_progress.newest_lives`), deleted after this life's first record."""
         self.pipeline: FlushPipeline[Flushed] = FlushPipeline(self.delivery)
         """Flushes waiting for their outputs' delivery (:mod:`streams.runtime.flush_pipeline`)."""
         self.produce = produce_fn(self.producer, self.produced, self.pipeline)
@@ -159,6 +162,8 @@ class BoltExecutor(Executor):
         """The committed offsets, except a replaced owner's late commit behind a newer life's confirmed one: then that one (counted: ``fenced_commits``)."""
         self.previous = read_progress(self.bootstrap, self.topology.name, self.component, self.kafka.get("consumer"))
         base = self.cdef.task_base
+        mine = {base + tp.partition for tp in partitions}
+        self._stale_progress = [k for k in getattr(self.previous, "stale", []) if (parse_progress_key(k, self.component) or (-1, None))[0] in mine]
         out: dict[int, int] = {}
         for p, committed in committed_with_metadata(consumer, partitions, self.component).items():
             last = self.previous.get(base + p)
@@ -175,6 +180,8 @@ class BoltExecutor(Executor):
             last = previous.get(task.task_id)
             task.written_offset = last.flushed if last is not None else -1
             task.start_commit = max(self.start_offsets.get(p, -1), -1)
+            if last is not None and last.fence:  # what the last life's reader learned before this one's start holds (streams.runtime.fencing)
+                self.fence.seed(p, last.fence, self.start_offsets.get(p, -1))
             self._take_handoff(task, last, self.start_offsets.get(p, -1))
             if task.reexecute_until >= 0:
                 log.info(
@@ -191,13 +198,20 @@ class BoltExecutor(Executor):
     def _write_progress(self) -> None:
         """Each task's flushed offset, confirmed commit and hand-off, where one moved (after the flush that made it safe, or the commit)."""
         topic = progress_topic(self.topology.name)
-        for task in self.by_partition.values():
+        for p, task in self.by_partition.items():
             committed = max(task.committed_offset, task.start_commit)
             carry = task.carry if task.carry is not None and committed < task.carry[1] else None
             if task.flushed_offset > task.written_offset or committed > task.written_commit or carry != task.written_carry:
                 flushed = max(task.flushed_offset, task.written_offset)
-                self.produce(topic, encode_progress(flushed, self.place, self.epoch, committed, carry), key=progress_key(self.component, task.task_id))
+                fence = self.fence.entries(p, committed)
+                self.produce(
+                    topic, encode_progress(flushed, self.place, self.epoch, committed, carry, fence), key=progress_key(self.component, task.task_id, self.epoch)
+                )
                 task.written_offset, task.written_commit, task.written_carry = flushed, committed, carry
+                if self._stale_progress:  # this life's first record is out: its older lives' keys go (compaction keeps the newest only)
+                    for key in self._stale_progress:
+                        self.produce(topic, None, key=key)
+                    self._stale_progress = []
 
     # -- a drain's hand-off of transactional batches (streams.runtime.handoff) --------
     def _take_handoff(self, task: BoltTask, last: Progress | None, start: int) -> None:
@@ -238,6 +252,10 @@ class BoltExecutor(Executor):
         if task is None:
             return
         off = msg.offset() or 0
+        value = msg.value()
+        if value is not None and value[:3] == b"[5,":
+            self._marked(task, msg, value, p, off)
+            return
         if off < task.reexecute_until:
             self.stats.inc("reexecuted_" + task.reexecute_cause)
         # Every record's transit is recorded: a record is a pack of up to squall.transfer.batch.size
@@ -247,7 +265,7 @@ class BoltExecutor(Executor):
         if transit is not None:
             self._transit_hist.record(transit)
         try:
-            tuples = record_tuples(self.topology, self.component, self.topic, msg.value(), p, off)
+            tuples = record_tuples(self.topology, self.component, self.topic, value, p, off)
         except DecodeError as exc:
             self.poison(msg, exc, task.task_id)
             task.next_offset = off + 1
@@ -260,7 +278,7 @@ class BoltExecutor(Executor):
         for t in tuples:  # every tuple of a pack executes before the offset moves past its record
             if handoff is not None and not handoff.executes(t, off):
                 continue  # the other life's (streams.runtime.handoff)
-            if not self.fence.admit(p, t.source_task, t.epoch):
+            if not self.fence.admit(p, t.source_task, t.epoch, off):
                 self._fenced(task, t)
                 continue
             self._sampled += 1
@@ -277,6 +295,17 @@ class BoltExecutor(Executor):
         task.next_offset = off + 1
         if handoff is not None and handoff.mode == 0:
             task.handoff = None  # taking: past the last life's records
+
+    def _marked(self, task: BoltTask, msg: Message, value: bytes, p: int, off: int) -> None:
+        """An epoch marker: its tasks' older lives are fenced in this partition from here on (:mod:`streams.runtime.fencing`)."""
+        marker = decode_marker(value)
+        if marker is None:
+            self.poison(msg, DecodeError("a malformed epoch marker", component=self.component, topic=self.topic, partition=p, offset=off), task.task_id)
+        else:
+            _, senders, epoch = marker
+            for sender in senders:
+                self.fence.mark(p, sender, epoch, off)
+        task.next_offset = off + 1
 
     def _fenced(self, task: BoltTask, t: Tuple) -> None:
         """Drop ``t``: an older owner of its sending task wrote it after a newer one did; fail its trees (replayed now, not at the timeout) and count it."""

@@ -49,8 +49,8 @@ from streams.runtime.acks import AckBuffer
 from streams.runtime.fencing import new_epoch
 from streams.runtime.lease import PAUSED_SNAPSHOT_S, WorkerLease
 from streams.state import OpenedStores
-from streams.wire.codec import encode_json
-from streams.wire.naming import acker_topic, errors_topic, metrics_topic, trace_topic
+from streams.wire.codec import encode_json, encode_marker
+from streams.wire.naming import acker_topic, component_topic, errors_topic, metrics_topic, trace_topic
 
 log = logging.getLogger("squall.executor")
 
@@ -244,8 +244,45 @@ class Executor(DeadLetterWriter):
         return cdef.num_tasks if cdef is not None else self.conf.ackers
 
     def _assigned(self) -> None:
-        """Call once the tasks are open (and state restored)."""
+        """Call once the tasks are open (and state restored): writes this life's epoch markers, then the executor is ready."""
+        self._mark_epoch()
         self.assigned.set()
+
+    def _mark_epoch(self, timeout_s: float = 10.0, attempts: int = 3) -> None:
+        """Before this life writes anything: an epoch marker on every partition it may write, confirmed (:mod:`streams.runtime.fencing`).
+
+        Every partition of every bolt subscribed to one of the component's streams gets
+        :func:`~streams.wire.codec.encode_marker` of this executor's tasks; every acker
+        partition an empty record from this executor (its ``squall.from`` header names the
+        sender and epoch). A zombie's late record then lands after the marker in any
+        partition it reaches. Raises FatalError naming the component and the first
+        partition not confirmed after ``attempts`` flushes of ``timeout_s`` seconds.
+        """
+        cdef = self.topology.components.get(self.component)
+        if cdef is None or not self.tasks:
+            return  # the acker writes no tuples
+        marker = encode_marker(self.component, [cdef.task_base + t for t in self.tasks], self.epoch)
+        targets: dict[str, int] = {}
+        for stream in cdef.streams:
+            for target, _ in self.topology.subscribers(self.component, stream):
+                targets[component_topic(self.topology.name, target.id)] = target.num_tasks
+        sends: list[tuple[str, int, bytes, Any]] = [(topic, p, marker, None) for topic, n in targets.items() for p in range(n)]
+        if self.acks is not None:
+            sends += [(self.acks.topic, p, b"[]", self.acks.headers) for p in range(self.conf.ackers)]
+        pending = set(range(len(sends)))
+        confirmed: list[int] = []
+        for _ in range(attempts):
+            confirmed.clear()
+            for i in sorted(pending):
+                topic, p, value, headers = sends[i]
+                self.producer.produce(topic, value, partition=p, headers=headers, on_delivery=lambda err, _m, i=i: None if err else confirmed.append(i))
+            self.producer.flush(timeout_s)
+            pending -= set(confirmed)
+            if not pending:
+                log.info("[%s] epoch %d marked on %d partitions (tasks %s)", self.component, self.epoch, len(sends), list(self.tasks))
+                return
+        topic, p, _, _ = sends[min(pending)]
+        raise FatalError(f"[{self.component}] could not write its epoch marker to {topic}[{p}] ({len(pending)} partitions unconfirmed after {attempts} tries)")
 
     def _assign(self, consumer: Consumer, topic: str) -> list[TopicPartition]:
         """Start reading this executor's tasks: partitions :attr:`tasks` of ``topic``, each from the group's committed offset (else the earliest).

@@ -13,15 +13,24 @@ was written by a worker that was replaced while it was cut off (its lease lapsed
 writes were in flight at the cut and landed after the heal): it is dropped, failed (so its
 tree is replayed at once, not after the message timeout) and counted.
 
-What it cannot see: a zombie's record that lands in a partition before its successor wrote
-anything there. The worker's lease (:mod:`streams.runtime.lease`) keeps that window to the
-writes in flight at a cut.
+**Epoch markers** close the two gaps the check alone left (issue 52). A new life writes an
+epoch marker (:func:`streams.wire.codec.encode_marker`; on the acker topic, an empty record
+from it) to every partition it may write, and has them confirmed before it writes anything
+else: a zombie's record that lands in a partition after the new life started lands after the
+marker, even where the new life has written nothing yet. And a reader keeps what it learned:
+each task's progress record carries its partition's fence (:meth:`EpochFence.entries`), and a
+new life of the reader starts from it (:meth:`EpochFence.seed`), so a reader restarted past
+the marker still refuses the late record.
 
 >>> fence = EpochFence()
->>> [fence.admit(0, 7, e) for e in (100, 100, 250, 100, 250)]
+>>> [fence.admit(0, 7, e, off) for off, e in enumerate((100, 100, 250, 100, 250))]
 [True, True, True, False, True]
->>> fence.admit(1, 7, 100), fence.dropped, fence.highest_of(0, 7)
+>>> fence.admit(1, 7, 100, 0), fence.dropped, fence.highest_of(0, 7)
 (True, 1, 250)
+>>> fence.mark(1, 7, 300, 5); fence.admit(1, 7, 250, 6)  # a marker, then a zombie's record
+False
+>>> restarted = EpochFence(); restarted.seed(1, fence.entries(1, committed=6), start=6); restarted.admit(1, 7, 250, 7)
+False
 """
 
 from __future__ import annotations
@@ -40,20 +49,24 @@ def new_epoch(clock: Callable[[], float] = time.time) -> int:
 
 
 class EpochFence:
-    """The highest epoch seen per ``(partition, sending task)`` of one reader; older ones are refused.
+    """The newest epoch seen per ``(partition, sending task)`` of one reader, and where it was first seen; older ones are refused.
 
     Pure and not thread-safe: one per executor, called from its loop. ``dropped``: records
-    refused so far.
+    refused so far. For each sender it keeps its lives, each with the offset of its first
+    record (or marker) in the partition: a reader that starts again at offset ``C`` knows
+    what it had learned before ``C`` (:meth:`seed`). :meth:`entries` drops the lives older
+    than the newest one first seen before the reader's commit.
     """
 
-    __slots__ = ("_highest", "dropped")
+    __slots__ = ("_highest", "_since", "dropped")
 
     def __init__(self) -> None:
         self._highest: dict[int, dict[int, int]] = {}
+        self._since: dict[int, dict[int, list[tuple[int, int]]]] = {}
         self.dropped = 0
 
-    def admit(self, partition: int, sender: int, epoch: int) -> bool:
-        """Whether a record of ``sender``'s life ``epoch``, read from ``partition``, is taken (True) or fenced (False)."""
+    def admit(self, partition: int, sender: int, epoch: int, offset: int = -1) -> bool:
+        """Whether a record of ``sender``'s life ``epoch``, read at ``partition``'s ``offset``, is taken (True) or fenced (False)."""
         seen = self._highest.get(partition)
         if seen is None:
             seen = self._highest[partition] = {}
@@ -61,11 +74,44 @@ class EpochFence:
         if top == epoch:  # the common case: the sender's current life
             return True
         if top is None or epoch > top:
-            seen[sender] = epoch
+            self._raise(partition, sender, epoch, offset)
             return True
         self.dropped += 1
         return False
 
+    def mark(self, partition: int, sender: int, epoch: int, offset: int) -> None:
+        """An epoch marker of ``sender``'s life ``epoch`` at ``offset``: from here on, older lives of it are refused."""
+        top = self._highest.get(partition, {}).get(sender)
+        if top is None or epoch > top:
+            self._raise(partition, sender, epoch, offset)
+
+    def _raise(self, partition: int, sender: int, epoch: int, offset: int) -> None:
+        self._highest.setdefault(partition, {})[sender] = epoch
+        self._since.setdefault(partition, {}).setdefault(sender, []).append((epoch, offset))
+
     def highest_of(self, partition: int, sender: int) -> int | None:
         """The newest epoch of ``sender`` seen in ``partition``, or None."""
         return self._highest.get(partition, {}).get(sender)
+
+    def entries(self, partition: int, committed: int) -> list[tuple[int, int, int]]:
+        """What this reader learned of ``partition``, for a progress record naming commit ``committed``: ``(sender, epoch, first offset)``.
+
+        Per sender, the newest life first seen before ``committed`` and every life since
+        (older ones are dropped here: no later start can need them).
+        """
+        out: list[tuple[int, int, int]] = []
+        for sender, lives in sorted(self._since.get(partition, {}).items()):
+            before = [i for i, (_, off) in enumerate(lives) if 0 <= off < committed]
+            if before and before[-1] > 0:
+                del lives[: before[-1]]
+            out.extend((sender, epoch, off) for epoch, off in lives)
+        return out
+
+    def seed(self, partition: int, entries: list[tuple[int, int, int]] | tuple[tuple[int, int, int], ...], start: int) -> None:
+        """Start from a last life's :meth:`entries` when reading ``partition`` from ``start``: what was learned before ``start`` holds.
+
+        Lives first seen at ``start`` or later are left out: this reader sees them again.
+        """
+        for sender, epoch, off in sorted(entries, key=lambda e: (e[2], e[1])):
+            if 0 <= off < start:
+                self.mark(partition, sender, epoch, off)

@@ -25,6 +25,11 @@ source_component, source_task, epoch]`` and an ``item`` the rest of an envelope,
 anchors]``, ``[values, anchors, batch]`` or ``[values, anchors, batch | null, tid]``. A word
 count's words cost 55 bytes each in it, not 88. Packs of whole envelopes, ``[3, envelope,
 envelope, ...]``, are still read.
+
+An **epoch marker**, ``[5, source_component, [task, ...], epoch]``, is the first record a new
+life of an executor writes to each partition it may write (:func:`encode_marker`): it holds no
+tuple (:func:`decode_tuples` returns none), and tells the partition's reader that every later
+record of those tasks in an older epoch is a replaced owner's (:mod:`streams.runtime.fencing`).
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ PACK_VERSION = 3
 """A record of several whole envelopes, ``[3, envelope, envelope, ...]`` (written before version 4; still read)."""
 HEADED_PACK_VERSION = 4
 """A record of several envelopes, each run's head said once: ``[4, head, [item, ...], ...]`` (:func:`encode_pack`)."""
+EPOCH_MARKER_VERSION = 5
+"""An epoch marker, ``[5, component, [task, ...], epoch]`` (:func:`encode_marker`)."""
 _dumps = orjson.dumps
 _loads = orjson.loads
 _OPTS = orjson.OPT_NON_STR_KEYS
@@ -126,6 +133,9 @@ def decode_tuples(raw: bytes | None, *, component: str, topic: str, partition: i
         if type(msg) is list and msg:
             if msg[0] == HEADED_PACK_VERSION:
                 return _decode_headed(msg)
+            if msg[0] == EPOCH_MARKER_VERSION:
+                _marker_fields(msg)
+                return []
             if msg[0] == PACK_VERSION:
                 if len(msg) < 2:
                     raise ValueError("a pack holds at least one envelope")
@@ -133,6 +143,37 @@ def decode_tuples(raw: bytes | None, *, component: str, topic: str, partition: i
         return [_decode_msg(msg)]
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as exc:
         raise DecodeError(str(exc), component=component, topic=topic, partition=partition, offset=offset) from exc
+
+
+def encode_marker(component: str, tasks: list[int], epoch: int) -> bytes:
+    """An epoch marker: ``component``'s ``tasks`` write in life ``epoch`` from here on (no tuple in it).
+
+    >>> raw = encode_marker("split", [3, 4], 1764232345123); raw
+    b'[5,"split",[3,4],1764232345123]'
+    >>> decode_marker(raw), decode_tuples(raw, component="count", topic="t", partition=0, offset=0)
+    (('split', [3, 4], 1764232345123), [])
+    """
+    return _dumps([EPOCH_MARKER_VERSION, component, tasks, epoch])
+
+
+def decode_marker(raw: bytes | None) -> tuple[str, list[int], int] | None:
+    """``(component, tasks, epoch)`` of an epoch marker; None for any other record (a tuple, a pack, or not Squall's)."""
+    if not raw or not raw.startswith(b"[5,"):
+        return None
+    try:
+        return _marker_fields(_loads(raw))
+    except (ValueError, TypeError):
+        return None
+
+
+def _marker_fields(msg: list[Any]) -> tuple[str, list[int], int]:
+    """A parsed marker's fields; raises ValueError for a malformed one."""
+    if len(msg) != 4:
+        raise ValueError("an epoch marker is [5, component, [task, ...], epoch]")
+    _, component, tasks, epoch = msg
+    if type(component) is not str or type(tasks) is not list or not all(type(t) is int for t in tasks) or type(epoch) is not int or not 0 <= epoch < _U64:
+        raise ValueError("an epoch marker has the wrong types: [5, component, [task, ...], epoch]")
+    return component, tasks, epoch
 
 
 def encode_pack(envelopes: list[bytes]) -> bytes:

@@ -21,8 +21,13 @@ SCHEMA = json.loads((Path(__file__).resolve().parents[3] / "schemas" / "progress
 def test_a_progress_record_round_trips_validates_and_bad_ones_name_where() -> None:
     raw = encode_progress(1234, "vm:/data/supervisors/s1")
     jsonschema.validate(json.loads(raw), SCHEMA)
-    assert decode_progress(raw, component="count", topic="t", partition=0, offset=9) == (1234, "vm:/data/supervisors/s1", 0, -1, None)
+    assert decode_progress(raw, component="count", topic="t", partition=0, offset=9) == (1234, "vm:/data/supervisors/s1", 0, -1, None, ())
     assert progress_key("count", 7) == b"count:7"
+    fenced = encode_progress(1234, "vm:/s1", 900, 1200, None, [(0, 100, 3), (0, 200, 1100), (4, 900, 7)])
+    jsonschema.validate(json.loads(fenced), SCHEMA)
+    assert decode_progress(fenced, component="count", topic="t", partition=0, offset=9).fence == ((0, 100, 3), (0, 200, 1100), (4, 900, 7))
+    with pytest.raises(DecodeError, match="fence must be"):
+        decode_progress(b'{"flushed": 1, "place": "x", "fence": [[1, 2]]}', component="count", topic="t", partition=0, offset=9)
     with pytest.raises(DecodeError, match=r"\[count\] cannot decode record t\[0\]@9"):
         decode_progress(b'{"flushed": -1, "place": "x"}', component="count", topic="t", partition=0, offset=9)
 

@@ -20,6 +20,7 @@ from acker.runtime_native import AckerExecutor
 from service.control.claims import ClaimBook
 from streams.config import resolve
 from streams.model.loader import load_topology
+from streams.monitoring.progress_store import TaskLives
 from streams.runtime.bolt import BoltExecutor
 from streams.runtime.executor import ExecutorEnv
 from streams.runtime.fencing import EpochFence
@@ -126,7 +127,9 @@ def test_a_bolt_starts_past_a_replaced_owners_late_commit_and_counts_it(monkeypa
 
     ex, _ = bolt("count")
     base = ex.cdef.task_base
-    monkeypatch.setattr(bolt_module, "read_progress", lambda *a, **k: {base: Progress(53284, "h1", 300, 53000), base + 1: Progress(900, "h1", 300, 880)})
+    monkeypatch.setattr(
+        bolt_module, "read_progress", lambda *a, **k: TaskLives({base: Progress(53284, "h1", 300, 53000), base + 1: Progress(900, "h1", 300, 880)}, [])
+    )
     monkeypatch.setattr(bolt_module, "committed_with_metadata", lambda *a, **k: {0: (7736, commit_metadata(100)), 1: (880, commit_metadata(300))})
     assert ex._start_offsets(None, []) == {0: 53000, 1: 880}
     assert ex.stats.counters["fenced_commits"] == 1
@@ -143,7 +146,7 @@ def test_an_acker_starts_past_a_replaced_owners_late_commit_and_records_where_it
         ExecutorEnv(topology=topology, component="__acker", conf=resolve(topology.conf), bootstrap="127.0.0.1:1", workdir=Path("/tmp"), epoch=500)
     )
     monkeypatch.setattr(acker_module, "restored_ledger", lambda *a, **k: DurableLedger(Ledger(30.0, clock=lambda: 0.0)))
-    monkeypatch.setattr(acker_module, "read_progress", lambda *a, **k: {0: Progress(900, "h1", 300, 900)})
+    monkeypatch.setattr(acker_module, "read_progress", lambda *a, **k: TaskLives({0: Progress(900, "h1", 300, 900)}, []))
     monkeypatch.setattr(acker_module, "committed_with_metadata", lambda *a, **k: {0: (120, commit_metadata(100))})
     acker._open_tasks(None, [TopicPartition(acker.topic, 0)])
     assert acker.committed == {0: 900} and acker.next_offset == {0: 900} and acker.stats.counters["fenced_commits"] == 1
@@ -151,4 +154,4 @@ def test_an_acker_starts_past_a_replaced_owners_late_commit_and_records_where_it
     acker.produce = lambda topic, value, key=None, partition=-1, **kw: sent.append((topic, value, key))
     acker._flush(None)
     progress = [(k, decode_progress(v, component="t", topic=t, partition=0, offset=0)) for t, v, k in sent if t.endswith("__progress")]
-    assert progress == [(b"__acker:0", Progress(900, acker.place, 500, 900))]  # the next life starts past a late commit too
+    assert progress == [(b"__acker:0:500", Progress(900, acker.place, 500, 900))]  # the next life starts past a late commit too
