@@ -32,7 +32,7 @@ from streams.monitoring.bolt_progress import encode_progress, parse_progress_key
 from streams.monitoring.progress_store import read_progress
 from streams.monitoring.trace import ACKER_OUTCOMES
 from streams.runtime.executor import Every, Executor, ExecutorEnv
-from streams.runtime.fencing import EpochFence
+from streams.runtime.fencing import FENCE_LOG_LIMIT, EpochFence
 from streams.wire.acker import OP_ACK, OP_INIT, chunks, decode_ops, encode_results, read_from, root_key
 from streams.wire.commits import commit_metadata, resume_at
 from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_changelog_topic, acker_topic, component_group, progress_topic
@@ -70,7 +70,8 @@ class AckerExecutor(Executor):
         self.commit_meta = commit_metadata(self.epoch)
         """Every input commit names this life's epoch; each confirmed one goes to ``squall.T.__progress`` (:mod:`streams.wire.commits`)."""
         self.progress_due: set[int] = set()
-        self._fence_logged: set[tuple[int, int, int]] = set()
+        self._fence_logged = 0
+        """Fenced records logged so far (one line each, the first :data:`~streams.runtime.fencing.FENCE_LOG_LIMIT`)."""
         self._stale_progress: list[bytes] = []
         """Progress keys of its tasks' older lives (:func:`~streams.monitoring.bolt_progress.newest_lives`), deleted after this life's first records."""
 
@@ -155,8 +156,8 @@ class AckerExecutor(Executor):
         self.stats.inc("fenced_acker_ops", n)
         self.stats.inc("fenced_acker_records")
         sender, epoch = origin
-        if (p, sender, epoch) not in self._fence_logged:
-            self._fence_logged.add((p, sender, epoch))
+        if self._fence_logged < FENCE_LOG_LIMIT:
+            self._fence_logged += 1
             log.warning(
                 "[%s] fenced %s[%d]@%d: %d ops from task %d in epoch %d, after its epoch %s (a replaced worker's late flush; dropped)",
                 ACKER_COMPONENT,

@@ -45,7 +45,7 @@ from streams.runtime.acks import AckBuffer
 from streams.runtime.bolt_task import BoltTask, execute_guarded, record_tuples
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.executor import Every, Executor, ExecutorEnv
-from streams.runtime.fencing import EpochFence
+from streams.runtime.fencing import FENCE_LOG_LIMIT, EpochFence
 from streams.runtime.flush_pipeline import FlushGeneration, FlushPipeline
 from streams.runtime.handoff import ExecutorHandoff, TaskHandoff
 from streams.runtime.routing import Router
@@ -114,7 +114,8 @@ class BoltExecutor(Executor):
         """Every offset commit names this life's epoch (:mod:`streams.wire.commits`)."""
         self.fence = EpochFence()
         """Drops tuples an older owner of their sending task wrote late (:mod:`streams.runtime.fencing`)."""
-        self._fence_logged: set[tuple[int, int, int]] = set()
+        self._fence_logged: set[tuple[int, int]] = set()
+        """The fenced records logged, ``(partition, offset)``: one line each, the first :data:`~streams.runtime.fencing.FENCE_LOG_LIMIT`."""
         self._stale_progress: list[bytes] = []
         """Progress keys of this component's older lives (:func:`~streams.monitoring.bolt_progress.newest_lives`), deleted after this life's first record."""
         self.pipeline: FlushPipeline[Flushed] = FlushPipeline(self.delivery)
@@ -312,8 +313,8 @@ class BoltExecutor(Executor):
         newer = self.fence.highest_of(t.partition, t.source_task)
         self.stats.inc("fenced_tuples")
         task.collector.fail_because(t, f"fenced: {t.source_component} task {t.source_task} wrote it in epoch {t.epoch}, after epoch {newer}")
-        key = (t.partition, t.source_task, t.epoch)
-        if key not in self._fence_logged:  # once per zombie life and partition
+        key = (t.partition, t.offset)
+        if key not in self._fence_logged and len(self._fence_logged) < FENCE_LOG_LIMIT:  # once per record (a pack's tuples share it)
             self._fence_logged.add(key)
             log.warning(
                 "[%s] fenced %s: %s task %d wrote it in epoch %d, but its epoch %s wrote to this partition before"

@@ -38,6 +38,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+FENCE_LOG_LIMIT = 1000
+"""A reader logs each record it fences (``fenced TOPIC[P]@OFFSET: ...``), the first this many per executor life; all are counted."""
+
 
 def new_epoch(clock: Callable[[], float] = time.time) -> int:
     """An epoch for a worker started now, outside ``squall serve``: ``clock()`` in milliseconds.

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -336,8 +337,51 @@ def finish_and_check(cluster: NetCluster, run: Run, feeders: list[subprocess.Pop
             print(kill_diagnosis(cluster, name, hosts))
             raise
     print(f"late writes of replaced workers dropped (tuples, acker ops, commits undone): {fenced}")
+    # No reader took a record of an older life after its successor's record or epoch marker
+    # (issue 52): every such record in the topics is one a reader logged as fenced.
+    late = [r for name in (run.alo, run.eo) for t in ("split", "count", "__acker") for r in cluster.client("late", cluster.bootstrap, f"squall.{name}.{t}")]
+    refused = fenced_records(cluster.tmp, hosts, (run.alo, run.eo))
+    taken = [r for r in late if (r[0], r[1], r[2]) not in refused]
+    print(f"records of replaced workers' older lives that landed after a newer life's: {len(late)}, each refused by its reader: {not taken}")
+    for r in late[:20]:
+        print(f"  {r[0]}[{r[1]}]@{r[2]}: task {r[3]} epoch {r[4]}, after its epoch {r[5]}")
+    assert not taken, f"a reader took a record of an older life: {taken[:5]}"
     events = [e for e in every if e.get("topology") in (run.alo, run.eo)]
-    return {"events": events, "logs": logs, "over": over, "fenced": fenced}
+    return {"events": events, "logs": logs, "over": over, "words": words, "fenced": fenced, "late": late}
+
+
+def restart_workers(tmp: Path, sid: str, name: str, components: set[str]) -> list[int]:
+    """SIGTERM the workers of ``name`` on ``sid`` that run any of ``components``: each drains and exits, and its supervisor starts it again.
+
+    Returns their pids. A worker is ``python -m service.worker PLAN INDEX``; its plan lists each worker's executors.
+    """
+    out = []
+    root = f"{tmp / sid / 'supervisors' / sid / 'topologies' / name}/"
+    for pid in subprocess.run(["pgrep", "-f", f"service.worker {root}"], capture_output=True, text=True).stdout.split():
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            at = args.index(b"service.worker")
+            plan = json.loads(Path(args[at + 1].decode()).read_text())
+            runs = {executor[0] for executor in plan["workers"][int(args[at + 2])]}
+        except (OSError, ValueError, IndexError, KeyError):
+            continue
+        if runs & components:
+            os.kill(int(pid), signal.SIGTERM)
+            out.append(int(pid))
+    return out
+
+
+FENCED_LINE = re.compile(r"fenced (\S+)\[(\d+)\]@(\d+)")
+
+
+def fenced_records(tmp: Path, hosts: list[str], names: tuple[str, ...]) -> set[tuple[str, int, int]]:
+    """Every record the workers of ``names`` logged as fenced (``fenced TOPIC[P]@OFFSET``), on every host."""
+    out = set()
+    for sid in hosts:
+        for name in names:
+            for path in (tmp / sid / "supervisors" / sid / "logs").glob(f"{name}-*.log"):
+                out |= {(m[1], int(m[2]), int(m[3])) for m in FENCED_LINE.finditer(path.read_text(errors="replace"))}
+    return out
 
 
 def kill_diagnosis(cluster: NetCluster, name: str, hosts: list[str]) -> str:

@@ -14,7 +14,7 @@ from acker.durable import DurableLedger
 from acker.ledger import Ledger
 from streams.monitoring.stats import ExecutorStats
 from streams.wire.acker import encode_ops, encode_results
-from streams.wire.codec import encode_pack, encode_rooted, encode_tuple
+from streams.wire.codec import encode_marker, encode_pack, encode_rooted, encode_tuple
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
@@ -31,6 +31,7 @@ def check(name: str, raw: bytes) -> None:
 def test_tuple_envelope() -> None:
     check("tuple.schema.json", encode_tuple("default", "split", 3, ["word", 1], {2**64 - 1: 5}, epoch=1_764_232_345_123))
     check("tuple.schema.json", encode_tuple("__warmup", "__system", -1, [], {}, epoch=0))  # a SparkBolt's warm-up record
+    check("tuple.schema.json", encode_marker("split", [3, 4], 1_764_232_345_123))  # a new life's epoch marker
     check(
         "tuple.schema.json", encode_tuple("default", "split", 3, ["word"], {7: 5}, None, (2**31 - 1, 12, 2**32 - 1), epoch=9)
     )  # a stateful topology's tuple id
@@ -61,6 +62,7 @@ def test_a_pack_of_tuples() -> None:
 
 def test_acker_ops_results_and_changelog() -> None:
     check("acker-ops.schema.json", encode_ops([[0, 1, 2, 3], [1, 2**64 - 1, 7], [2, 4], [3, 5]]))
+    check("acker-ops.schema.json", b"[]")  # an epoch marker on the acker topic
     with pytest.raises(jsonschema.ValidationError):
         check("acker-ops.schema.json", b"[[9, 1]]")
     check("ack-result.schema.json", encode_results([[0, 12, 0.25], [1, 13, 30.0]]))
