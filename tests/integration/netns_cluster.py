@@ -315,6 +315,7 @@ def finish_and_check(cluster: NetCluster, run: Run, feeders: list[subprocess.Pop
     for name, st in statuses.items():
         keys = ("trees_acked", "trees_failed", "replays", "lease_pauses", "fenced_tuples", "fenced_acker_ops", "fenced_commits")
         print(f"status of {name}: " + ", ".join(f"{k} {st.get(k)}" for k in keys))
+        print(f"  re-executed by bolts of {name}: " + ", ".join(f"{c} {v.get('reexecuted')}" for c, v in st.get("components", {}).items() if "reexecuted" in v))
     twice: dict[str, tuple[int, int, int]] = {}
     if (cluster.tmp / "kafka").is_dir():  # Apache Kafka: every record ever written is still in the segment files
         log_dirs = sorted((cluster.tmp / "kafka").glob("node-*/data"))
