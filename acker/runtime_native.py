@@ -25,7 +25,7 @@ from acker.common import publish_ledger_stats, record_outcomes, record_resets, r
 from acker.durable import DurableLedger
 from acker.ledger import Outcome
 from streams.exceptions import DecodeError, FatalError
-from streams.kafka.clients import committed_with_metadata, consumer_config, flush_patiently, new_consumer, reopen_consumer, transit_s
+from streams.kafka.clients import committed_with_metadata, consumer_config, flush_patiently, new_consumer, recommit, reopen_consumer, transit_s
 from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.monitoring.bolt_progress import encode_progress, parse_progress_key, progress_key
@@ -97,15 +97,18 @@ class AckerExecutor(Executor):
         # flush, without waiting for new input (a restored table would otherwise keep them).
         # One that a replaced owner committed late, behind a newer life's, is passed over.
         last = read_progress(self.bootstrap, self.topology.name, ACKER_COMPONENT, self.kafka.get("consumer"))
+        undo: list[TopicPartition] = []
         for p, committed in committed_with_metadata(consumer, [TopicPartition(self.topic, tp.partition) for tp in partitions], ACKER_COMPONENT).items():
             newer = last.get(p)
             start, undone = resume_at(ACKER_COMPONENT, f"{self.topic}[{p}]", committed, None if newer is None else (newer.epoch, newer.committed))
             if undone:
                 self.stats.inc("fenced_commits")
+                undo.append(TopicPartition(self.topic, p, start, metadata=self.commit_meta))
             self.committed[p] = self.next_offset[p] = start
             self.progress_due.add(p)
             if newer is not None and newer.fence:  # what the last life learned before this start holds (streams.runtime.fencing)
                 self.fence.seed(p, newer.fence, start)
+        recommit(consumer, undo, ACKER_COMPONENT)
         mine = set(self.ledgers)
         self._stale_progress = [k for k in last.stale if (parse_progress_key(k, ACKER_COMPONENT) or (-1, None))[0] in mine]
         self._assigned()

@@ -148,6 +148,24 @@ def _close_quietly(consumer: Consumer, component: str) -> None:
         log.info("[%s] closing the old consumer: %s", component, exc)
 
 
+def recommit(consumer: Consumer, offsets: list[TopicPartition], component: str) -> None:
+    """Commit ``offsets`` (with their metadata) now: where a new life starts past a replaced owner's late commit (:mod:`streams.wire.commits`).
+
+    The group's committed offset would otherwise stay at the late one until this life commits
+    anything (never, if the input had ended): what ``squall status``, lag and any other reader of
+    the group see. A failure is logged (the next regular commit sets it).
+    """
+    if not offsets:
+        return
+    try:
+        consumer.commit(offsets=offsets, asynchronous=False)
+        log.info(
+            "[%s] committed %s again over a replaced owner's late commit", component, ", ".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in offsets)
+        )
+    except KafkaException as exc:
+        log.warning("[%s] could not commit past a replaced owner's late commit yet: %s", component, exc)
+
+
 def new_producer(cfg: Mapping[str, Any]) -> Producer:
     """A Producer with ``cfg`` and the security settings."""
     return Producer(with_security(cfg))

@@ -21,7 +21,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from streams.kafka.clients import committed_with_metadata, reopen_consumer, true_end_offsets
+from streams.kafka.clients import committed_with_metadata, recommit, reopen_consumer, true_end_offsets
 from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.kafka.source import KafkaSource, SourceCounters, task_of
@@ -175,6 +175,7 @@ class SourceFeed:
     def _committed(self, tps: list[TP]) -> dict[TP, int]:
         """The spout group's committed offsets (partitions with none are absent), each past a replaced owner's late commit (:mod:`streams.wire.commits`)."""
         out: dict[TP, int] = {}
+        undo: list[TopicPartition] = []
         for topic in dict.fromkeys(t for t, _ in tps):
             got = committed_with_metadata(self.data, [TopicPartition(t, p) for t, p in tps if t == topic], self.component)
             for p, committed in got.items():
@@ -182,6 +183,9 @@ class SourceFeed:
                 key = partition_key(topic, p)
                 out[(topic, p)], undone = resume_at(self.component, key, committed, (task.last_epoch, task.last_commits.get(key, -1)))
                 self.fenced_commits += undone
+                if undone:
+                    undo.append(TopicPartition(topic, p, out[(topic, p)], metadata=self.commit_meta))
+        recommit(self.data, undo, self.component)
         return out
 
     def _start_offsets(self, tps: list[TP], committed: dict[TP, int]) -> dict[TP, int]:

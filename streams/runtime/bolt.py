@@ -28,6 +28,7 @@ from streams.kafka.clients import (
     flush_patiently,
     new_consumer,
     produce_fn,
+    recommit,
     reopen_consumer,
     transit_s,
     wait_patiently,
@@ -166,11 +167,14 @@ class BoltExecutor(Executor):
         mine = {base + tp.partition for tp in partitions}
         self._stale_progress = [k for k in getattr(self.previous, "stale", []) if (parse_progress_key(k, self.component) or (-1, None))[0] in mine]
         out: dict[int, int] = {}
+        undo: list[TopicPartition] = []
         for p, committed in committed_with_metadata(consumer, partitions, self.component).items():
             last = self.previous.get(base + p)
             out[p], undone = resume_at(self.component, f"{self.topic}[{p}]", committed, None if last is None else (last.epoch, last.committed))
             if undone:
                 self.stats.inc("fenced_commits")
+                undo.append(TopicPartition(self.topic, p, out[p], metadata=self.commit_meta))
+        recommit(consumer, undo, self.component)
         return out
 
     def _reexecution_windows(self) -> None:

@@ -351,25 +351,33 @@ def finish_and_check(cluster: NetCluster, run: Run, feeders: list[subprocess.Pop
     return {"events": events, "logs": logs, "over": over, "words": words, "fenced": fenced, "late": late}
 
 
-def restart_workers(tmp: Path, sid: str, name: str, components: set[str]) -> list[int]:
-    """SIGTERM the workers of ``name`` on ``sid`` that run any of ``components``: each drains and exits, and its supervisor starts it again.
+def workers_on(tmp: Path, sid: str, name: str) -> dict[int, set[str]]:
+    """The live worker processes of ``name`` on ``sid``: pid -> the components it runs.
 
-    Returns their pids. A worker is ``python -m service.worker PLAN INDEX``; its plan lists each worker's executors.
+    A worker is ``python -m service.worker PLAN INDEX``; its plan lists each worker's executors.
     """
-    out = []
+    out: dict[int, set[str]] = {}
     root = f"{tmp / sid / 'supervisors' / sid / 'topologies' / name}/"
     for pid in subprocess.run(["pgrep", "-f", f"service.worker {root}"], capture_output=True, text=True).stdout.split():
         try:
             args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             at = args.index(b"service.worker")
             plan = json.loads(Path(args[at + 1].decode()).read_text())
-            runs = {executor[0] for executor in plan["workers"][int(args[at + 2])]}
+            out[int(pid)] = {executor[0] for executor in plan["workers"][int(args[at + 2])]}
         except (OSError, ValueError, IndexError, KeyError):
             continue
-        if runs & components:
-            os.kill(int(pid), signal.SIGTERM)
-            out.append(int(pid))
     return out
+
+
+def restart_workers(tmp: Path, sid: str, name: str, components: set[str]) -> list[int]:
+    """SIGTERM the workers of ``name`` on ``sid`` that run any of ``components``; returns their pids.
+
+    Each drains and exits, and its supervisor starts it again.
+    """
+    pids = [pid for pid, runs in workers_on(tmp, sid, name).items() if runs & components]
+    for pid in pids:
+        os.kill(pid, signal.SIGTERM)
+    return pids
 
 
 FENCED_LINE = re.compile(r"fenced (\S+)\[(\d+)\]@(\d+)")

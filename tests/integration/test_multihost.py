@@ -28,6 +28,8 @@ Needs root and nftables: without them the tests fail saying why (they are never 
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,6 +49,7 @@ from tests.integration.netns_cluster import (
     running_lan,
     status_watch,
     submit_both,
+    workers_on,
 )
 
 pytestmark = pytest.mark.broker
@@ -76,7 +79,14 @@ def test_a_host_cut_off_for_40s_and_another_losing_20_percent_never_run_a_task_t
         time.sleep(2)
         marks = {"cut": time.time(), "loss": loss_at}
         cluster.lan.cut(victim, "b")
-        time.sleep(20)
+        # Its workers freeze too (SIGSTOP), with what they were sending at the cut still in their
+        # sockets: the kernel keeps retransmitting it, and it lands after the heal, past their
+        # successors' markers and the readers' restarts, and before they can reset anything.
+        time.sleep(1)
+        frozen = [pid for name in (run.alo, run.eo) for pid in workers_on(cluster.tmp, victim, name)]
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        time.sleep(19)
         # The readers start again past their new senders' epoch markers (a drain, then their
         # supervisor's restart), before the victim's records held in flight at the cut land: what
         # they learned must outlive them (their fence, in their progress records).
@@ -88,10 +98,15 @@ def test_a_host_cut_off_for_40s_and_another_losing_20_percent_never_run_a_task_t
         time.sleep(15)
         marks["heal"] = time.time()
         cluster.lan.heal(victim)
+        time.sleep(16)  # the retransmissions of what was in flight at the cut: 51 s after it (backoff 0.2 s, doubling)
+        marks["thawed"] = time.time()
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)  # they hear they were replaced, and exit fenced
         time.sleep(2)
     got = finish_and_check(cluster, run, feeders, marks, SUPERVISORS)  # first: it also kills both topologies
-    print(f"readers restarted during the cut: {restarted}")
-    assert any(restarted.values()), restarted
+    print(f"readers restarted during the cut: {restarted}; frozen on {victim}: {frozen}")
+    assert any(restarted.values()) and frozen, (restarted, frozen)
+    assert got["late"], "no record of the frozen workers landed after the heal: nothing was fenced"
     assert got["over"] <= 0.05 * got["words"], f"at least once overcounted {100 * got['over'] / got['words']:.2f}% (at most 5%)"
     # Told while it lasted. /readyz: no false alarm before the cut, failing from the lapse of the
     # contact lease to the heal. squall status on the client host: the victim unreachable once

@@ -39,6 +39,9 @@ def test_a_late_commit_of_an_older_epoch_is_passed_over_and_counted_and_commits_
     feed.add(0, Source(), last.epoch, last.commits)  # type: ignore[arg-type]
     assert feed._committed([("in", 0), ("in", 1)]) == {("in", 0): 53_000, ("in", 1): 880}
     assert feed.fenced_commits == 1
+    # the group's offset is set right at once, whether or not this life reads anything more (it stayed at the late one: squall status, lag)
+    assert [(tp.partition, tp.offset, commit_epoch(tp.metadata)) for tp in consumer.commits] == [(0, 53_000, 500)]
+    consumer.commits.clear()
     task = feed.tasks[0]
     for tp in (("in", 0), ("in", 1)):
         feed.owner[tp] = task

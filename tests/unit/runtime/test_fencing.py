@@ -67,6 +67,16 @@ def test_claim_epochs_grow_for_every_later_owner_of_a_task_even_when_the_clock_g
     assert book.next_epoch("other", [("count", 1)], now_ms=1) == 1  # per topology
 
 
+class Committer:
+    """A consumer's ``commit``, recorded: ``[(topic, partition, offset, metadata), ...]`` per call."""
+
+    def __init__(self) -> None:
+        self.commits: list[list[tuple[str, int, int, str | None]]] = []
+
+    def commit(self, offsets: list[TopicPartition], asynchronous: bool = True) -> None:
+        self.commits.append([(tp.topic, tp.partition, tp.offset, tp.metadata) for tp in offsets])
+
+
 def bolt(component: str) -> tuple[BoltExecutor, list[tuple[str, bytes]]]:
     topology = load_topology(EXAMPLES / "wordcount.py", "fencing")
     ex = BoltExecutor(
@@ -131,8 +141,10 @@ def test_a_bolt_starts_past_a_replaced_owners_late_commit_and_counts_it(monkeypa
         bolt_module, "read_progress", lambda *a, **k: TaskLives({base: Progress(53284, "h1", 300, 53000), base + 1: Progress(900, "h1", 300, 880)}, [])
     )
     monkeypatch.setattr(bolt_module, "committed_with_metadata", lambda *a, **k: {0: (7736, commit_metadata(100)), 1: (880, commit_metadata(300))})
-    assert ex._start_offsets(None, []) == {0: 53000, 1: 880}
+    group = Committer()
+    assert ex._start_offsets(group, []) == {0: 53000, 1: 880}
     assert ex.stats.counters["fenced_commits"] == 1
+    assert group.commits == [[(ex.topic, 0, 53000, commit_metadata(500))]]  # the group's offset is set right at once (status, lag)
     assert ex.commit_meta == commit_metadata(500)  # its own commits name its epoch
 
 
@@ -148,8 +160,10 @@ def test_an_acker_starts_past_a_replaced_owners_late_commit_and_records_where_it
     monkeypatch.setattr(acker_module, "restored_ledger", lambda *a, **k: DurableLedger(Ledger(30.0, clock=lambda: 0.0)))
     monkeypatch.setattr(acker_module, "read_progress", lambda *a, **k: TaskLives({0: Progress(900, "h1", 300, 900)}, []))
     monkeypatch.setattr(acker_module, "committed_with_metadata", lambda *a, **k: {0: (120, commit_metadata(100))})
-    acker._open_tasks(None, [TopicPartition(acker.topic, 0)])
+    group = Committer()
+    acker._open_tasks(group, [TopicPartition(acker.topic, 0)])
     assert acker.committed == {0: 900} and acker.next_offset == {0: 900} and acker.stats.counters["fenced_commits"] == 1
+    assert group.commits == [[(acker.topic, 0, 900, commit_metadata(500))]]
     sent: list[tuple[str, bytes, bytes | None]] = []
     acker.produce = lambda topic, value, key=None, partition=-1, **kw: sent.append((topic, value, key))
     acker._flush(None)
