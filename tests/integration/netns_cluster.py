@@ -33,6 +33,9 @@ from tests.integration.kafka_logs import written_twice
 from tests.integration.netns import Lan, require
 from tests.integration.service_harness import EXACTLY_ONCE, FEEDER, ROOT, WORDCOUNT
 
+ZOMBIE = Path(__file__).parent / "zombie.py"
+"""A replaced life's late record, made on purpose (:func:`start_zombie`)."""
+
 SUPERVISORS = ["h1", "h2", "h3"]
 PORT = 9092
 PG_PORT = 5432
@@ -348,7 +351,7 @@ def finish_and_check(cluster: NetCluster, run: Run, feeders: list[subprocess.Pop
         print(f"  {r[0]}[{r[1]}]@{r[2]}: task {r[3]} epoch {r[4]}, after its epoch {r[5]}")
     assert not taken, f"a reader took a record of an older life: {taken[:5]}"
     events = [e for e in every if e.get("topology") in (run.alo, run.eo)]
-    return {"events": events, "logs": logs, "over": over, "words": words, "fenced": fenced, "late": late}
+    return {"events": events, "logs": logs, "over": over, "words": words, "fenced": fenced, "late": late, "counts": counts}
 
 
 def workers_on(tmp: Path, sid: str, name: str) -> dict[int, set[str]]:
@@ -367,6 +370,53 @@ def workers_on(tmp: Path, sid: str, name: str) -> dict[int, set[str]]:
         except (OSError, ValueError, IndexError, KeyError):
             continue
     return out
+
+
+def zombie_candidates(cluster: NetCluster, name: str) -> dict[str, tuple[str, int, int]]:
+    """Per supervisor, a task of ``name`` it runs that writes to a bolt (``split``, else ``lines``): ``(component, task, epoch)``."""
+    out: dict[str, tuple[str, int, int]] = {}
+    for e in cluster.client("events", cluster.bootstrap, f"{cluster.namespace}.__events"):
+        if e.get("topology") == name and e["event"] == "started":
+            tasks = sorted(((c, i) for c, i in e.get("tasks", []) if c in ("split", "lines")), key=lambda t: t[0] != "split")
+            if tasks:
+                out[e["supervisor"]] = (tasks[0][0], tasks[0][1], int(e["epoch"]))
+    return out
+
+
+@dataclass
+class Zombie:
+    """A replaced life's record, written from the cut-off host (``tests/integration/zombie.py``)."""
+
+    proc: subprocess.Popen[bytes]
+    go: Path
+    out: Path
+    topic: str
+    sender: str
+    epoch: int
+    word: str
+
+    def landed(self, timeout_s: float = 120.0) -> list[int]:
+        """``[partition, offset]`` where the broker took it (it waits for the heal and the retransmission)."""
+        assert self.proc.wait(timeout_s) == 0, self.out.read_text()
+        return list(json.loads(self.out.read_text().splitlines()[-1]))
+
+
+def start_zombie(cluster: NetCluster, name: str, host: str, task: tuple[str, int, int], tmp: Path) -> Zombie:
+    """Connect the zombie on ``host`` now, as ``task``'s life (its component, local task and epoch); it writes once ``go`` exists."""
+    from streams.model.loader import load_topology
+
+    component, index, epoch = task
+    topology = load_topology(WORDCOUNT, name)
+    sender = topology.components[component].task_base + index
+    downstream = "split" if component == "lines" else "count"
+    topic, word, go, out = f"squall.{name}.{downstream}", f"zombie{uuid.uuid4().hex[:6]}", tmp / "zombie-go", tmp / "zombie.out"
+    args = [sys.executable, str(ZOMBIE), cluster.bootstrap, str(go), topic, "0", component, str(sender), str(epoch), word]
+    proc = cluster.lan.popen(host, args, out, env=cluster.env())
+    deadline = time.monotonic() + 60
+    while "connected" not in (out.read_text() if out.exists() else ""):
+        assert proc.poll() is None and time.monotonic() < deadline, out.read_text() if out.exists() else "no output"
+        time.sleep(0.2)
+    return Zombie(proc, go, out, topic, f"{component} task {sender}", epoch, word)
 
 
 def restart_workers(tmp: Path, sid: str, name: str, components: set[str]) -> list[int]:
