@@ -354,19 +354,22 @@ def finish_and_check(cluster: NetCluster, run: Run, feeders: list[subprocess.Pop
     return {"events": events, "logs": logs, "over": over, "words": words, "fenced": fenced, "late": late, "counts": counts}
 
 
-def workers_on(tmp: Path, sid: str, name: str) -> dict[int, set[str]]:
-    """The live worker processes of ``name`` on ``sid``: pid -> the components it runs.
+def workers_on(tmp: Path, sid: str, name: str) -> dict[int, dict[str, list[int]]]:
+    """The live worker processes of ``name`` on ``sid``: pid -> the tasks it runs (local task ids, by component).
 
     A worker is ``python -m service.worker PLAN INDEX``; its plan lists each worker's executors.
     """
-    out: dict[int, set[str]] = {}
+    out: dict[int, dict[str, list[int]]] = {}
     root = f"{tmp / sid / 'supervisors' / sid / 'topologies' / name}/"
     for pid in subprocess.run(["pgrep", "-f", f"service.worker {root}"], capture_output=True, text=True).stdout.split():
         try:
             args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             at = args.index(b"service.worker")
             plan = json.loads(Path(args[at + 1].decode()).read_text())
-            out[int(pid)] = {executor[0] for executor in plan["workers"][int(args[at + 2])]}
+            runs: dict[str, list[int]] = {}
+            for component, tasks in plan["workers"][int(args[at + 2])]:
+                runs.setdefault(component, []).extend(tasks)
+            out[int(pid)] = runs
         except (OSError, ValueError, IndexError, KeyError):
             continue
     return out
@@ -391,9 +394,15 @@ class Zombie:
     go: Path
     out: Path
     topic: str
+    reader: str
+    """The component that reads :attr:`topic`."""
     sender: str
     epoch: int
     word: str
+
+    def write(self, partition: int) -> None:
+        """Write the record to ``partition`` of :attr:`topic` now."""
+        self.go.write_text(str(partition))
 
     def landed(self, timeout_s: float = 120.0) -> list[int]:
         """``[partition, offset]`` where the broker took it (it waits for the heal and the retransmission)."""
@@ -410,24 +419,28 @@ def start_zombie(cluster: NetCluster, name: str, host: str, task: tuple[str, int
     sender = topology.components[component].task_base + index
     downstream = "split" if component == "lines" else "count"
     topic, word, go, out = f"squall.{name}.{downstream}", f"zombie{uuid.uuid4().hex[:6]}", tmp / "zombie-go", tmp / "zombie.out"
-    args = [sys.executable, str(ZOMBIE), cluster.bootstrap, str(go), topic, "0", component, str(sender), str(epoch), word]
+    args = [sys.executable, str(ZOMBIE), cluster.bootstrap, str(go), topic, component, str(sender), str(epoch), word]
     proc = cluster.lan.popen(host, args, out, env=cluster.env())
     deadline = time.monotonic() + 60
     while "connected" not in (out.read_text() if out.exists() else ""):
         assert proc.poll() is None and time.monotonic() < deadline, out.read_text() if out.exists() else "no output"
         time.sleep(0.2)
-    return Zombie(proc, go, out, topic, f"{component} task {sender}", epoch, word)
+    return Zombie(proc, go, out, topic, downstream, f"{component} task {sender}", epoch, word)
 
 
-def restart_workers(tmp: Path, sid: str, name: str, components: set[str]) -> list[int]:
-    """SIGTERM the workers of ``name`` on ``sid`` that run any of ``components``; returns their pids.
+def restart_workers(tmp: Path, sid: str, name: str, components: set[str]) -> dict[str, list[int]]:
+    """SIGTERM the workers of ``name`` on ``sid`` that run any of ``components``; returns the tasks they ran, by component.
 
-    Each drains and exits, and its supervisor starts it again.
+    Each drains and exits, and its supervisor starts it again (a worker whose lease is lapsed
+    when told exits without draining: call it on a host in touch with the broker).
     """
-    pids = [pid for pid, runs in workers_on(tmp, sid, name).items() if runs & components]
-    for pid in pids:
-        os.kill(pid, signal.SIGTERM)
-    return pids
+    out: dict[str, list[int]] = {}
+    for pid, runs in workers_on(tmp, sid, name).items():
+        if set(runs) & components:
+            os.kill(pid, signal.SIGTERM)
+            for component, tasks in runs.items():
+                out.setdefault(component, []).extend(tasks)
+    return out
 
 
 FENCED_LINE = re.compile(r"fenced (\S+)\[(\d+)\]@(\d+)")

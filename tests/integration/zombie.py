@@ -1,9 +1,9 @@
-"""A replaced worker's late record, made on purpose: ``python zombie.py BOOTSTRAP GO_FILE TOPIC PARTITION COMPONENT TASK EPOCH WORD``.
+"""A replaced worker's late record, made on purpose: ``python zombie.py BOOTSTRAP GO_FILE TOPIC COMPONENT TASK EPOCH WORD``.
 
 Run on a host that is about to be cut off (``ip netns exec``). It connects to the broker first
 (a record to a scratch topic: the connection to the partition leader is open before the cut),
-then waits for ``GO_FILE``. It then writes, as the old life ``EPOCH`` of ``COMPONENT``'s global
-task ``TASK`` would, one tuple ``[WORD]`` to ``TOPIC[PARTITION]``: while the host is cut off,
+then waits for ``GO_FILE``, which names a partition. It then writes, as the old life ``EPOCH``
+of ``COMPONENT``'s global task ``TASK`` would, one tuple ``[WORD]`` to that partition of ``TOPIC``: while the host is cut off,
 the kernel holds it and retransmits it; it lands after the heal, past the new life's epoch
 marker and the readers' restarts. Prints ``[partition, offset]`` once the broker took it.
 
@@ -28,7 +28,7 @@ WARMUP = "netns-zombie-warmup"
 
 
 def main() -> int:
-    bootstrap, go, topic, partition, component, task, epoch, word = sys.argv[1:9]
+    bootstrap, go, topic, component, task, epoch, word = sys.argv[1:8]
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     for fut in admin.create_topics([NewTopic(WARMUP, 1, 1)]).values():
         try:
@@ -42,11 +42,12 @@ def main() -> int:
         print("the warm-up record was not delivered", file=sys.stderr)
         return 1
     print("connected", flush=True)
-    while not Path(go).exists():
+    while not Path(go).exists() or not Path(go).read_text().strip():
         time.sleep(0.05)
+    partition = int(Path(go).read_text())
     got: list[list[int]] = []
     value = encode_rooted("default", component, int(task), int(epoch), [word], 0x5A5A5A5A, 0x2B2B2B2B)
-    producer.produce(topic, value, partition=int(partition), on_delivery=lambda err, msg: got.append([msg.partition(), msg.offset()]) if not err else None)
+    producer.produce(topic, value, partition=partition, on_delivery=lambda err, msg: got.append([msg.partition(), msg.offset()]) if not err else None)
     producer.flush(300)
     print(json.dumps(got[0] if got else None), flush=True)
     return 0 if got else 1
