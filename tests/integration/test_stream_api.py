@@ -29,7 +29,8 @@ def test_the_stream_api_word_count_equals_the_direct_count(settings: ServiceSett
 @pytest.mark.kafka_only  # the embedded broker's kill -9 runs are test_exactly_once's (CI time)
 @pytest.mark.one_store_per_broker  # so: PostgreSQL state, on Apache Kafka
 def test_the_trident_word_count_is_exact_after_three_kill9s_of_random_workers(settings: ServiceSettings, corpus: Path, tmp_path: Path, state_url: str) -> None:
-    src = corpus_slice(corpus, tmp_path / "slice.txt", 20_000)
+    # 100,000 lines: with 20,000, a fast machine finished the run before the first kill (1-2.5 s in)
+    src = corpus_slice(corpus, tmp_path / "slice.txt", 100_000)
     out = tmp_path / "counts.json"
     settings = settings.model_copy(update={"restart_initial_secs": 0.5})
     # two batches in flight at most: slower, so the three kills land mid-run
