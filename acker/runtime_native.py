@@ -28,7 +28,7 @@ from streams.exceptions import DecodeError, FatalError
 from streams.kafka.clients import committed_with_metadata, consumer_config, flush_patiently, new_consumer, recommit, reopen_consumer, transit_s
 from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
-from streams.monitoring.bolt_progress import encode_progress, parse_progress_key, progress_key
+from streams.monitoring.bolt_progress import encode_progress, progress_key
 from streams.monitoring.progress_store import read_progress
 from streams.monitoring.trace import ACKER_OUTCOMES
 from streams.runtime.executor import Every, Executor, ExecutorEnv
@@ -109,8 +109,7 @@ class AckerExecutor(Executor):
             if newer is not None and newer.fence:  # what the last life learned before this start holds (streams.runtime.fencing)
                 self.fence.seed(p, newer.fence, start)
         recommit(consumer, undo, ACKER_COMPONENT)
-        mine = set(self.ledgers)
-        self._stale_progress = [k for k in last.stale if (parse_progress_key(k, ACKER_COMPONENT) or (-1, None))[0] in mine]
+        self._stale_progress = last.stale_of(ACKER_COMPONENT, set(self.ledgers))
         self._assigned()
         log.info("[%s] %s runs acker tasks %s", ACKER_COMPONENT, self.worker, sorted(self.ledgers))
 

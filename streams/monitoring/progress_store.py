@@ -9,16 +9,25 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from streams.kafka.clients import at_high_watermarks, new_consumer
-from streams.monitoring.bolt_progress import Progress, decode_progress, newest_lives
+from streams.monitoring.bolt_progress import Progress, decode_progress, newest_lives, parse_progress_key
 from streams.wire.naming import progress_topic
 
 
 class TaskLives(dict[int, Progress]):
-    """Each task's progress, its newest life's (``task -> Progress``); ``stale``: the keys of older lives, which the new life deletes."""
+    """Each task's progress, its newest life's (``task -> Progress``); ``stale``: the keys of older lives, which the new life deletes.
+
+    >>> lives = TaskLives({}, [b"count:3:100", b"count:4:100", b"count:3"])
+    >>> lives.stale_of("count", {3})
+    [b'count:3:100', b'count:3']
+    """
 
     def __init__(self, lives: dict[int, Progress], stale: list[bytes]) -> None:
         super().__init__(lives)
         self.stale = stale
+
+    def stale_of(self, component: str, tasks: set[int]) -> list[bytes]:
+        """The older lives' keys of ``component``'s ``tasks`` (global ids): the ones their new owner deletes."""
+        return [key for key in self.stale if (parse_progress_key(key, component) or (-1, None))[0] in tasks]
 
 
 def read_progress(bootstrap: str, topology: str, component: str, overrides: dict[str, Any] | None = None, timeout_s: float = 30.0) -> TaskLives:

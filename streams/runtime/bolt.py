@@ -40,8 +40,8 @@ from streams.kafka.send_now import send_now
 from streams.model.batch import HoldsBatches
 from streams.model.bolt import Bolt
 from streams.model.tuple import Tuple, tick_tuple
-from streams.monitoring.bolt_progress import Progress, encode_progress, parse_progress_key, progress_key, reexecution_window
-from streams.monitoring.progress_store import read_progress
+from streams.monitoring.bolt_progress import Progress, encode_progress, progress_key, reexecution_window
+from streams.monitoring.progress_store import TaskLives, read_progress
 from streams.runtime.acks import AckBuffer
 from streams.runtime.bolt_task import BoltTask, execute_guarded, record_tuples
 from streams.runtime.collectors import BoltOutputCollectorImpl
@@ -109,7 +109,7 @@ class BoltExecutor(Executor):
         self.reopen_due = False
         self.consumer: Consumer | None = None
         """The input consumer (for the input lag: its cached high watermarks)."""
-        self.previous: dict[int, Progress] = {}
+        self.previous = TaskLives({}, [])
         """Each task's last progress record, read at start (re-executions, and a replaced owner's late commit)."""
         self.commit_meta = commit_metadata(self.epoch)
         """Every offset commit names this life's epoch (:mod:`streams.wire.commits`)."""
@@ -164,8 +164,7 @@ class BoltExecutor(Executor):
         """The committed offsets, except a replaced owner's late commit behind a newer life's confirmed one: then that one (counted: ``fenced_commits``)."""
         self.previous = read_progress(self.bootstrap, self.topology.name, self.component, self.kafka.get("consumer"))
         base = self.cdef.task_base
-        mine = {base + tp.partition for tp in partitions}
-        self._stale_progress = [k for k in getattr(self.previous, "stale", []) if (parse_progress_key(k, self.component) or (-1, None))[0] in mine]
+        self._stale_progress = self.previous.stale_of(self.component, {base + tp.partition for tp in partitions})
         out: dict[int, int] = {}
         undo: list[TopicPartition] = []
         for p, committed in committed_with_metadata(consumer, partitions, self.component).items():
@@ -258,7 +257,7 @@ class BoltExecutor(Executor):
             return
         off = msg.offset() or 0
         value = msg.value()
-        if value is not None and value[:3] == b"[5,":
+        if value is not None and value.startswith(b"[5,"):  # an epoch marker (no slice: this runs per record)
             self._marked(task, msg, value, p, off)
             return
         if off < task.reexecute_until:
