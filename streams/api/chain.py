@@ -5,7 +5,9 @@ Consecutive stateless operations of the Stream API (``filter``, ``map``, ``flat_
 ``branch``) run in one bolt: :meth:`Chain.link` turns the steps into nested closures, so a
 value goes from one operation to the next by a Python call, never through Kafka. Where the
 chain leaves the bolt (a *port*), the value is emitted on the port's stream, as ``[value]``
-or, for a pair, ``[key, value]``.
+or, for a pair, ``[key, value]``. A port may instead end in a *sink* (:meth:`Chain.link`'s
+``sinks``), a function that takes the value or pair itself: a bolt that combines what it
+sends to an aggregate (:class:`~streams.api.bolts.CombiningBolt`) collects it that way.
 
 A chain is pure data (the steps hold the user's functions and the indices of what follows),
 so a bolt holding one deep-copies per task cheaply; :meth:`Chain.link` builds the closures
@@ -51,6 +53,9 @@ class Port:
     stream: str
     pair: bool
     fields: tuple[str, ...] = ()
+    combine: Any = field(default=None, compare=False)
+    """The :class:`~streams.api.aggregators.CombinerAggregator` of the by-key aggregate this port feeds, when its bolt combines
+    before sending (:class:`~streams.api.bolts.CombiningBolt`); None: each value is emitted as it comes."""
 
 
 @dataclass
@@ -119,27 +124,35 @@ class Chain:
                     seen[t] = None
         return list(seen)
 
-    def link(self, emit: Emit) -> list[Forward]:
-        """The steps as closures (index ``i`` runs step ``i`` and everything after it); ``emit`` sends to ports."""
+    def link(self, emit: Emit, sinks: dict[str, Forward] | None = None) -> list[Forward]:
+        """The steps as closures (index ``i`` runs step ``i`` and everything after it); ``emit`` sends to ports.
+
+        ``sinks``: per port stream, a function that takes what reaches that port (the value, or
+        the ``(key, value)`` pair) instead of emitting it.
+        """
+        sinks = sinks or {}
         linked: list[Forward | None] = [None] * len(self.steps)
         for i in range(len(self.steps) - 1, -1, -1):
             step = self.steps[i]
-            outs = [_fan_out([_target(t, linked, emit) for t in targets]) for targets in step.next]
+            outs = [_fan_out([_target(t, linked, emit, sinks) for t in targets]) for targets in step.next]
             sole = step.next[0][0] if len(step.next) == 1 and len(step.next[0]) == 1 else None
-            linked[i] = (_link_to_port(step, sole, emit) if isinstance(sole, Port) else None) or _link_step(step, outs)
+            linked[i] = (_link_to_port(step, sole, emit, sinks) if isinstance(sole, Port) else None) or _link_step(step, outs)
         return [f for f in linked if f is not None]
 
-    def link_entries(self, emit: Emit) -> list[Forward]:
-        """One closure per entry (:meth:`entry`), running everything it feeds."""
-        linked = self.link(emit)
-        return [_fan_out([_target(t, linked, emit) for t in targets]) for targets in self.roots]
+    def link_entries(self, emit: Emit, sinks: dict[str, Forward] | None = None) -> list[Forward]:
+        """One closure per entry (:meth:`entry`), running everything it feeds (``sinks``: as :meth:`link`)."""
+        linked = self.link(emit, sinks)
+        return [_fan_out([_target(t, linked, emit, sinks or {}) for t in targets]) for targets in self.roots]
 
 
-def _target(t: int | Port, linked: list[Any], emit: Emit) -> Forward:
+def _target(t: int | Port, linked: list[Any], emit: Emit, sinks: dict[str, Forward]) -> Forward:
     if isinstance(t, int):
         f = linked[t]
         assert f is not None, "steps are linked after the steps they feed"
         return f  # type: ignore[no-any-return]
+    sink = sinks.get(t.stream)
+    if sink is not None:
+        return sink
     stream = t.stream
     if t.fields:
 
@@ -160,10 +173,13 @@ def _target(t: int | Port, linked: list[Any], emit: Emit) -> Forward:
     return to_port
 
 
-def _link_to_port(step: Step, port: Port, emit: Emit) -> Forward | None:
+def _link_to_port(step: Step, port: Port, emit: Emit, sinks: dict[str, Forward]) -> Forward | None:
     """A ``map``, ``flat_map`` or ``map_to_pair`` whose only target is a port, emitting itself (one call less per value: a fused bolt's hot path)."""
     fn = step.fn
     stream = port.stream
+    sink = sinks.get(stream)
+    if sink is not None:
+        return _link_to_sink(step, sink)
     if fn is not None and step.kind == "map_to_pair" and port.pair:
 
         def map_to_pair(v: Any) -> None:
@@ -199,6 +215,25 @@ def _link_to_port(step: Step, port: Port, emit: Emit) -> Forward | None:
         emit([fn(v)], stream)
 
     return map_value
+
+
+def _link_to_sink(step: Step, sink: Forward) -> Forward | None:
+    """A ``map``, ``flat_map`` or ``map_to_pair`` whose only target is a sink, calling it itself."""
+    fn = step.fn
+    if fn is None or step.kind not in ("map", "flat_map", "map_to_pair") or step.singles:
+        return None
+    if step.kind == "flat_map":
+
+        def flat_map_to_sink(v: Any) -> None:
+            for x in fn(v):
+                sink(x)
+
+        return flat_map_to_sink
+
+    def map_to_sink(v: Any) -> None:  # map_to_pair's pair is the sink's pair as it is
+        sink(fn(v))
+
+    return map_to_sink
 
 
 def _drop(_: Any) -> None:

@@ -15,6 +15,12 @@ The rules, in Storm's words:
    (anchored to its input, acked after), an aggregation anchors to the tuples it aggregated
    (a running aggregate that only feeds outputs writes them first, then acks:
    :class:`~streams.api.bolts.AggregateBolt`), a window to its tuples, a state update to its input.
+4. **Combining.** A processor bolt that feeds a running aggregate (``aggregate``,
+   ``*_by_key`` without a window) combines its values per key and tick first, and sends
+   partials anchored to the tuples they fold (:class:`~streams.api.bolts.CombiningBolt`); a
+   window bolt (a windowed aggregate, join or cogroup) does so per window. The aggregate
+   merges them (Storm combines before ``partitionBy(KEY)`` for windowed streams).
+   ``StreamBuilder(combine=False)`` turns it off.
 
 The parallelism of a bolt is that of the stream it starts from (a spout's, or
 ``repartition``'s); a global aggregate runs on one task. A ``repartition`` after a bolt
@@ -31,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from streams.api.bolts import PAIR_QUERY, QUERY, UPDATE, AggregateBolt, ProcessorBolt, Reader, StateBolt, WindowBolt
+from streams.api.bolts import PAIR_QUERY, QUERY, UPDATE, AggregateBolt, CombiningBolt, ProcessorBolt, Reader, StateBolt, WindowBolt
 from streams.api.chain import STATELESS, Chain, Port, Step
 from streams.api.graph import Node
 from streams.exceptions import TopologyError
@@ -60,6 +66,8 @@ class Group:
     readers: list[Reader] = field(default_factory=list)
     inputs: list[tuple[str, str, GroupingKind, tuple[str, ...]]] = field(default_factory=list)
     spout_fields: tuple[str, ...] = ()
+    combined: bool = False
+    """An aggregate whose input is a processor bolt's partials (rule 4)."""
 
 
 @dataclass(frozen=True)
@@ -103,8 +111,13 @@ class Compiler:
         self.groups.append(group)
         return group
 
-    def _subscribe(self, src: Handle, pair: bool, dst: Group, kind: GroupingKind, fields: tuple[str, ...] = (), *, entry: int = 0, side: int = 0) -> None:
-        """``dst`` reads ``src``'s values: a port on ``src``'s chain (or the spout's stream), a subscription and a reader."""
+    def _subscribe(
+        self, src: Handle, pair: bool, dst: Group, kind: GroupingKind, fields: tuple[str, ...] = (), *, entry: int = 0, side: int = 0, combine: Any = None
+    ) -> None:
+        """``dst`` reads ``src``'s values: a port on ``src``'s chain (or the spout's stream), a subscription and a reader.
+
+        ``combine``: the aggregator of ``dst``, a running aggregate, when a processor or window bolt may combine its values first (rule 4).
+        """
         if src.where is None and kind == GroupingKind.FIELDS:  # a spout's fields are not the value: read it in a processor first
             src = self._processor_after(src.group.node, src.group.node)
         if src.where is None:  # a spout
@@ -115,7 +128,9 @@ class Compiler:
             dst.readers.append(Reader(spout.id, DEFAULT_STREAM, read, entry, side, mapper))
             return
         self.ports += 1
-        port = Port(f"s{self.ports}", pair)
+        combining = combine is not None and self.builder.combine and src.group.kind in ("processor", "window", "join", "cogroup")
+        port = Port(f"s{self.ports}", pair, combine=combine if combining else None)
+        dst.combined = dst.combined or combining
         self._attach(src, port)
         dst.inputs.append((src.group.id, port.stream, kind, fields))
         dst.readers.append(Reader(src.group.id, port.stream, "pair" if pair else "value", entry, side))
@@ -188,7 +203,8 @@ class Compiler:
             keyed = node.args["keyed"]
             group = self._head(kind, node)
             grouping, fields = (GroupingKind.FIELDS, ("key",)) if keyed else (GroupingKind.GLOBAL, ())
-            self._subscribe(self.handles[node.parents[0]], node.parents[0].pair, group, grouping, fields)
+            combine = node.args["aggregator"] if kind == "aggregate" else None
+            self._subscribe(self.handles[node.parents[0]], node.parents[0].pair, group, grouping, fields, combine=combine)
         elif kind in ("join", "cogroup"):
             group = self._head(kind, node)
             for side, parent in enumerate(node.parents):
@@ -226,9 +242,9 @@ class Compiler:
         """The bolt object of a compiled group."""
         node, chain, readers = group.node, group.chain, group.readers
         if group.kind == "processor":
-            return ProcessorBolt(chain, readers)
+            return CombiningBolt(chain, readers) if any(p.combine is not None for p in chain.ports) else ProcessorBolt(chain, readers)
         if group.kind == "aggregate":
-            return AggregateBolt(node.args["aggregator"], node.args["keyed"], chain, readers)
+            return AggregateBolt(node.args["aggregator"], node.args["keyed"], chain, readers, combined=group.combined)
         if group.kind == "window":
             return WindowBolt(node.args["window"], "aggregate", chain, readers, keyed=node.args["keyed"], aggregator=node.args["aggregator"])
         if group.kind in ("join", "cogroup"):

@@ -76,9 +76,12 @@ class StreamBuilder:
     {'even': 6}
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, combine: bool = True) -> None:
         self.nodes: list[Node] = []
         self.outputs: list[Node] = []
+        self.combine = combine
+        """Processor bolts combine what they send to running aggregates, per key and tick (:class:`~streams.api.bolts.CombiningBolt`);
+        False: one tuple per value, and no tick of latency before the aggregate."""
 
     def _add(self, node: Node) -> Node:
         self.nodes.append(node)

@@ -108,8 +108,9 @@ def test_windows_joins_and_state_compile_to_windowed_and_stateful_bolts() -> Non
 def test_every_emit_to_a_bolt_is_anchored_and_a_leaf_aggregate_acks_after_writing_its_results() -> None:
     result = run_topology(wordcount_stream.topology(), {"lines": ["the cat sat", "the end"]})
     words = result.emitted[("flat_map1", "s1")]
-    assert sorted(tuple(e.values) for e in words) == [("cat", 1), ("end", 1), ("sat", 1), ("the", 1), ("the", 1)]
-    assert all(e.anchors for e in words)
+    # flat_map1 combines its words per tick: one partial count per word, anchored to every line it counts
+    assert sorted(tuple(e.values) for e in words) == [("cat", 1), ("end", 1), ("sat", 1), ("the", 2)]
+    assert {e.values[0]: sorted(a[0] for a in e.anchors) for e in words}["the"] == ["the cat sat", "the end"]
     # count_by_key2 writes only to set_output, which no bolt reads: its results go out unanchored
     # (nothing would track the anchors), and the words are acked after them, as the hand-written
     # word count does; so every line is acked and the output holds the counts
@@ -127,13 +128,18 @@ class Keep(BasicBolt):
         collector.emit(list(tuple.values))
 
 
-def test_an_aggregate_that_a_bolt_reads_anchors_each_result_to_every_tuple_it_counted() -> None:
-    b = StreamBuilder()
+@pytest.mark.parametrize("combine", [False, True])
+def test_an_aggregate_that_a_bolt_reads_anchors_each_result_to_every_tuple_it_counted(combine: bool) -> None:
+    b = StreamBuilder(combine=combine)
     counts = b.new_stream(spout(), name="lines").flat_map(str.split).map_to_pair(lambda w: (w, 1)).count_by_key()
     counts.to(Keep(), name="keep")
     result = run_topology(b.build("anchored"), {"lines": ["the cat sat", "the end"]})
     counts_out = result.emitted[("count_by_key2", "s2")]
-    assert {e.values[0]: len(e.anchors) for e in counts_out} == {"the": 2, "cat": 1, "sat": 1, "end": 1}
+    if combine:  # one partial per word, itself anchored to every line it counts
+        assert {e.values[0]: e.anchors for e in counts_out} == {"the": (("the", 2),), "cat": (("cat", 1),), "sat": (("sat", 1),), "end": (("end", 1),)}
+        assert {e.values[0]: len(e.anchors) for e in result.emitted[("flat_map1", "s1")]} == {"the": 2, "cat": 1, "sat": 1, "end": 1}
+    else:
+        assert {e.values[0]: len(e.anchors) for e in counts_out} == {"the": 2, "cat": 1, "sat": 1, "end": 1}
     assert result.final_outcomes("lines") == {"acked": 2}
 
 
