@@ -6,7 +6,9 @@ It compiles (``StreamBuilder.build``) to the hand-written examples/wordcount.py'
 ``lines`` (KafkaSpout, 2 executors) -> ``flat_map1`` (shuffle; 1 executor, as the
 hand-written ``split``; ``flat_map`` and ``map_to_pair`` fused into one bolt) ->
 ``count_by_key2`` (fields grouping on ``key``; 2 executors, as ``count``; a running count per
-word, written to the output on each tick, then acked). Each ``repartition`` sets the
+word, written to the output on each tick, then acked). ``flat_map1`` combines its words per
+0.1 s tick: it sends one partial count per word, anchored to the lines it counts, and the
+counters add the partials up (docs/stream-api.md, "Combining"). Each ``repartition`` sets the
 parallelism of what follows (Storm's only knob); the second one starts no bolt of its own,
 since ``count_by_key`` regroups anyway. The tokeniser is the word count's: lowercase, then
 every match of ``[a-z']+``. The output holds each word's latest count.
