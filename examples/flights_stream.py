@@ -9,7 +9,9 @@ as ``(carrier, dep_delay)``, fused in one bolt) -> ``aggregate_by_key2`` (2 exec
 ``aggregateByKey(initial, accumulator, combiner)``). ``dep_delay`` is in minutes; ``NA`` (a
 cancelled flight) counts as no delay. Each ``repartition`` sets the parallelism of what follows.
 With the map at the spout's 2 executors and ``[1, dep_delay]`` pairs on the wire, it ran at
-0.79-0.81x the hand-written job; in this shape, 0.97-1.02x (``python -m bench pairs``).
+0.79-0.81x the hand-written job; in this shape, 0.97-1.02x (``python -m bench pairs``); and
+since ``map1`` combines per carrier and tick (16 partials a tick instead of a tuple per
+flight: docs/stream-api.md, "Combining"), 1.05-1.09x in ``python -m bench all``.
 """
 
 from __future__ import annotations
