@@ -135,6 +135,10 @@ def kafka_jars(cache: Path | None = None, version: str = KAFKA_VERSION) -> Path:
     return libs
 
 
+PORT_ATTEMPTS = 3
+"""How many times :meth:`ApacheKafka.start` picks ports, when a node finds its address in use."""
+
+
 def free_ports(n: int) -> list[int]:
     """``n`` free TCP ports on 127.0.0.1, below the kernel's ephemeral range.
 
@@ -322,8 +326,28 @@ class ApacheKafka:
         ``wait``: return once every node is ready (:meth:`wait_ready`); False: at once (nodes on
         hosts this process cannot reach). Raises BrokerError (one line) when Maven Central,
         Java or a node fails.
+
+        Ports it picked itself (:func:`free_ports`) were free when picked, but another process
+        may bind one before the JVM does (two pytest-xdist workers once picked the same ones):
+        a node that exits because its address is in use is started again on fresh ports, up to
+        :data:`PORT_ATTEMPTS` times in all.
         """
         self.libs = kafka_jars(self.cache, self.version)
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                return self._start_once(timeout_s, wait)
+            except BrokerError as exc:
+                if attempt == PORT_ATTEMPTS or self.ports_from is not None or self.hosts is not None or "Address already in use" not in str(exc):
+                    raise
+                log.warning("[kafka] a port was taken before the broker bound it (attempt %d of %d): starting on fresh ports", attempt, PORT_ATTEMPTS)
+                self._stop_nodes(15.0)
+                for node in self.nodes.values():  # formatted with this attempt's cluster id; the logs stay
+                    shutil.rmtree(node.data_dir, ignore_errors=True)
+                self.nodes.clear()
+        raise AssertionError("unreachable")
+
+    def _start_once(self, timeout_s: float, wait: bool) -> str:
+        """:meth:`start`'s one attempt: pick ports, format, launch, wait."""
         per = 2 + len(self.listeners)
         if self.hosts is not None:
             base = self.ports_from or 9092
@@ -420,12 +444,13 @@ class ApacheKafka:
         while True:
             for node in running:
                 if node.proc is not None and node.proc.poll() is not None:
-                    raise BrokerError(f"[kafka] node {node.node_id} exited with {node.proc.returncode}; its log ({node.log_path}): {_tail(node.log_path)}")
+                    why = _bind_failure(node.log_path)
+                    raise BrokerError(f"[kafka] node {node.node_id} exited with {node.proc.returncode}; its log ({node.log_path}): {why}")
                 if node.node_id in ready:
                     continue
                 try:
                     md = admins[node.node_id].list_topics(timeout=1)
-                    if want <= set(md.brokers):
+                    if want <= set(md.brokers) and md.cluster_id == self.cluster_id:  # this cluster's node, not another one on the same port
                         ready.add(node.node_id)
                 except KafkaException:
                     pass
@@ -473,6 +498,11 @@ class ApacheKafka:
 
     def stop(self, timeout_s: float = 15.0) -> None:
         """Stop every node (SIGTERM, then SIGKILL after ``timeout_s``); remove the workdir if it made it."""
+        self._stop_nodes(timeout_s)
+        if self._own_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _stop_nodes(self, timeout_s: float) -> None:
         for node in self.nodes.values():
             if node.proc is not None and node.proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -487,8 +517,6 @@ class ApacheKafka:
             except subprocess.TimeoutExpired:
                 node.proc.kill()
                 node.proc.wait()
-        if self._own_workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> ApacheKafka:
         self.start()
@@ -509,11 +537,14 @@ def _claim(ports: range) -> list[int]:
     return list(ports)
 
 
-def _tail(path: Path, chars: int = 600) -> str:
+def _bind_failure(path: Path) -> str:
+    """A dead node's log: its bind failure's line if it has one (the retry in :meth:`ApacheKafka.start` looks for it), else the tail."""
     try:
-        return path.read_text(errors="replace")[-chars:].strip()
+        text = path.read_text(errors="replace")
     except OSError:
         return "(no log)"
+    line = next((ln for ln in text.splitlines() if "Address already in use" in ln), None)
+    return line.strip()[:300] if line is not None else text[-600:].strip()
 
 
 def new_cluster_id() -> str:
