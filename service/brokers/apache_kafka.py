@@ -149,7 +149,7 @@ def free_ports(n: int) -> list[int]:
         low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     except (OSError, ValueError, IndexError):
         low = 32768
-    rng = random.Random()
+    rng = random.SystemRandom()  # os.urandom on every call: nothing in the process can have seeded it alike in two workers
     for _ in range(200):
         base = rng.randrange(10_000, max(10_001, low - n))
         socks: list[socket.socket] = []
