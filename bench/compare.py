@@ -16,6 +16,10 @@ Workloads: ``wordcount`` (Shakespeare lines -> split -> count by word) and ``fli
 * ``quixstreams-eos`` -- Quix Streams exactly-once, on Apache Kafka (on the embedded broker it is
   not run; the reason is recorded)
 * ``faust``           -- faust-streaming agents + a Table
+* ``bytewax``         -- bytewax 0.21.1 (Rust, Timely Dataflow): KafkaSource, ``stateful_map`` or
+  ``fold_window``, KafkaSink, recovery on (SQLite snapshots every second); its own virtualenv
+* ``pathway``         -- Pathway 0.33.0 (Rust, differential dataflow): ``pw.io.kafka.read``,
+  ``groupby().reduce()``, ``pw.io.kafka.write`` (an update stream); its own virtualenv
 
 A third workload, ``latency``: a spout and three pass-through bolts that ack at once
 (``bench/topologies/latency.py``), for complete latency without the aggregating bolts' 0.1 s
@@ -80,8 +84,12 @@ CONTENDERS = [
     "squall-trident",
     "squall-join",
     "quixstreams-join",
+    "bytewax",
+    "pathway",
 ]
-WINDOW_CONTENDERS = ("squall-windows", "quixstreams-windows")
+VENV_PEERS = ("bytewax", "pathway")
+"""Peers run from a virtualenv of their own (bench/peers/venvs.py), on every workload but the join."""
+WINDOW_CONTENDERS = ("squall-windows", "quixstreams-windows", *VENV_PEERS)
 """The windows workload's contenders (and theirs alone): event-time tumbling windows, Squall's and Quix's."""
 JOIN_CONTENDERS = ("squall-join", "quixstreams-join")
 """The join workload's contenders (and theirs alone): examples/flights_join.py against Quix's ``join_asof``."""
@@ -257,6 +265,8 @@ class Watcher:
             if m.error() or m.value() is None:
                 continue
             r = json.loads(m.value())
+            if r.get("diff") == -1:  # an update stream's retraction (Pathway): its insertion carries the new value
+                continue
             k = self.key_fn(str(r[self.key]))
             if k is None:
                 continue
@@ -641,7 +651,12 @@ def run_peer(
         inp, out = f"bj.{tag}.i", f"bj.{tag}.o"
     ensure_topics(bootstrap, {inp: 1, out: 1})
     state_dir = workdir / f"state-{tag}"
-    if peer.startswith("quixstreams"):
+    mode = "delta" if workload == "windows" else "last"
+    if peer in VENV_PEERS:
+        if peer == "pathway" and workload == "windows":
+            return {"note": PATHWAY_WINDOWS}
+        cmd = peer_command(peer, workload, bootstrap, inp, out, state_dir)
+    elif peer.startswith("quixstreams"):
         guarantee = "exactly-once" if peer == "quixstreams-eos" else "at-least-once"  # quixstreams-windows: at least once
         cmd = [sys.executable, "-m", "bench.peers.quix_app", workload, bootstrap, inp, out, f"bench-quix-{tag}", guarantee, str(state_dir)]
     else:
@@ -652,9 +667,9 @@ def run_peer(
     proc = subprocess.Popen(cmd, cwd=state_dir.parent, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     fields = WORKLOADS[workload]["fields"]
     if workload == "windows":
-        watcher = Watcher(bootstrap, out, "delta", fields, "key", unlate)
+        watcher = Watcher(bootstrap, out, mode, fields, "key", unlate)
     else:
-        watcher = Watcher(bootstrap, out, "last", fields, "key", join_key if workload == "join" else str)
+        watcher = Watcher(bootstrap, out, mode, fields, "key", join_key if workload == "join" else str)
     try:
         warm = warm_records(workload)
         produce(bootstrap, inp, lines[:warm], wrap=True)
@@ -689,6 +704,25 @@ def run_peer(
         except subprocess.TimeoutExpired:
             proc.kill()
         shutil.rmtree(state_dir, ignore_errors=True)
+
+
+PATHWAY_WINDOWS = "not run yet: Pathway's windowby emits each window's updates and drops data past its cutoff (late flights are not counted apart)"
+
+
+def peer_command(peer: str, workload: str, bootstrap: str, inp: str, out: str, state_dir: Path) -> list[str]:
+    """The command that runs ``peer`` (bytewax or Pathway) on ``workload``, from its own virtualenv (made on first use).
+
+    bytewax's recovery partition is made first, in ``state_dir`` (``python -m bytewax.recovery``).
+    """
+    from bench.peers.venvs import peer_python
+
+    python = str(peer_python(peer))
+    state_dir.mkdir(parents=True, exist_ok=True)
+    if peer == "bytewax":
+        subprocess.run([python, "-m", "bytewax.recovery", str(state_dir), "1"], check=True, capture_output=True, timeout=120)
+        flow = f"bench.peers.bytewax_app:get_flow({workload!r}, {bootstrap!r}, {inp!r}, {out!r})"
+        return [python, "-m", "bytewax.run", flow, "-r", str(state_dir), "-s", "1", "-b", "0"]
+    return [python, "-m", "bench.peers.pathway_app", workload, bootstrap, inp, out, f"bench-pathway-{inp}", str(state_dir)]
 
 
 def brokers_of(args: Any) -> list[str]:
@@ -803,7 +837,7 @@ def run_workload(
     rows: dict[str, Any] = {}
     on_kafka = kind != "tansu"  # Apache Kafka, or an outside Kafka
     own = OWN_CONTENDERS.get(workload)
-    contenders = [n for n in args.contenders if (n in own if own else not any(n in c for c in OWN_CONTENDERS.values()))]
+    contenders = [n for n in args.contenders if (n in own if own else n in VENV_PEERS or not any(n in c for c in OWN_CONTENDERS.values()))]
     for name in contenders:
         print(f"[bench] {kind} {workload}: {name} ...", file=sys.stderr, flush=True)
         try:
