@@ -20,7 +20,7 @@ import pathway as pw
 from bench.peers.workloads import flight, words
 
 
-class Record(pw.Schema):
+class Record(pw.Schema):  # type: ignore[misc]  # pathway is in its own virtualenv: Any to mypy here
     """An input record: the line and its produce time (seconds since the epoch)."""
 
     v: str
