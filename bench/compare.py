@@ -942,6 +942,11 @@ def finish(rows: dict[str, Any]) -> None:
     join, quix_join = rows.get("squall-join", {}).get("records_per_s"), rows.get("quixstreams-join", {}).get("records_per_s")
     if join and quix_join:
         rows["squall-join"]["ratio_to_quix_join"] = join / quix_join
+    ours = acked or rows.get("squall-windows", {}).get("records_per_s")
+    for peer in VENV_PEERS:  # issue 49: squall-acked (squall-windows on windows) over the Rust engines
+        theirs = rows.get(peer, {}).get("records_per_s")
+        if ours and theirs:
+            rows[peer]["squall_over_peer"] = ours / theirs
     stateful = rows.get("squall-stateful", {}).get("records_per_s")
     if stateful and acked:
         rows["squall-stateful"]["ratio_to_acked"] = stateful / acked
@@ -1016,6 +1021,10 @@ def print_workload(title: str, workload: str, rows: dict[str, Any]) -> None:
     sj = rows.get("squall-join", {})
     if "ratio_to_quix_join" in sj:
         print(f"{title}: squall-join / quixstreams-join (join_asof) = {sj['ratio_to_quix_join']:.2f} (target: at least 1.5)")
+    ours = "squall-windows" if "squall-windows" in rows else "squall-acked"
+    for peer, target in (("bytewax", "at least 1.2"), ("pathway", "at least 0.5 on word count")):
+        if "squall_over_peer" in rows.get(peer, {}):
+            print(f"{title}: {ours} / {peer} = {rows[peer]['squall_over_peer']:.2f} (target: {target})")
     st = rows.get("squall-stateful", {})
     if "ratio_to_acked" in st:
         print(f"{title}: stateful / acked = {st['ratio_to_acked']:.2f}")
