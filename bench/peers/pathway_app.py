@@ -4,7 +4,9 @@
 
 Run from its own virtualenv (bench/peers/venvs.py). Word count: ``flatten`` the words of each
 line -> ``groupby(word).reduce(count)``. Flights: parse -> ``groupby(carrier).reduce(count,
-sum of dep_delay)``. The output is Pathway's update stream (JSON with ``diff`` +1 for a new
+sum of dep_delay)``. Windows: ``windowby`` 1-hour ``tumbling`` windows of the scheduled
+departure per carrier (``instance``) -> ``reduce(count)``; with no cutoff, a window takes
+every flight of its hour however late (none is counted apart), and its count is updated. The output is Pathway's update stream (JSON with ``diff`` +1 for a new
 value, -1 for a retracted one, and ``time``); the bench keeps the insertions, so the final
 value per key is compared with the direct result. Persistence (``STATE_DIR``) keeps the
 input offsets and the operators' state, so a restart resumes.
@@ -17,7 +19,7 @@ from typing import Any
 
 import pathway as pw
 
-from bench.peers.workloads import flight, words
+from bench.peers.workloads import HOUR_S, flight, hour_of, scheduled_flight, words
 
 
 class Record(pw.Schema):  # type: ignore[misc]  # pathway is in its own virtualenv: Any to mypy here
@@ -29,6 +31,11 @@ class Record(pw.Schema):  # type: ignore[misc]  # pathway is in its own virtuale
 
 def line_words(line: str) -> tuple[str, ...]:
     return tuple(words(line))
+
+
+def window_key(carrier: str, start: float) -> str:
+    """The windows workload's output key, ``"<carrier> <hour>"``."""
+    return f"{carrier} {hour_of(start)}"
 
 
 def main() -> None:
@@ -50,6 +57,13 @@ def main() -> None:
         rows = parsed.select(carrier=pw.unwrap(pw.this.f)[0], delay=pw.unwrap(pw.this.f)[1], ts=pw.this.ts)
         result = rows.groupby(pw.this.carrier).reduce(
             key=pw.this.carrier, flights=pw.reducers.count(), dep_delay=pw.reducers.sum(pw.this.delay), ts=pw.reducers.max(pw.this.ts)
+        )
+    elif workload == "windows":
+        parsed = table.select(f=pw.apply_with_type(scheduled_flight, tuple[str, float] | None, pw.this.v), ts=pw.this.ts).filter(pw.this.f.is_not_none())
+        rows = parsed.select(carrier=pw.unwrap(pw.this.f)[0], at=pw.unwrap(pw.this.f)[1], ts=pw.this.ts)
+        hourly = rows.windowby(pw.this.at, window=pw.temporal.tumbling(duration=HOUR_S, origin=0.0), instance=pw.this.carrier)
+        result = hourly.reduce(
+            key=pw.apply_with_type(window_key, str, pw.this._pw_instance, pw.this._pw_window_start), flights=pw.reducers.count(), ts=pw.reducers.max(pw.this.ts)
         )
     else:
         raise SystemExit(f"[pathway peer] no {workload} workload")
