@@ -38,6 +38,7 @@ from typing_extensions import override
 
 from streams.api.aggregators import CombinerAggregator, Counter
 from streams.api.chain import Chain, Forward, Port
+from streams.api.partials import Partials, hashable, send_partials
 from streams.api.windows import Window
 from streams.model.bolt import BasicBolt, BasicOutputCollector, Bolt
 from streams.model.collector import OutputCollector
@@ -60,13 +61,11 @@ VALUE_FIELDS = ("value",)
 TICK_S = 0.1
 """How often an :class:`AggregateBolt` forwards its changed keys (seconds; the hand-written word count's tick)."""
 
+Route = tuple[Callable[[Tuple], Any], Forward]
+"""An input's reader and the chain entry its values run through."""
+
 UPDATE, QUERY, PAIR_QUERY = 0, 1, 2
 """A :class:`StateBolt` input's ``side``: updates, queries by value, queries by a pair's key."""
-
-
-def hashable(key: Any) -> Any:
-    """A key as a dict key: a list (a tuple that crossed the wire as JSON) becomes a tuple."""
-    return tuple(hashable(k) for k in key) if type(key) is list else key
 
 
 @dataclass(frozen=True)
@@ -135,6 +134,11 @@ class _ChainOwner:
         """The reader of ``t``'s input."""
         return self._by_input[(t.source_component, t.stream)]
 
+    def _routes(self, entries: list[Forward]) -> tuple[dict[tuple[str, str], Route], Route | None]:
+        """Per input ``(component, stream)``, its reader and the chain entry it runs; and that pair alone when there is one input (most bolts)."""
+        route = {(r.component, r.stream): (r.function(), entries[r.entry]) for r in self.readers}
+        return route, next(iter(route.values())) if len(route) == 1 else None
+
 
 class ProcessorBolt(BasicBolt, _ChainOwner):
     """Fused stateless steps (Storm's ``ProcessorBolt``): each input value runs through the chain; every emit is anchored to the input.
@@ -146,8 +150,8 @@ class ProcessorBolt(BasicBolt, _ChainOwner):
     def __init__(self, chain: Chain, readers: list[Reader]) -> None:
         self._init_chain(chain, readers)
         self._collector: BasicOutputCollector | None = None
-        self._route: dict[tuple[str, str], tuple[Callable[[Tuple], Any], Forward]] = {}
-        self._only: tuple[Callable[[Tuple], Any], Forward] | None = None
+        self._route: dict[tuple[str, str], Route] = {}
+        self._only: Route | None = None
         """The one input's reader and chain, when there is one input (most bolts)."""
 
     @override
@@ -160,9 +164,7 @@ class ProcessorBolt(BasicBolt, _ChainOwner):
 
     def _link(self, collector: BasicOutputCollector) -> None:
         """The chain's closures, emitting straight through ``collector`` (the executor passes the same one every time)."""
-        entries = self.chain.link_entries(collector.emit)
-        self._route = {(r.component, r.stream): (r.function(), entries[r.entry]) for r in self.readers}
-        self._only = next(iter(self._route.values())) if len(self._route) == 1 else None
+        self._route, self._only = self._routes(self.chain.link_entries(collector.emit))
         self._collector = collector
 
     @override
@@ -171,103 +173,6 @@ class ProcessorBolt(BasicBolt, _ChainOwner):
             self._link(collector)
         read, forward = self._only or self._route[(tuple.source_component, tuple.stream)]
         forward(read(tuple))
-
-
-class _Combine:
-    """One combining port of a :class:`CombiningBolt`: a partial accumulator per key, and the input tuples folded into it."""
-
-    def __init__(self, port: Port) -> None:
-        assert port.combine is not None
-        self.stream = port.stream
-        self.pair = port.pair
-        self.aggregator: CombinerAggregator = port.combine
-        self.counting = isinstance(port.combine, Counter)
-        self.acc: dict[Any, Any] = {}
-        self.anchors: dict[Any, list[Tuple]] = {}
-        """Per key, the tuples folded into its partial, each once, in arrival order."""
-        self.staged: list[Any] = []
-        """What reached the port while the current tuple ran through the chain (folded once it ran without raising)."""
-        self.anchor_sets: dict[Any, dict[int, Tuple]] = {}
-        """Per key, a window bolt's anchors (:meth:`fold_all`): a tuple may be in several of a window's results."""
-
-    def fold(self, t: Tuple) -> None:
-        """Fold the staged values (pairs, for a pair port) into the partials, each key anchored to ``t`` once; empty the stage."""
-        acc, anchors, staged = self.acc, self.anchors, self.staged
-        if self.counting and self.pair:  # count_by_key: the hot path of a word count
-            for p in staged:
-                k = p[0]
-                if type(k) is list:
-                    k = hashable(k)
-                n = acc.get(k)
-                if n is None:
-                    acc[k] = 1
-                    anchors[k] = [t]
-                else:
-                    acc[k] = n + 1
-                    held = anchors[k]
-                    if held[-1] is not t:
-                        held.append(t)
-            staged.clear()
-            return
-        agg = self.aggregator
-        for p in staged:
-            if self.pair:
-                k, value = p
-                if type(k) is list:
-                    k = hashable(k)
-            else:
-                k, value = None, p
-            a = acc.get(k, _MISSING)
-            if a is _MISSING:
-                acc[k] = agg.apply(agg.init(), value)
-                anchors[k] = [t]
-            else:
-                acc[k] = agg.apply(a, value)
-                held = anchors[k]
-                if held[-1] is not t:
-                    held.append(t)
-        staged.clear()
-
-    def fold_all(self, ts: list[Tuple]) -> None:
-        """Fold the staged values into the partials, each key anchored to the tuples ``ts`` (a window's result's); empty the stage."""
-        acc, staged, agg = self.acc, self.staged, self.aggregator
-        held: dict[Any, dict[int, Tuple]] = self.anchor_sets
-        for p in staged:
-            if self.pair:
-                k, value = p
-                if type(k) is list:
-                    k = hashable(k)
-            else:
-                k, value = None, p
-            a = acc.get(k, _MISSING)
-            acc[k] = agg.apply(agg.init() if a is _MISSING else a, value)
-            by_id = held.get(k)
-            if by_id is None:
-                held[k] = by_id = {}
-            for t in ts:
-                by_id[id(t)] = t
-        staged.clear()
-
-    def take(self) -> list[tuple[list[Any], list[Tuple]]]:
-        """The partials, as ``(values, anchors)`` to emit (``[key, partial]``, or ``[partial]`` for a global aggregate); the port starts anew."""
-        acc, anchors, sets = self.acc, self.anchors, self.anchor_sets
-        self.acc, self.anchors, self.anchor_sets = {}, {}, {}
-        pair = self.pair
-        return [([k, a] if pair else [a], anchors[k] if k in anchors else list(sets[k].values())) for k, a in acc.items()]
-
-
-def _send_partials(collector: OutputCollector, combines: list[_Combine]) -> None:
-    """Emit every port's partials, each anchored to its tuples; a partial that cannot be emitted fails them."""
-    for c in combines:
-        if not c.acc:
-            continue
-        emit, stream = collector.emit, c.stream
-        for values, anchors in c.take():
-            try:
-                emit(values, anchors, stream)
-            except Exception as exc:
-                for t in anchors:
-                    collector.fail(t, f"combining key {values[0]!r} raised {type(exc).__name__}: {exc}")
 
 
 class CombiningBolt(Bolt, _ChainOwner):
@@ -300,9 +205,9 @@ class CombiningBolt(Bolt, _ChainOwner):
     def __init__(self, chain: Chain, readers: list[Reader]) -> None:
         self._init_chain(chain, readers)
         self.out = _Anchored()
-        self._combines: list[_Combine] = []
-        self._route: dict[tuple[str, str], tuple[Callable[[Tuple], Any], Forward]] = {}
-        self._only: tuple[Callable[[Tuple], Any], Forward] | None = None
+        self._combines: list[Partials] = []
+        self._route: dict[tuple[str, str], Route] = {}
+        self._only: Route | None = None
         self._unacked: list[Tuple] = []
         """The tuples run since the last tick, in arrival order (acked at the tick, step 2)."""
 
@@ -318,11 +223,9 @@ class CombiningBolt(Bolt, _ChainOwner):
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: OutputCollector) -> None:
         self.collector = collector
         self.out.collector = collector
-        self._combines = [_Combine(p) for p in self.chain.ports if p.combine is not None]
+        self._combines = [Partials(p) for p in self.chain.ports if p.combine is not None]
         sinks: dict[str, Forward] = {c.stream: c.staged.append for c in self._combines}
-        entries = self.chain.link_entries(self.out.emit, sinks)
-        self._route = {(r.component, r.stream): (r.function(), entries[r.entry]) for r in self.readers}
-        self._only = next(iter(self._route.values())) if len(self._route) == 1 else None
+        self._route, self._only = self._routes(self.chain.link_entries(self.out.emit, sinks))
 
     @override
     def execute(self, tuple: Tuple) -> None:
@@ -346,7 +249,7 @@ class CombiningBolt(Bolt, _ChainOwner):
         """The tick (class docstring): send every partial, anchored to its tuples (step 1), then ack the tick's tuples (step 2)."""
         collector = self.collector
         # 1. Send the partials.
-        _send_partials(collector, self._combines)
+        send_partials(collector, self._combines)
         # 2. Ack the tick's tuples (a failed one is settled: its ack does nothing).
         unacked, self._unacked = self._unacked, []
         ack = collector.ack
@@ -570,7 +473,7 @@ class WindowBolt(WindowedBolt, _ChainOwner):
         self.aggregator = aggregator
         self.how = how
         self.out = _Anchored()
-        self._combines: list[_Combine] = []
+        self._combines: list[Partials] = []
 
     @property
     @override
@@ -589,7 +492,7 @@ class WindowBolt(WindowedBolt, _ChainOwner):
     def prepare(self, conf: dict[str, Any], context: TopologyContext, collector: Any) -> None:
         self.collector = collector
         self.out.collector = collector  # a window's collector anchors to the window's tuples
-        self._combines = [_Combine(p) for p in self.chain.ports if p.combine is not None]
+        self._combines = [Partials(p) for p in self.chain.ports if p.combine is not None]
         self._entries = self.chain.link_entries(self.out.emit, {c.stream: c.staged.append for c in self._combines})
 
     @override
@@ -612,7 +515,7 @@ class WindowBolt(WindowedBolt, _ChainOwner):
             raise
         finally:
             out.anchors = None
-        _send_partials(self.collector, combines)
+        send_partials(self.collector, combines)
 
     def aggregate(self, tuples: list[Tuple]) -> list[tuple[Any, list[Tuple]]]:
         """The window's results, each with the tuples it comes from (its anchors).

@@ -62,7 +62,7 @@ from typing import Any
 
 from typing_extensions import override
 
-from streams.api.bolts import hashable
+from streams.api.partials import hashable
 from streams.exceptions import TopologyError
 from streams.model.component import OutputFieldsDeclarer
 from streams.model.tuple import DEFAULT_STREAM, Tuple

@@ -19,7 +19,7 @@ from typing import Any
 
 from typing_extensions import override
 
-from streams.api.bolts import hashable
+from streams.api.partials import hashable
 from streams.model.batch import BatchAttempt, BatchBolt, BatchOutputCollector, Committer
 from streams.model.bolt import BasicBolt, BasicOutputCollector
 from streams.model.component import OutputFieldsDeclarer
