@@ -54,11 +54,25 @@ MAX_EARLY_WHYS = 10_000
 
 
 MAX_SPOUT_TASK = 0xFFFD
-"""The largest spout task a pending tree may name (:meth:`acker.table.CompactTable.pack_meta`: 16 bits, two values reserved)."""
+"""The largest spout task a pending tree may name (:meth:`acker.table.CompactTable.pack_task`: 16 bits, two values reserved)."""
 MAX_START_S = 2**48 / 1000
-"""A tree's start must fit in 48 bits of milliseconds (:meth:`acker.table.CompactTable.pack_meta`): up to the year 10889."""
+"""A changelog record's start (seconds on the acker's clock) fits in 48 bits of milliseconds: up to the year 10889.
+
+The table keeps it to the millisecond within 24.8 days of its bucket's epoch, and clamps it beyond
+(:meth:`acker.table.CompactTable.pack_start`): only a tree pending that long reads a wrong start."""
 MAX_TAG = 2**62 - 2
 """The largest changelog tag (:meth:`acker.table.CompactTable.pack_aux`)."""
+
+
+def changelog_value(value: list[Any]) -> bytes:
+    """A changelog value as compact JSON, in a buffer of its own size.
+
+    orjson (3.13) returns its output in the 4 KiB buffer it wrote it to: measured with
+    tracemalloc and in RSS, 4,098 bytes per retained record. A flush of 100,000 records held
+    400 MB until it was sent, and faust's Table kept one per tree (4,243 B per tree). The copy
+    costs about 0.1 us per record.
+    """
+    return bytes(memoryview(encode_json(value)))
 
 
 def _changelog_problem(value: list[Any]) -> str | None:
@@ -287,7 +301,7 @@ class DurableLedger:
                 assert entry is not None
                 self._write_live(root, entry, recs)
             elif root in self._done_unwritten:
-                recs.append((root, encode_json([self.done[root]])))
+                recs.append((root, changelog_value([self.done[root]])))
         self._dirty.clear()
         self._done_unwritten.clear()
         if found:
@@ -309,7 +323,7 @@ class DurableLedger:
 
     def _write_live(self, root: int, entry: PendingTree, recs: list[tuple[int, bytes | None]]) -> None:
         live = [entry.ack_val, entry.spout_task, entry.start, entry.tag]
-        recs.append((root, encode_json([*live, True] if entry.failed else live)))
+        recs.append((root, changelog_value([*live, True] if entry.failed else live)))
         self.ledger.mark_persisted(root)
         self.written += 1
         # The live record supersedes a done record of the same root (a late op

@@ -1,7 +1,7 @@
 """The acker's pure ledger: Storm's Acker bolt + RotatingMap, with no I/O.
 
 State per pending tree: ``root -> (ack_val, spout_task, start_time, tag)``, stored in
-:class:`acker.table.CompactTable` buckets (64-128 bytes per tree). ``spout_task`` is
+:class:`acker.table.CompactTable` buckets (35-40 bytes per tree). ``spout_task`` is
 ``None`` until the init arrives; ``start_time`` is seconds on the injected clock
 (kept to the millisecond); ``tag`` is the source position of the last op applied
 (see *Idempotence*).
@@ -106,17 +106,9 @@ class PendingTree(NamedTuple):
     persisted: bool = False
 
     @staticmethod
-    def of(root: int, val: int, meta: int, aux: int) -> PendingTree:
-        """A read-only view of one table row: ``(root, val, meta, aux)`` unpacked."""
-        return PendingTree(
-            root,
-            val,
-            CompactTable.task_of(meta),
-            CompactTable.start_of(meta),
-            CompactTable.tag_of(aux),
-            CompactTable.failed_of(aux),
-            CompactTable.persisted_of(aux),
-        )
+    def of(root: int, val: int, task: int | None, start: float, aux: int) -> PendingTree:
+        """A read-only view of one table row (:meth:`acker.table.CompactTable.items`), its ``aux`` unpacked."""
+        return PendingTree(root, val, task, start, CompactTable.tag_of(aux), CompactTable.failed_of(aux), CompactTable.persisted_of(aux))
 
 
 class Ledger:
@@ -139,11 +131,12 @@ class Ledger:
         self.timeout_s = timeout_s
         self.clock = clock
         self.period_s = timeout_s / (buckets - 1)
-        self._buckets: deque[CompactTable] = deque(CompactTable() for _ in range(buckets))
+        now = clock()
+        self._buckets: deque[CompactTable] = deque(CompactTable(epoch=now) for _ in range(buckets))
         # Recently expired or failed-before-init roots, two generations (new, old).
         self._grave_new: dict[int, int | None] = {}
         self._grave_old: dict[int, int | None] = {}
-        self._next_rotation = clock() + self.period_s
+        self._next_rotation = now + self.period_s
         self.duplicate_inits = 0
         """Inits ignored because their tree already had one (a record written twice; see :meth:`init`)."""
 
@@ -160,18 +153,19 @@ class Ledger:
         return sum(b.nbytes for b in self._buckets)
 
     def _find(self, root: int) -> tuple[CompactTable | None, int]:
-        # CompactTable.find inlined (linear probing): this runs once or more per op.
+        # CompactTable.find inlined (linear probing over the index): this runs once or more per op.
         for table in self._buckets:
-            keys = table.keys
-            mask = table.mask
-            i = root & mask
+            index, keys, cap = table.index, table.keys, table.cap
+            i = root % cap
             while True:
-                k = keys[i]
-                if k == root:
-                    return table, i
-                if k == 0:
+                r = index[i]
+                if r == 0:
                     break
-                i = (i + 1) & mask
+                if keys[r - 1] == root:
+                    return table, r - 1
+                i += 1
+                if i == cap:
+                    i = 0
         return None, -1
 
     def peek(self, root: int) -> tuple[float, bool] | None:
@@ -179,20 +173,20 @@ class Ledger:
         table, slot = self._find(root)
         if table is None:
             return None
-        return CompactTable.start_of(table.meta[slot]), CompactTable.persisted_of(table.aux[slot])
+        return table.start_at(slot), CompactTable.persisted_of(table.aux[slot])
 
     def get(self, root: int) -> PendingTree | None:
         """The pending tree ``root``, else ``None``."""
         table, slot = self._find(root)
         if table is None:
             return None
-        return PendingTree.of(root, table.vals[slot], table.meta[slot], table.aux[slot])
+        return PendingTree.of(root, table.vals[slot], table.task_at(slot), table.start_at(slot), table.aux[slot])
 
     def items(self) -> Iterator[PendingTree]:
         """Every pending tree."""
         for table in self._buckets:
-            for root, val, meta, aux in table.items():
-                yield PendingTree.of(root, val, meta, aux)
+            for root, val, task, start, aux in table.items():
+                yield PendingTree.of(root, val, task, start, aux)
 
     # -- messages --------------------------------------------------------------------
     def _late(self, root: int, spout_task: int | None = None) -> Outcome | None:
@@ -203,7 +197,7 @@ class Ledger:
         return None
 
     def _new(self, root: int, val: int, task: int | None, tag: int, failed: bool = False) -> int:
-        return self._buckets[0].insert(root, val, CompactTable.pack_meta(task, self.clock()), CompactTable.pack_aux(tag, False, failed))
+        return self._buckets[0].insert(root, val, task, self.clock(), CompactTable.pack_aux(tag, False, failed))
 
     def init(self, root: int, val: int, spout_task: int, tag: int = -1) -> Outcome | None:
         """Apply ``init(root, val, spout_task)``; returns an Outcome if the tree finished.
@@ -227,16 +221,15 @@ class Ledger:
         aux = table.aux[slot]
         if self._applied(aux, tag):
             return SKIP
-        if CompactTable.task_of(table.meta[slot]) is not None:  # a tree has one init: this one was written twice
+        if table.task_at(slot) is not None:  # a tree has one init: this one was written twice
             self.duplicate_inits += 1
             return SKIP
         if CompactTable.failed_of(aux):  # a fail came first: fail the tree now (Storm Acker)
-            meta = table.meta[slot]
-            out = Outcome(root, spout_task, False, self.clock() - CompactTable.start_of(meta), Reason.FAILED, tag, CompactTable.persisted_of(aux))
-            table.delete_slot(slot)
+            out = Outcome(root, spout_task, False, self.clock() - table.start_at(slot), Reason.FAILED, tag, CompactTable.persisted_of(aux))
+            table.delete(slot)
             return out
+        table.set_task(slot, spout_task)
         table.vals[slot] ^= val
-        table.meta[slot] = CompactTable.with_task(table.meta[slot], spout_task)
         if tag >= 0:
             table.aux[slot] = CompactTable.with_tag(aux, tag)
         return self._check(table, slot, tag)
@@ -275,12 +268,12 @@ class Ledger:
         aux = table.aux[slot]
         if self._applied(aux, tag):
             return SKIP
-        meta = table.meta[slot]
-        if CompactTable.task_of(meta) is None:
+        task = table.task_at(slot)
+        if task is None:
             table.aux[slot] = CompactTable.failed(CompactTable.with_tag(aux, tag) if tag >= 0 else aux)
             return None
-        out = Outcome(root, CompactTable.task_of(meta), False, self.clock() - CompactTable.start_of(meta), Reason.FAILED, tag, CompactTable.persisted_of(aux))
-        table.delete_slot(slot)
+        out = Outcome(root, task, False, self.clock() - table.start_at(slot), Reason.FAILED, tag, CompactTable.persisted_of(aux))
+        table.delete(slot)
         return out
 
     def reset_timeout(self, root: int, tag: int = -1) -> Outcome | None:
@@ -291,17 +284,17 @@ class Ledger:
         aux = table.aux[slot]
         if self._applied(aux, tag):
             return SKIP
-        val, meta = table.vals[slot], table.meta[slot]
+        val, task, start = table.vals[slot], table.task_at(slot), table.start_at(slot)
         if tag >= 0:
             aux = CompactTable.with_tag(aux, tag)
-        table.delete_slot(slot)
-        self._buckets[0].insert(root, val, meta, aux)
+        table.delete(slot)
+        self._buckets[0].insert(root, val, task, start, aux)
         return None
 
     def spout_task_of(self, root: int) -> int | None:
         """The spout task of a pending ``root`` (None: not pending, or its init has not arrived)."""
         table, slot = self._find(root)
-        return None if table is None else CompactTable.task_of(table.meta[slot])
+        return None if table is None else table.task_at(slot)
 
     @staticmethod
     def _applied(aux: int, tag: int) -> bool:
@@ -310,12 +303,11 @@ class Ledger:
 
     def _check(self, table: CompactTable, slot: int, tag: int) -> Outcome | None:
         if table.vals[slot] == 0:
-            meta = table.meta[slot]
-            task = CompactTable.task_of(meta)
+            task = table.task_at(slot)
             if task is not None:
-                latency = self.clock() - CompactTable.start_of(meta)
+                latency = self.clock() - table.start_at(slot)
                 out = Outcome(table.keys[slot], task, True, latency, Reason.COMPLETE, tag, CompactTable.persisted_of(table.aux[slot]))
-                table.delete_slot(slot)
+                table.delete(slot)
                 return out
         return None
 
@@ -334,8 +326,8 @@ class Ledger:
         """
         table, slot = self._find(root)
         if table is not None:
-            table.delete_slot(slot)
-        self._buckets[self._bucket_for(start)].insert(root, val, CompactTable.pack_meta(spout_task, start), CompactTable.pack_aux(tag, True, failed))
+            table.delete(slot)
+        self._buckets[self._bucket_for(start)].insert(root, val, spout_task, start, CompactTable.pack_aux(tag, True, failed))
 
     def _bucket_for(self, start: float) -> int:
         """The bucket an entry started at ``start`` belongs in.
@@ -354,7 +346,7 @@ class Ledger:
         """Drop an entry without an outcome."""
         table, slot = self._find(root)
         if table is not None:
-            table.delete_slot(slot)
+            table.delete(slot)
 
     # -- time ------------------------------------------------------------------------
     def tick(self) -> list[Outcome]:
@@ -364,11 +356,10 @@ class Ledger:
         while now >= self._next_rotation:
             self._next_rotation += self.period_s
             expired = self._buckets.pop()
-            self._buckets.appendleft(CompactTable())
+            self._buckets.appendleft(CompactTable(epoch=now))
             self._grave_old = self._grave_new
             self._grave_new = {}
-            for root, _val, meta, aux in expired.items():
-                task = CompactTable.task_of(meta)
+            for root, _val, task, start, aux in expired.items():
                 self._grave_new[root] = task
-                out.append(Outcome(root, task, False, now - CompactTable.start_of(meta), Reason.TIMEOUT, -1, CompactTable.persisted_of(aux)))
+                out.append(Outcome(root, task, False, now - start, Reason.TIMEOUT, -1, CompactTable.persisted_of(aux)))
         return out

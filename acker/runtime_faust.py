@@ -78,7 +78,8 @@ class FaustAckerExecutor(Executor):
         inp = app.topic(acker_topic(name), key_serializer="raw", value_serializer="raw", partitions=ackers)
         results = app.topic(ack_result_topic(name), key_serializer="raw", value_serializer="raw")
         changelog = app.topic(acker_changelog_topic(name), key_serializer="raw", value_serializer="raw", partitions=ackers)
-        table = app.Table("acker", partitions=ackers, changelog_topic=changelog, key_type=bytes, value_type=bytes)
+        faust_compat.register_ledger_store()
+        table = app.Table("acker", partitions=ackers, changelog_topic=changelog, key_type=bytes, value_type=bytes, store=faust_compat.LEDGER_STORE)
         input_name = acker_topic(name)
         stats = self.stats
         fence = EpochFence()

@@ -1,25 +1,39 @@
-"""A compact hash table for pending trees: open addressing over ``array('Q')`` columns.
+"""A compact hash table for pending trees: dense ``array`` columns behind a 4-byte index.
 
-Why: a Python dict of tuples costs ~300 bytes per pending tree; this costs 32 bytes per
-slot at a load factor kept in (0.25, 0.5], so 64-128 bytes per tree (Storm's acker: 20).
+Why: a Python dict of tuples costs ~300 bytes per pending tree. Storm's acker holds about
+20 (a root id, an ack val and a spout task). This table holds 30 bytes of columns per tree
+plus a 4-byte index slot at a load factor kept in (0.53, 0.8]: 35-40 bytes per tree,
+measured by ``python -m bench acker``.
 
-Layout per slot (all unsigned 64-bit):
-  * ``keys``  -- root id; 0 marks an empty slot (root ids are never 0).
-  * ``vals``  -- the ack val.
-  * ``meta``  -- ``(spout_task + 1) | (start_ms << 16)``; task 0 means "unknown",
-    so spout task ids must be < 65535; ``start_ms`` is milliseconds (clock * 1000).
-  * ``aux``   -- ``(tag + 1) << 2 | failed << 1 | persisted``: the source tag of the last
-    op applied (-1: none), whether a fail arrived before the init (the init then fails the
-    tree at once), and whether the entry has a live changelog record (:mod:`acker.durable`).
+Layout:
+  * the dense columns, one row per tree, rows ``0 .. size-1`` with no holes (a delete
+    moves the last row into the hole):
 
-Every encoding is packed and unpacked here, behind the static helpers below.
+    - ``keys``   (``Q``, 8 bytes) -- the root id; root ids are never 0;
+    - ``vals``   (``Q``, 8 bytes) -- the ack val;
+    - ``aux``    (``Q``, 8 bytes) -- ``(tag + 1) << 2 | failed << 1 | persisted``: the source
+      tag of the last op applied (-1: none), whether a fail arrived before the init (the
+      init then fails the tree at once), and whether the entry has a live changelog record
+      (:mod:`acker.durable`);
+    - ``tasks``  (``H``, 2 bytes) -- the spout task + 1; 0 means "no init yet", so spout
+      task ids are ``0 .. 65533``;
+    - ``starts`` (``i``, 4 bytes) -- the start, in milliseconds from the table's ``epoch``
+      (seconds on the ledger's clock), clamped to +-24.8 days. The ledger makes a table per
+      RotatingMap bucket, each with the clock at its creation as its epoch, so a tree's
+      start is exact unless it has been pending (``reset_timeout``) or was restored from a
+      start more than 24.8 days away.
 
-Linear probing from ``root & mask`` (root ids are random, so no further hashing) and
-backward-shift deletion (no tombstones). O(1) expected per operation.
+  * ``index`` (``I``, 4 bytes per slot) -- row + 1 (0: empty), open addressing with linear
+    probing from ``root % capacity`` (root ids are random, so no further hashing) and
+    backward-shift deletion (no tombstones). It grows by 1.5x when it would pass a load of
+    0.8, so a lookup probes about 3 slots on average (a miss up to 13 at the top of the band).
+
+O(1) expected per operation; ``items`` walks the dense rows only.
 """
 
 from __future__ import annotations
 
+import sys
 from array import array
 from collections.abc import Iterator
 
@@ -27,58 +41,46 @@ _NO_TASK = 0
 _MAX_TASK = 0xFFFE
 _PERSISTED = 1
 _FAILED = 2
+_MAX_REL_MS = 2**31 - 1
+_LOAD_NUM, _LOAD_DEN = 4, 5
+"""The index's largest load factor, 0.8, as a fraction."""
 
 
-def _zeros(n: int) -> array[int]:
-    return array("Q", bytes(8 * n))
+def _zeros(code: str, n: int) -> array[int]:
+    return array(code, bytes(array(code).itemsize * n))
 
 
 class CompactTable:
-    """The acker's pending trees in parallel arrays with open addressing (about 67 bytes a tree; Storm's RotatingMap, compacted)."""
+    """The acker's pending trees in dense parallel arrays behind an open-addressing index (35-40 bytes a tree; Storm's RotatingMap, compacted).
 
-    __slots__ = ("aux", "keys", "mask", "meta", "size", "vals")
+    Args:
+      capacity: rows to make room for in the index before the first growth.
+      epoch: seconds on the ledger's clock that a start of 0 ms stands for.
+    """
 
-    def __init__(self, capacity: int = 16) -> None:
-        cap = 16
-        while cap < capacity:
-            cap *= 2
-        self._alloc(cap)
-        self.size = 0
+    __slots__ = ("aux", "cap", "epoch", "index", "keys", "starts", "tasks", "vals")
 
-    def _alloc(self, cap: int) -> None:
-        self.keys = _zeros(cap)
-        self.vals = _zeros(cap)
-        self.meta = _zeros(cap)
-        self.aux = _zeros(cap)
-        self.mask = cap - 1
+    def __init__(self, capacity: int = 16, epoch: float = 0.0) -> None:
+        self.keys: array[int] = array("Q")
+        self.vals: array[int] = array("Q")
+        self.aux: array[int] = array("Q")
+        self.tasks: array[int] = array("H")
+        self.starts: array[int] = array("i")
+        self.epoch = epoch
+        self.cap = 16
+        while self.cap * _LOAD_NUM < capacity * _LOAD_DEN:
+            self.cap = self.cap * 3 // 2
+        self.index: array[int] = _zeros("I", self.cap)
 
     def __len__(self) -> int:
-        return self.size
+        return len(self.keys)
 
     @property
     def nbytes(self) -> int:
-        """Bytes held by the columns."""
-        return 4 * 8 * (self.mask + 1)
+        """Bytes the arrays hold, their over-allocation included (``sys.getsizeof``)."""
+        return sum(sys.getsizeof(a) for a in (self.keys, self.vals, self.aux, self.tasks, self.starts, self.index))
 
-    @staticmethod
-    def pack_meta(task: int | None, start: float) -> int:
-        """``task`` (or None: no init yet) and ``start`` (Unix seconds, ms resolution) packed into one int."""
-        if task is None:
-            t = _NO_TASK
-        elif 0 <= task <= _MAX_TASK - 1:
-            t = task + 1
-        else:
-            raise ValueError(f"spout task {task} out of range 0..{_MAX_TASK - 1}")
-        return t | (max(0, int(start * 1000)) << 16)
-
-    @staticmethod
-    def with_task(meta: int, task: int) -> int:
-        """``meta`` with its spout task set to ``task`` (start time kept).
-
-        Raises ValueError for a task outside ``0 .. 65533``.
-        """
-        return (meta & ~0xFFFF) | (CompactTable.pack_meta(task, 0.0) & 0xFFFF)
-
+    # -- the aux column ----------------------------------------------------------------
     @staticmethod
     def pack_aux(tag: int, persisted: bool, failed: bool = False) -> int:
         """Encode the source ``tag`` (-1 .. 2**62 - 2) and the two flags."""
@@ -114,88 +116,136 @@ class CompactTable:
         """``aux`` with the failed flag set."""
         return aux | _FAILED
 
+    # -- the task and start columns ----------------------------------------------------
     @staticmethod
-    def task_of(meta: int) -> int | None:
-        """The spout task packed in ``meta`` (None: no init seen yet)."""
-        t = meta & 0xFFFF
+    def pack_task(task: int | None) -> int:
+        """``task`` (None: no init yet) as the ``tasks`` column holds it.
+
+        Raises ValueError for a task outside ``0 .. 65533``.
+        """
+        if task is None:
+            return _NO_TASK
+        if 0 <= task <= _MAX_TASK - 1:
+            return task + 1
+        raise ValueError(f"spout task {task} out of range 0..{_MAX_TASK - 1}")
+
+    def task_at(self, row: int) -> int | None:
+        """The spout task of ``row`` (None: no init seen yet)."""
+        t = self.tasks[row]
         return None if t == _NO_TASK else t - 1
 
-    @staticmethod
-    def start_of(meta: int) -> float:
-        """The start time packed in ``meta`` (Unix seconds)."""
-        return (meta >> 16) / 1000.0
+    def set_task(self, row: int, task: int) -> None:
+        """Record ``row``'s spout task (its init arrived); ValueError outside ``0 .. 65533``."""
+        self.tasks[row] = self.pack_task(task)
 
+    def pack_start(self, start: float) -> int:
+        """``start`` (seconds on the ledger's clock) as the ``starts`` column holds it: ms from the epoch, clamped."""
+        rel = round((start - self.epoch) * 1000)
+        return _MAX_REL_MS if rel > _MAX_REL_MS else -_MAX_REL_MS if rel < -_MAX_REL_MS else rel
+
+    def start_at(self, row: int) -> float:
+        """The start of ``row``, in seconds on the ledger's clock (to the millisecond)."""
+        return self.epoch + self.starts[row] / 1000.0
+
+    # -- the index ---------------------------------------------------------------------
     def find(self, root: int) -> int:
-        """The slot of ``root``, or -1."""
-        keys = self.keys
-        mask = self.mask
-        i = root & mask
+        """The row of ``root``, or -1."""
+        index, keys, cap = self.index, self.keys, self.cap
+        i = root % cap
         while True:
-            k = keys[i]
-            if k == root:
-                return i
-            if k == 0:
+            r = index[i]
+            if r == 0:
                 return -1
-            i = (i + 1) & mask
+            if keys[r - 1] == root:
+                return r - 1
+            i += 1
+            if i == cap:
+                i = 0
 
-    def insert(self, root: int, val: int, meta: int, aux: int) -> int:
-        """Insert a root that is not present; returns its slot."""
-        if (self.size + 1) * 2 > self.mask + 1:
+    def insert(self, root: int, val: int, task: int | None, start: float, aux: int) -> int:
+        """Insert a root that is not present; returns its row.
+
+        Raises ValueError for a spout task outside ``0 .. 65533`` (nothing is inserted).
+        """
+        t = self.pack_task(task)
+        row = len(self.keys)
+        if (row + 1) * _LOAD_DEN > self.cap * _LOAD_NUM:
             self._grow()
-        keys = self.keys
-        mask = self.mask
-        i = root & mask
-        while keys[i] != 0:
-            i = (i + 1) & mask
-        keys[i] = root
-        self.vals[i] = val
-        self.meta[i] = meta
-        self.aux[i] = aux
-        self.size += 1
+        index, cap = self.index, self.cap
+        i = root % cap
+        while index[i] != 0:
+            i += 1
+            if i == cap:
+                i = 0
+        index[i] = row + 1
+        self.keys.append(root)
+        self.vals.append(val)
+        self.aux.append(aux)
+        self.tasks.append(t)
+        self.starts.append(self.pack_start(start))
+        return row
+
+    def _slot_of(self, row: int) -> int:
+        """The index slot that points at ``row`` (which is present)."""
+        index, cap = self.index, self.cap
+        i = self.keys[row] % cap
+        target = row + 1
+        while index[i] != target:
+            i += 1
+            if i == cap:
+                i = 0
         return i
 
-    def delete_slot(self, i: int) -> None:
-        """Remove the entry at slot ``i`` (backward-shift deletion)."""
-        keys, vals, meta, aux = self.keys, self.vals, self.meta, self.aux
-        mask = self.mask
+    def delete(self, row: int) -> None:
+        """Remove ``row``: its index slot goes by backward shift, and the last row moves into its place."""
+        index, keys, cap = self.index, self.keys, self.cap
+        # 1. the index: shift back every entry after the hole that may live closer to its home
+        i = self._slot_of(row)
         j = i
         while True:
-            j = (j + 1) & mask
-            k = keys[j]
-            if k == 0:
+            j += 1
+            if j == cap:
+                j = 0
+            r = index[j]
+            if r == 0:
                 break
-            home = k & mask
-            # keep k at j if its home lies cyclically in (i, j]
+            home = keys[r - 1] % cap
+            # keep the entry at j if its home lies cyclically in (i, j]
             if (i < j and i < home <= j) or (j < i and (home > i or home <= j)):
                 continue
-            keys[i] = k
-            vals[i] = vals[j]
-            meta[i] = meta[j]
-            aux[i] = aux[j]
+            index[i] = r
             i = j
-        keys[i] = 0
-        vals[i] = 0
-        meta[i] = 0
-        aux[i] = 0
-        self.size -= 1
+        index[i] = 0
+        # 2. the dense rows: the last one fills the hole
+        last = len(keys) - 1
+        if row != last:
+            index[self._slot_of(last)] = row + 1
+            keys[row] = keys[last]
+            self.vals[row] = self.vals[last]
+            self.aux[row] = self.aux[last]
+            self.tasks[row] = self.tasks[last]
+            self.starts[row] = self.starts[last]
+        keys.pop()
+        self.vals.pop()
+        self.aux.pop()
+        self.tasks.pop()
+        self.starts.pop()
 
     def _grow(self) -> None:
-        old = (self.keys, self.vals, self.meta, self.aux)
-        self._alloc(2 * (self.mask + 1))
-        keys = self.keys
-        mask = self.mask
-        for s, root in enumerate(old[0]):
-            if root:
-                i = root & mask
-                while keys[i] != 0:
-                    i = (i + 1) & mask
-                keys[i] = root
-                self.vals[i] = old[1][s]
-                self.meta[i] = old[2][s]
-                self.aux[i] = old[3][s]
+        cap = self.cap * 3 // 2
+        index = _zeros("I", cap)
+        for row, root in enumerate(self.keys):
+            i = root % cap
+            while index[i] != 0:
+                i += 1
+                if i == cap:
+                    i = 0
+            index[i] = row + 1
+        self.index, self.cap = index, cap
 
-    def items(self) -> Iterator[tuple[int, int, int, int]]:
-        """``(root, val, meta, aux)`` for every entry."""
-        for s, root in enumerate(self.keys):
-            if root:
-                yield root, self.vals[s], self.meta[s], self.aux[s]
+    def items(self) -> Iterator[tuple[int, int, int | None, float, int]]:
+        """``(root, val, spout task, start, aux)`` for every entry (start: seconds on the ledger's clock)."""
+        epoch, tasks, starts = self.epoch, self.tasks, self.starts
+        for row, root in enumerate(self.keys):
+            t = tasks[row]
+            yield root, self.vals[row], None if t == _NO_TASK else t - 1, epoch + starts[row] / 1000.0, self.aux[row]
