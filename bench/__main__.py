@@ -115,7 +115,13 @@ def main(argv: list[str] | None = None) -> None:
     o.add_argument("--settle", type=float, default=10.0, metavar="SECONDS", help="feeding before the first request")
     o.add_argument("--broker-warmup", type=float, default=30.0, metavar="SECONDS", help="traffic to warm a fresh Apache Kafka's JIT before measuring (0: none)")
     o.add_argument("--json", default=None, help="write results as JSON here")
-    for p in (a, c, s, t, pr, i):
+    sc = sub.add_parser("scale", help="the acked word count with 1, 2, 4 workers and 2, 4, 8 partitions per component, on Apache Kafka (issue 49)")
+    sc.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4], help="worker counts of the workers sweep")
+    sc.add_argument("--at-tasks", type=int, default=4, help="partitions per component in the workers sweep")
+    sc.add_argument("--tasks", type=int, nargs="+", default=[2, 4, 8], help="partitions per component of the partitions sweep")
+    sc.add_argument("--at-workers", type=int, default=2, help="workers in the partitions sweep")
+    sc.add_argument("--smoke", action="store_true", help="a few lines, correctness only")
+    for p in (a, c, s, t, pr, i, sc):
         p.add_argument("--json", default=None, help="write results as JSON here")
         p.add_argument("--bootstrap", default=None, help="use this Kafka instead of starting brokers")
         p.add_argument(
@@ -129,7 +135,11 @@ def main(argv: list[str] | None = None) -> None:
         args.set = dict(parse_setting(kv) for kv in args.set)
     if hasattr(args, "set_eo"):
         args.set_eo = dict(parse_setting(kv) for kv in args.set_eo)
-    if args.command == "acker":
+    if args.command == "scale":
+        from bench import scale
+
+        scale.run(args)
+    elif args.command == "acker":
         from bench import acker
 
         acker.run(args)
