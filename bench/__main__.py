@@ -116,11 +116,14 @@ def main(argv: list[str] | None = None) -> None:
     o.add_argument("--broker-warmup", type=float, default=30.0, metavar="SECONDS", help="traffic to warm a fresh Apache Kafka's JIT before measuring (0: none)")
     o.add_argument("--json", default=None, help="write results as JSON here")
     sc = sub.add_parser("scale", help="the acked word count with 1, 2, 4 workers and 2, 4, 8 partitions per component, on Apache Kafka (issue 49)")
-    sc.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4], help="worker counts of the workers sweep")
+    sc.add_argument("--workers", type=int, nargs="*", default=[1, 2, 4], help="worker counts of the workers sweep (none: no sweep)")
     sc.add_argument("--at-tasks", type=int, default=4, help="partitions per component in the workers sweep")
-    sc.add_argument("--tasks", type=int, nargs="+", default=[2, 4, 8], help="partitions per component of the partitions sweep")
+    sc.add_argument("--tasks", type=int, nargs="*", default=[2, 4, 8], help="partitions per component of the partitions sweep (none: no sweep)")
     sc.add_argument("--at-workers", type=int, default=2, help="workers in the partitions sweep")
     sc.add_argument("--smoke", action="store_true", help="a few lines, correctness only")
+    sc.add_argument(
+        "--per-component", action=argparse.BooleanOptionalAction, default=True, help="also one run with each component in a worker of its own (CPU per hop)"
+    )
     for p in (a, c, s, t, pr, i, sc):
         p.add_argument("--json", default=None, help="write results as JSON here")
         p.add_argument("--bootstrap", default=None, help="use this Kafka instead of starting brokers")

@@ -358,10 +358,12 @@ def run_until(
     limit_s: float,
     cpu_from: dict[int, float] | None = None,
     sample_s: float = 0.5,
+    spent_by: dict[int, float] | None = None,
 ) -> tuple[float, int, float]:
     """Poll until the output equals ``exp`` (or is quiet for ``quiet_s``); returns (end time,
     peak RSS in bytes, CPU seconds the processes spent since ``cpu_from``, their
-    :func:`cpu_seconds` before the input was produced).
+    :func:`cpu_seconds` before the input was produced). ``spent_by``, if given, gets each
+    process's own CPU seconds since then (``pid -> seconds``).
 
     The output is polled every 0.1 s; the processes are read every ``sample_s`` seconds and
     once more at the end (VmHWM is the kernel's peak, so a sparse reading loses none of it).
@@ -391,6 +393,8 @@ def run_until(
             next_sample = now + sample_s
         if watcher.state == exp or now - watcher.last_change > quiet_s or now > deadline:
             spent = sample()
+            if spent_by is not None:
+                spent_by.update({pid: last[pid] - cpu[pid] for pid in last})
             return watcher.last_change, sum(peak.values()), spent
 
 
@@ -553,7 +557,10 @@ def run_squall(
         start = time.monotonic()
         tasks = job.topology.components[w["spout"]].input_partitions
         produce(bootstrap, f"squall.{job.name}.{w['spout']}", lines[warm:], wrap=False, rate=rate, partitions=tasks)
-        end, peak, cpu_s = run_until(watcher, exp, pids, quiet_s, limit_s, cpu_from)
+        spent_by: dict[int, float] = {}
+        end, peak, cpu_s = run_until(watcher, exp, pids, quiet_s, limit_s, cpu_from, spent_by=spent_by)
+        tree_cpu = {i: sum(spent_by.get(q, 0.0) for q in (p.pid, *descendants(p.pid))) for i, p in procs.items()}
+        workers = [{"components": job.cluster.components(i), "cpu_s": tree_cpu[i]} for i in sorted(procs)]
         assert job.board is not None
         job.board.poll(1.5)
         hist = job.board.hist("spout", "complete_latency")  # empty when unacked
@@ -566,6 +573,7 @@ def run_squall(
             "p50_s": p50,
             "p99_s": p99,
             "acker_ops": acker_ops,
+            "workers": workers,
             "hops": hop_breakdown(job),
             "produced_bytes": produced_bytes(job),
             "trees": int(job.board.total("acker", "complete")),

@@ -13,6 +13,12 @@ Each component runs ``min(workers, tasks)`` executors. Reported per size: record
 CPU microseconds per record (user + system of the workers' process trees over the run, the
 broker's not included), the workers' peak RSS, and whether the counts were exact. The machine's
 cores bound what more workers can add: the table says how many there were.
+
+Then, with ``--per-component`` (on by default), one run with each component in a worker of its
+own (4 workers, 4 partitions, one executor each: the spout, ``split``, ``count`` and the acker,
+dealt round-robin): each worker's CPU is one hop kind's, per tuple it took in (lines for the spout
+and ``split``, words for ``count``, acker ops for the acker) and per line. This is what
+docs/capacity.md builds its model on; bytes per line on the broker come from the same run.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any
 
 from bench.common import broker, print_table, write_json
 from bench.compare import expected, load_input, normalise, run_squall
+from streams.wire import ACKER_COMPONENT
 
 TOPOLOGY = "../bench/topologies/wordcount_scale.py"
 """The scale topology, relative to examples/ (where :func:`bench.compare.run_squall` looks)."""
@@ -39,20 +46,52 @@ def sizes(args: Any) -> list[tuple[int, int]]:
     return out
 
 
-def run_size(bootstrap: str, workers: int, tasks: int, lines: list[bytes], exp: dict[str, list[int]], workdir: Path, smoke: bool) -> dict[str, Any]:
-    """One run of the scale topology at ``workers`` x ``tasks``: the row for its table."""
-    os.environ["SQUALL_SCALE_WORKERS"], os.environ["SQUALL_SCALE_TASKS"] = str(workers), str(tasks)
+def run_size(
+    bootstrap: str, workers: int, tasks: int, lines: list[bytes], exp: dict[str, list[int]], workdir: Path, smoke: bool, executors: int | None = None
+) -> dict[str, Any]:
+    """One run of the scale topology at ``workers`` x ``tasks`` (``executors`` per component, default ``min`` of the two): the row for its table."""
+    executors = executors or min(workers, tasks)
+    env = {"SQUALL_SCALE_WORKERS": str(workers), "SQUALL_SCALE_TASKS": str(tasks), "SQUALL_SCALE_EXECUTORS": str(executors)}
+    os.environ.update(env)
     quiet_s, limit_s = (20.0, 300.0) if smoke else (60.0, 1800.0)
     try:
-        row = run_squall(bootstrap, "wordcount", lines, exp, True, None, quiet_s, limit_s, workdir / f"w{workers}t{tasks}", example=TOPOLOGY)
+        row = run_squall(bootstrap, "wordcount", lines, exp, True, None, quiet_s, limit_s, workdir / f"w{workers}t{tasks}e{executors}", example=TOPOLOGY)
     finally:
-        del os.environ["SQUALL_SCALE_WORKERS"], os.environ["SQUALL_SCALE_TASKS"]
-    out = {"workers": workers, "tasks": tasks, "executors": min(workers, tasks), "correct": row["correct"], "duplicates": row["duplicates"]}
+        for key in env:
+            del os.environ[key]
+    out = {"workers": workers, "tasks": tasks, "executors": executors, "correct": row["correct"], "duplicates": row["duplicates"]}
     out["seconds"] = row["seconds"]
     out["records_per_s"] = len(lines) / row["seconds"] if row["seconds"] > 0 else None
     out["cpu_us_per_record"] = row["cpu_s"] / len(lines) * 1e6
     out["peak_rss_bytes"] = row["peak_rss_bytes"]
     out["p99_s"] = row["p99_s"]
+    out["bytes_per_record"] = row["produced_bytes"] / len(lines)
+    out["acker_ops"] = row["acker_ops"]
+    out["trees"] = row["trees"]
+    out["by_worker"] = row["workers"]
+    return out
+
+
+HOP_FIELDS = ("component", "tuples_in", "cpu_s", "cpu_us_per_tuple", "cpu_us_per_line", "lines_per_cpu_s")
+
+
+def per_component(row: dict[str, Any], lines: int, words: int) -> list[dict[str, Any]]:
+    """Each hop kind's CPU from a run with one component per worker: per tuple it took in, per line, and lines per CPU second."""
+    took_in = {"lines": lines, "split": lines, "count": words, ACKER_COMPONENT: row["acker_ops"]}
+    out = []
+    for worker in row["by_worker"]:
+        (component,) = worker["components"]
+        cpu = worker["cpu_s"]
+        out.append(
+            {
+                "component": component,
+                "tuples_in": took_in[component],
+                "cpu_s": cpu,
+                "cpu_us_per_tuple": cpu / took_in[component] * 1e6 if took_in[component] else None,
+                "cpu_us_per_line": cpu / lines * 1e6,
+                "lines_per_cpu_s": lines / cpu if cpu > 0 else None,
+            }
+        )
     return out
 
 
@@ -61,10 +100,11 @@ def run(args: Any) -> dict[str, Any]:
     lines = load_input("wordcount", args.smoke)
     exp = normalise("wordcount", expected("wordcount", lines))
     result: dict[str, Any] = {"cores": os.cpu_count(), "lines": len(lines), "rows": []}
-    with broker(args.bootstrap, "kafka", args.broker_warmup) as bootstrap:
-        for workers, tasks in sizes(args):
-            print(f"[bench] scale: {workers} workers x {tasks} partitions ...", file=sys.stderr, flush=True)
-            result["rows"].append(run_size(bootstrap, workers, tasks, lines, exp, workdir, args.smoke))
+    if sizes(args):
+        with broker(args.bootstrap, "kafka", args.broker_warmup) as bootstrap:
+            for workers, tasks in sizes(args):
+                print(f"[bench] scale: {workers} workers x {tasks} partitions ...", file=sys.stderr, flush=True)
+                result["rows"].append(run_size(bootstrap, workers, tasks, lines, exp, workdir, args.smoke))
     print_table(
         f"acked word count by size, Apache Kafka ({len(lines):,} lines, {result['cores']} cores)",
         ["workers", "partitions", "executors", "records/s", "CPU us/rec", "peak RSS MB", "p99 s", "correct"],
@@ -73,5 +113,17 @@ def run(args: Any) -> dict[str, Any]:
             for r in result["rows"]
         ],
     )
+    if args.per_component:
+        print("[bench] scale: one component per worker ...", file=sys.stderr, flush=True)
+        with broker(args.bootstrap, "kafka", args.broker_warmup) as bootstrap:
+            row = run_size(bootstrap, 4, 4, lines, exp, workdir, args.smoke, executors=1)
+        words = sum(v[0] for v in exp.values())
+        result["per_component"] = {"run": row, "words": words, "hops": per_component(row, len(lines), words)}
+        print_table(
+            f"one component per worker: CPU per hop kind ({len(lines):,} lines, {words:,} words, {row['acker_ops']:,} acker ops, "
+            f"{row['bytes_per_record']:,.0f} B a line on the broker; {row['records_per_s']:,.0f} lines/s, correct: {row['correct']})",
+            ["component", "tuples in", "CPU s", "CPU us/tuple", "CPU us/line", "lines per CPU s"],
+            [[h[k] for k in HOP_FIELDS] for h in result["per_component"]["hops"]],
+        )
     write_json(args.json, result)
     return result

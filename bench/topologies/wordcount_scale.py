@@ -6,7 +6,10 @@ differ. Read from the environment, so that the worker processes build the same t
 * ``SQUALL_SCALE_WORKERS`` (default 4): ``topology.workers``;
 * ``SQUALL_SCALE_TASKS`` (default 4): tasks of each component, i.e. the partitions of its input
   topic (the spout's ``lines``, ``split``'s and ``count``'s);
-* each component runs ``min(workers, tasks)`` executors, so every worker has a share of each.
+* ``SQUALL_SCALE_EXECUTORS`` (default ``min(workers, tasks)``, so every worker has a share of
+  each component): executors per component. With 1 and 4 workers, each worker runs one
+  component (the spout, ``split``, ``count``, the acker: executors are dealt round-robin), and
+  its CPU is that component's.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ def _example() -> ModuleType:
 def topology() -> Topology:
     workers = int(os.environ.get("SQUALL_SCALE_WORKERS", "4"))
     tasks = int(os.environ.get("SQUALL_SCALE_TASKS", "4"))
-    executors = min(workers, tasks)
+    executors = int(os.environ.get("SQUALL_SCALE_EXECUTORS", str(min(workers, tasks))))
     wc = _example()
     builder = TopologyBuilder()
     builder.set_spout("lines", KafkaSpout(translator=RecordTranslator("line")), executors, num_tasks=tasks)
