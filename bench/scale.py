@@ -18,7 +18,9 @@ Then, with ``--per-component`` (on by default), one run with each component in a
 own (4 workers, 4 partitions, one executor each: the spout, ``split``, ``count`` and the acker,
 dealt round-robin): each worker's CPU is one hop kind's, per tuple it took in (lines for the spout
 and ``split``, words for ``count``, acker ops for the acker) and per line. This is what
-docs/capacity.md builds its model on; bytes per line on the broker come from the same run.
+docs/capacity.md builds its model on; bytes per line on the broker come from the same run. Beside
+them, over the whole run (start and stop included): the CPU of the Apache Kafka broker and of the
+bench's own process (it produces the input and reads the output).
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from bench.common import broker, print_table, write_json
 from bench.compare import expected, load_input, normalise, run_squall
+from bench.procs import cpu_seconds, descendants
 from streams.wire import ACKER_COMPONENT
 
 TOPOLOGY = "../bench/topologies/wordcount_scale.py"
@@ -46,6 +50,18 @@ def sizes(args: Any) -> list[tuple[int, int]]:
     return out
 
 
+def broker_cpu() -> float:
+    """CPU seconds used so far by the Apache Kafka JVMs this process started (``java`` below it)."""
+    total = 0.0
+    for pid in descendants(os.getpid()):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "java":
+                total += cpu_seconds(pid) or 0.0
+        except OSError:
+            continue
+    return total
+
+
 def run_size(
     bootstrap: str, workers: int, tasks: int, lines: list[bytes], exp: dict[str, list[int]], workdir: Path, smoke: bool, executors: int | None = None
 ) -> dict[str, Any]:
@@ -54,12 +70,15 @@ def run_size(
     env = {"SQUALL_SCALE_WORKERS": str(workers), "SQUALL_SCALE_TASKS": str(tasks), "SQUALL_SCALE_EXECUTORS": str(executors)}
     os.environ.update(env)
     quiet_s, limit_s = (20.0, 300.0) if smoke else (60.0, 1800.0)
+    brokers_from, bench_from = broker_cpu(), time.process_time()
     try:
         row = run_squall(bootstrap, "wordcount", lines, exp, True, None, quiet_s, limit_s, workdir / f"w{workers}t{tasks}e{executors}", example=TOPOLOGY)
     finally:
         for key in env:
             del os.environ[key]
     out = {"workers": workers, "tasks": tasks, "executors": executors, "correct": row["correct"], "duplicates": row["duplicates"]}
+    out["broker_cpu_s"] = broker_cpu() - brokers_from
+    out["bench_cpu_s"] = time.process_time() - bench_from
     out["seconds"] = row["seconds"]
     out["records_per_s"] = len(lines) / row["seconds"] if row["seconds"] > 0 else None
     out["cpu_us_per_record"] = row["cpu_s"] / len(lines) * 1e6
@@ -119,11 +138,14 @@ def run(args: Any) -> dict[str, Any]:
             row = run_size(bootstrap, 4, 4, lines, exp, workdir, args.smoke, executors=1)
         words = sum(v[0] for v in exp.values())
         result["per_component"] = {"run": row, "words": words, "hops": per_component(row, len(lines), words)}
+        rest = {"broker (Apache Kafka)": row["broker_cpu_s"], "bench (feeder and checker)": row["bench_cpu_s"]}
+        result["per_component"]["outside"] = {k: {"cpu_s": v, "cpu_us_per_line": v / len(lines) * 1e6} for k, v in rest.items()}
         print_table(
             f"one component per worker: CPU per hop kind ({len(lines):,} lines, {words:,} words, {row['acker_ops']:,} acker ops, "
             f"{row['bytes_per_record']:,.0f} B a line on the broker; {row['records_per_s']:,.0f} lines/s, correct: {row['correct']})",
             ["component", "tuples in", "CPU s", "CPU us/tuple", "CPU us/line", "lines per CPU s"],
-            [[h[k] for k in HOP_FIELDS] for h in result["per_component"]["hops"]],
+            [[h[k] for k in HOP_FIELDS] for h in result["per_component"]["hops"]]
+            + [[k, None, v, None, v / len(lines) * 1e6, len(lines) / v if v > 0 else None] for k, v in rest.items()],
         )
     write_json(args.json, result)
     return result
