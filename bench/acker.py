@@ -20,7 +20,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
-from acker import DurableLedger, Ledger, faust_compat
+from acker import DurableLedger, Ledger, table_put
 from bench.common import ROOT, broker, print_table, spawn_worker, wait_until, write_json
 from service.brokers import ensure_topology_topics
 from service.control import ExecutorAssignment, worker_plan
@@ -172,7 +172,7 @@ def memory_per_pending_tree(trees: int = 1_000_000, faust_table: bool = False) -
 
     Every tree is written to the changelog (``persist_after_s`` 0). With ``faust_table``
     each record also goes through :func:`acker.faust_compat.table_put`, which writes it with
-    the faust Table (its store keeps nothing: workaround 5 there); before that the Table's
+    the faust Table (its store keeps nothing: workaround 5 in acker/faust_compat.py); before that the Table's
     memory store kept every record, 4,243 bytes a tree.
     """
     gc.collect()
@@ -185,7 +185,7 @@ def memory_per_pending_tree(trees: int = 1_000_000, faust_table: bool = False) -
     def flush() -> None:
         for root, value in dl.changelog():  # a flush: what a runtime keeps between flushes is bounded
             if faust_table:
-                faust_compat.table_put(table, 0, root.to_bytes(8, "big"), value)
+                table_put(table, 0, root.to_bytes(8, "big"), value)
 
     for off in range(trees // 1000):
         dl.apply(off, [[OP_INIT, rnd.getrandbits(64) | 1, 5, 0] for _ in range(1000)])
