@@ -44,7 +44,7 @@ from typing import Any
 from acker.ledger import SKIP, Ledger, Outcome, PendingTree
 from streams.exceptions import DecodeError
 from streams.wire.acker import OP_ACK, OP_FAIL, OP_INIT, OP_RESET, U64, decode_list
-from streams.wire.codec import encode_json
+from streams.wire.codec import encode_json, exact
 
 TAG_BITS = 20
 MAX_OPS_PER_RECORD = 1 << TAG_BITS
@@ -72,7 +72,7 @@ def changelog_value(value: list[Any]) -> bytes:
     400 MB until it was sent, and faust's Table kept one per tree (4,243 B per tree). The copy
     costs about 0.1 us per record.
     """
-    return bytes(memoryview(encode_json(value)))
+    return exact(encode_json(value))
 
 
 def _changelog_problem(value: list[Any]) -> str | None:

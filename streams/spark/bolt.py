@@ -47,7 +47,7 @@ from streams.runtime.acks import AckBuffer
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.routing import Router
 from streams.spark.exceptions import SparkBoltError
-from streams.wire.codec import decode_tuples
+from streams.wire.codec import decode_tuples, exact
 from streams.wire.dead_letter import dead_letter_headers
 from streams.wire.naming import acker_topic, component_topic, dead_letter_topic
 
@@ -221,7 +221,7 @@ class _Rows:
 
     def produce(self, topic: str, value: bytes, key: bytes | None = None, partition: int = -1, headers: Any = None) -> None:
         """The collectors' ``produce``: outputs become rows for the sink."""
-        self.add(KIND_RECORD, topic, partition, key, value, json.dumps(headers) if headers else None)
+        self.add(KIND_RECORD, topic, partition, key, exact(value), json.dumps(headers) if headers else None)  # kept for the batch
 
     def batch(self) -> Any:
         import pyarrow as pa

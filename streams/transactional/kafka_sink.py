@@ -43,6 +43,7 @@ from streams.model.batch import BatchAttempt, BatchBolt, BatchOutputCollector, C
 from streams.model.component import OutputFieldsDeclarer
 from streams.model.context import TopologyContext
 from streams.model.tuple import Tuple
+from streams.wire.codec import exact
 
 log = logging.getLogger("squall.kafka_sink")
 
@@ -288,7 +289,7 @@ class KafkaSink(BatchBolt, Committer):
                 seen.add(raw)
                 letters.dead_letter_raw(raw, None, reason, topic=tuple.topic, partition=tuple.partition, offset=tuple.offset, attempts=0)
             return
-        self.records.append((key, value, headers))
+        self.records.append((key, None if value is None else exact(value), headers))  # kept until the batch commits
 
     @override
     def finish_batch(self) -> None:
