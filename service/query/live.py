@@ -231,6 +231,17 @@ class LiveStatus:
             tail = self._dead_letter_tail(name)
             return (list(tail.letters), tail.total) if tail is not None else ([], 0)
 
+    def read_own_write(self, timeout_s: float = 5.0) -> None:
+        """Read the control log to its end now, so that the next answer shows a control record just written.
+
+        The UI calls it after an action that writes one (deactivate, debug, log level): the page it
+        redirects to then shows the new state, not the state of the last poll. Raises BrokerError if
+        reading takes over ``timeout_s`` seconds.
+        """
+        with self.lock:
+            if self.control is not None:
+                self.control.catch_up(timeout_s)
+
     def refresh(self) -> None:
         """Poll every tail, opening those of topologies not seen yet.
 

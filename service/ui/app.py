@@ -42,7 +42,7 @@ from service.control.client import (
     set_log_level,
     spout_ids,
 )
-from service.exceptions import ControlError, UsageError
+from service.exceptions import BrokerError, ControlError, UsageError
 from service.query.dlq import choose, full_report, replay
 from service.query.live import LiveStatus
 from service.ui.exceptions import ActionRefused, PageNotFound
@@ -59,6 +59,8 @@ STATIC_TYPES = {
     ".txt": "text/plain; charset=utf-8",
 }
 VERBS = ("activate", "deactivate", "rebalance", "kill", "log_level", "debug")
+WRITTEN_AT_ONCE = frozenset({"activate", "deactivate", "log_level", "debug"})
+"""Actions whose control record is written before the response (kill and rebalance run in the background)."""
 """The actions of a topology page (Storm UI's, with set_log_level and debug)."""
 
 
@@ -235,6 +237,8 @@ class UiApp:
             self._status(name)  # 404 for an unknown topology
             try:
                 done = self._act(name, parts[3], req.form, who)
+                if parts[3] in WRITTEN_AT_ONCE:
+                    self._read_own_write(name)
             except (ControlError, UsageError) as exc:
                 done = f"refused: {exc}"
             log.info("[%s] ui action %s by %s: %s", name, parts[3], who, done)
@@ -249,6 +253,13 @@ class UiApp:
             log.info("[%s] ui dead-letter replay by %s: %s", name, who, done)
             return self._redirect(f"/topology/{urllib.parse.quote(name)}/dlq", done)
         raise PageNotFound(f"no action at {req.path!r}")
+
+    def _read_own_write(self, name: str) -> None:
+        """Let the next page show the control record an action just wrote; if the log cannot be read in time, it shows it a poll later."""
+        try:
+            self.live.read_own_write()
+        except BrokerError as exc:
+            log.warning("[%s] ui: the control log was not read to its end after an action: %s", name, exc)
 
     def _act(self, name: str, verb: str, form: dict[str, str], who: str) -> str:
         now = self.clock()
