@@ -113,6 +113,8 @@ class FakeLive:
     """The methods of LiveStatus the UI calls, over fixed data."""
 
     def __init__(self) -> None:
+        self.own_writes = 0
+        """Calls of :meth:`read_own_write`: the UI reads the control log to its end after an action that wrote to it."""
         self.st = status()
         self.letters = [
             DeadLetter(
@@ -122,6 +124,9 @@ class FakeLive:
                 {"component": "lines", "cause": "fail", "why": "[split] boom", "topic": "squall.wc.lines", "partition": "0", "offset": "3"},
             )
         ]
+
+    def read_own_write(self, timeout_s: float = 5.0) -> None:
+        self.own_writes += 1
 
     def rows(self) -> list[dict[str, Any]]:
         return [{"name": "wc", "status": "ACTIVE", "uptime_s": 61.0, "workers": 2, "executors": 3, "tasks": 6}]

@@ -130,8 +130,11 @@ def test_actions_are_refused_without_the_token_a_session_or_a_matching_csrf_and_
     done = post(app, "/topology/wc/action/deactivate", {"csrf": "c1"}, cookie=cookie, origin="http://127.0.0.1:9470")
     assert done.status == 303 and dict(done.headers)["Location"] == "/topology/wc?msg=set_active%20done"
     assert last(calls) == ("set_active", ("wc", False, NOW), {"who": "ann (ui, 10.0.0.5)"})
+    live = app.live
+    assert isinstance(live, FakeLive) and live.own_writes == 1  # the redirect's page reads the record just written
     post(app, "/topology/wc/action/debug", {"csrf": "c1", "state": "on", "sampling_pct": "25"}, cookie=cookie)
     assert last(calls) == ("set_debug_tracing", ("wc", True, 25.0, NOW), {"who": "ann (ui, 10.0.0.5)"})
+    assert live.own_writes == 2
     post(app, "/topology/wc/action/log_level", {"csrf": "c1", "logger": "squall.acker", "level": "debug", "seconds": "60"}, cookie=cookie)
     assert last(calls)[1] == ("wc", ["squall.acker=DEBUG:60"], [], NOW)
     post(app, "/topology/wc/action/kill", {"csrf": "c1", "wait": "5"}, cookie=cookie)
