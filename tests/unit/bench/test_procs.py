@@ -16,13 +16,21 @@ from bench import procs
 from bench.procs import children, descendants
 
 
+def _comms(pids: list[int]) -> list[str]:
+    out = []
+    for q in pids:
+        with contextlib.suppress(OSError):
+            out.append(Path(f"/proc/{q}/comm").read_text().strip())
+    return sorted(out)
+
+
 @pytest.fixture
 def tree() -> Iterator[subprocess.Popen[bytes]]:
     """A shell with two children: a sleep, and a shell with a sleep of its own."""
     p = subprocess.Popen(["bash", "-c", "sleep 30 & bash -c 'sleep 30 & wait' & wait"])
     deadline = time.monotonic() + 10
-    while len(descendants(p.pid)) < 3 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    while _comms(descendants(p.pid)) != ["bash", "sleep", "sleep"] and time.monotonic() < deadline:
+        time.sleep(0.02)  # a forked child reads "bash" until it has exec'd its sleep (CI saw that once)
     yield p
     for q in [*descendants(p.pid), p.pid]:
         with contextlib.suppress(ProcessLookupError):
