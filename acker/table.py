@@ -50,6 +50,16 @@ def _zeros(code: str, n: int) -> array[int]:
     return array(code, bytes(array(code).itemsize * n))
 
 
+def _place(index: array[int], cap: int, root: int, row: int) -> None:
+    """Point the first free index slot from ``root``'s home (linear probing) at ``row``."""
+    i = root % cap
+    while index[i] != 0:
+        i += 1
+        if i == cap:
+            i = 0
+    index[i] = row + 1
+
+
 class CompactTable:
     """The acker's pending trees in dense parallel arrays behind an open-addressing index (35-40 bytes a tree; Storm's RotatingMap, compacted).
 
@@ -171,13 +181,7 @@ class CompactTable:
         row = len(self.keys)
         if (row + 1) * _LOAD_DEN > self.cap * _LOAD_NUM:
             self._grow()
-        index, cap = self.index, self.cap
-        i = root % cap
-        while index[i] != 0:
-            i += 1
-            if i == cap:
-                i = 0
-        index[i] = row + 1
+        _place(self.index, self.cap, root, row)
         self.keys.append(root)
         self.vals.append(val)
         self.aux.append(aux)
@@ -235,12 +239,7 @@ class CompactTable:
         cap = self.cap * 3 // 2
         index = _zeros("I", cap)
         for row, root in enumerate(self.keys):
-            i = root % cap
-            while index[i] != 0:
-                i += 1
-                if i == cap:
-                    i = 0
-            index[i] = row + 1
+            _place(index, cap, root, row)
         self.index, self.cap = index, cap
 
     def items(self) -> Iterator[tuple[int, int, int | None, float, int]]:
