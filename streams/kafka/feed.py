@@ -24,8 +24,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 from streams.kafka.clients import committed_with_metadata, recommit, reopen_consumer, true_end_offsets
 from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
-from streams.kafka.source import KafkaSource, SourceCounters, task_of
-from streams.wire.commits import commit_metadata, resume_at
+from streams.kafka.source import KafkaSource, ResumableSource, SourceCounters, task_of
+from streams.wire.commits import commit_metadata, finished_from, resume_at
 from streams.wire.naming import TP, partition_key
 
 log = logging.getLogger("squall.executor.spout")
@@ -70,6 +70,8 @@ class FedTask:
     """The epoch of the task's last life (its ledger), whose confirmed commits are ``last_commits``."""
     last_commits: dict[str, int] = field(default_factory=dict)
     """``"topic[p]" -> offset``: what the broker confirmed committing to the last life (:mod:`streams.wire.commits`)."""
+    last_finished: dict[str, list[list[int]]] = field(default_factory=dict)
+    """``"topic[p]" -> [[start, end], ...]``: offsets above its commits that earlier lives finished (:func:`streams.wire.commits.finished_from`)."""
 
 
 class SourceFeed:
@@ -128,13 +130,22 @@ class SourceFeed:
         """Source partitions found moved back by a replaced owner's late commit, and started past."""
 
     # -- tasks -----------------------------------------------------------------------
-    def add(self, index: int, source: KafkaSource, last_epoch: int = 0, last_commits: Mapping[str, int] | None = None) -> None:
+    def add(
+        self,
+        index: int,
+        source: KafkaSource,
+        last_epoch: int = 0,
+        last_commits: Mapping[str, int] | None = None,
+        last_finished: Mapping[str, list[list[int]]] | None = None,
+    ) -> None:
         """Own task ``index`` (its source already opened); call :meth:`assign_new` after.
 
         ``last_epoch`` and ``last_commits``: the task's last life and the commits the broker
         confirmed to it (its ledger), to start past a replaced owner's late commit.
+        ``last_finished``: the finished ranges above them (its ledger), which a source that
+        can (:class:`~streams.kafka.source.ResumableSource`) does not replay.
         """
-        self.tasks[index] = FedTask(index, source, last_epoch=last_epoch, last_commits=dict(last_commits or {}))
+        self.tasks[index] = FedTask(index, source, last_epoch=last_epoch, last_commits=dict(last_commits or {}), last_finished=dict(last_finished or {}))
 
     def _source_partitions(self) -> list[TP]:
         md = self.data.list_topics(timeout=10)
@@ -164,6 +175,7 @@ class SourceFeed:
             task.partitions.append(tp)
             if tp in committed:
                 task.committed[tp] = committed[tp]  # lag is measured from here until the next commit
+            self._resume_finished(task, tp, starts[tp])
             self.owner[tp] = task
             self.starts[tp] = starts[tp]
         self.data.incremental_assign([TopicPartition(t, p, starts[(t, p)]) for t, p in new])
@@ -171,6 +183,17 @@ class SourceFeed:
             if starts[(t, p)] >= 0:
                 self.gaps.expect(t, p, starts[(t, p)])
         log.info("[%s] reading %s", self.component, ", ".join(f"{t}[{p}]" for t, p in new))
+
+    def _resume_finished(self, task: FedTask, tp: TP, start: int) -> None:
+        """Hand ``task``'s source the offsets of ``tp`` at or above ``start`` that earlier lives finished (:func:`finished_from`)."""
+        kept = task.last_finished.get(partition_key(*tp))
+        if not kept or start < 0 or self.prototype.first_poll_offset != "committed" or not isinstance(task.source, ResumableSource):
+            return
+        ranges = finished_from(kept, start)
+        if ranges:
+            task.source.resume_finished(tp, ranges)
+            n = sum(b - a for a, b in ranges)
+            log.info("[%s] %s[%d]: %d records from offset %d on were finished by an earlier life: not replayed", self.component, tp[0], tp[1], n, start)
 
     def _committed(self, tps: list[TP]) -> dict[TP, int]:
         """The spout group's committed offsets (partitions with none are absent), each past a replaced owner's late commit (:mod:`streams.wire.commits`)."""

@@ -44,6 +44,37 @@ class OffsetTracker:
         """The offset to commit: the first one still in flight, else the next to emit."""
         return self._inflight[0] if self._inflight else self._next
 
+    def finished_ranges(self, most: int) -> list[tuple[int, int]]:
+        """The finished offsets above :attr:`committable`, as at most ``most`` ``[start, end)`` ranges, lowest first.
+
+        What a contiguous commit leaves out: a new life that knows them does not replay them
+        (:func:`streams.wire.commits.commit_metadata`). Each range is a run of consecutive
+        offsets (gaps in the partition, e.g. transaction markers, split a run).
+
+        >>> t = OffsetTracker(10)
+        >>> for off in range(10, 16):
+        ...     t.emitted(off)
+        >>> for off in (11, 12, 14):
+        ...     t.finished(off)
+        >>> t.committable, t.finished_ranges(5), t.finished_ranges(1)
+        (10, [(11, 13), (14, 15)], [(11, 13)])
+        """
+        out: list[tuple[int, int]] = []
+        if not self._done or most <= 0:
+            return out
+        start = end = -1
+        for off in sorted(self._done):
+            if off == end:
+                end += 1
+                continue
+            if start >= 0:
+                out.append((start, end))
+                if len(out) >= most:
+                    return out
+            start, end = off, off + 1
+        out.append((start, end))
+        return out
+
     @property
     def in_flight(self) -> int:
         """How many tracked offsets are not finished yet."""

@@ -130,16 +130,20 @@ class SourceCounters:
     """What a source task counted, for the executor's metrics (replays are counted by the executor, by cause: :mod:`streams.monitoring.spout_ledger`).
 
     ``poison``: records whose translation raised (dead-lettered at once). ``dead_lettered``:
-    records sent to the dead-letter topic (poison or out of retries).
+    records sent to the dead-letter topic (poison or out of retries). ``resumed_finished``:
+    see below.
     """
 
     poison: int = 0
     dead_lettered: int = 0
+    resumed_finished: int = 0
+    """Records above the committed offset that the task's last life had finished: taken as done, not replayed (:class:`ResumableSource`)."""
 
     def add(self, other: SourceCounters) -> None:
         """Add ``other``'s counts to these (an executor sums its tasks')."""
         self.poison += other.poison
         self.dead_lettered += other.dead_lettered
+        self.resumed_finished += other.resumed_finished
 
 
 class SourceIO:
@@ -199,6 +203,24 @@ class KafkaSource(Protocol):
 
     def released(self) -> None:
         """The executor committed after ``commit_needed``: held records may be emitted."""
+        ...
+
+
+@runtime_checkable
+class ResumableSource(Protocol):
+    """A source that says which offsets above its commit are finished, and skips those its last life finished.
+
+    The executor's feed puts :meth:`finished_above` in each commit's metadata
+    (:func:`streams.wire.commits.commit_metadata`) and hands a new life what the committed
+    offset's metadata named (:meth:`resume_finished`), before its first records.
+    """
+
+    def finished_above(self, most: int) -> dict[TP, list[tuple[int, int]]]:
+        """Per source partition, up to ``most`` ``[start, end)`` ranges of finished offsets above :meth:`KafkaSource.committable`."""
+        ...
+
+    def resume_finished(self, tp: TP, ranges: list[tuple[int, int]]) -> None:
+        """``tp``'s offsets in ``ranges`` were finished by the task's last life: take them as finished, never emit them."""
         ...
 
 

@@ -64,6 +64,7 @@ from streams.kafka.source import FIRST_POLL, KafkaMessageId, KafkaRecordsId, Sou
 from streams.model.component import OutputFieldsDeclarer
 from streams.model.spout import Spout
 from streams.model.tuple import DEFAULT_STREAM
+from streams.wire.commits import finished_from
 from streams.wire.naming import TP, component_topic
 
 if TYPE_CHECKING:
@@ -176,6 +177,8 @@ class KafkaSpout(Spout):
         self._pending: dict[tuple[str, int, int], PendingRecord] = {}
         """Tracked records by message id (:class:`KafkaMessageId`, or the equal plain tuple)."""
         self._trackers: dict[TP, OffsetTracker] = {}
+        self._resumed: dict[TP, deque[tuple[int, int]]] = {}
+        """Per partition: ``[start, end)`` ranges its last life finished above the committed offset, not passed yet (:meth:`resume_finished`)."""
         self._unreleased: list[tuple[str, list[Any]]] = []  # at-most-once: waiting for a commit
         self._released: deque[tuple[str, list[Any]]] = deque()
         self.tree_records = 1
@@ -227,6 +230,7 @@ class KafkaSpout(Spout):
         self._buffer = deque()
         self._pending = {}
         self._trackers = {}
+        self._resumed = {}
         self.tree_size = {}
         self._unreleased = []
         self._released = deque()
@@ -249,6 +253,44 @@ class KafkaSpout(Spout):
     def committable(self) -> dict[TP, int]:
         """The offset to commit per source partition (partitions with no record yet are absent)."""
         return {tp: t.committable for tp, t in self._trackers.items()}
+
+    def finished_above(self, most: int) -> dict[TP, list[tuple[int, int]]]:
+        """Per partition, up to ``most`` ranges of finished offsets above the committable one (:class:`~streams.kafka.source.ResumableSource`).
+
+        With the ranges an earlier life finished that this one has not reached yet.
+        """
+        out: dict[TP, list[tuple[int, int]]] = {}
+        for tp in self._trackers.keys() | self._resumed.keys():
+            tracker = self._trackers.get(tp)
+            ranges = tracker.finished_ranges(most) if tracker is not None else []
+            ahead = self._resumed.get(tp)
+            if ahead:  # what an earlier life finished that this one has not reached yet: still finished
+                ranges = finished_from([*ranges, *ahead], 0)[:most]
+            if ranges:
+                out[tp] = ranges
+        return out
+
+    def resume_finished(self, tp: TP, ranges: list[tuple[int, int]]) -> None:
+        """``tp``'s offsets in ``ranges`` (sorted ``[start, end)``) were finished by the last life: they are taken as finished when they come, never emitted.
+
+        Only at least once: other guarantees commit without trees.
+        """
+        if ranges and self.processing_guarantee == "at_least_once":
+            self._resumed[tp] = deque(ranges)
+
+    def _finished_before(self, tp: TP, skip: deque[tuple[int, int]], off: int, tracker: OffsetTracker) -> bool:
+        """True (and ``off`` finished at once) when ``off`` is in a range the last life finished; passed ranges are dropped."""
+        while skip and skip[0][1] <= off:
+            skip.popleft()
+        if not skip:
+            del self._resumed[tp]
+            return False
+        if off < skip[0][0]:
+            return False
+        tracker.emitted(off)
+        tracker.finished(off)
+        self.counters.resumed_finished += 1
+        return True
 
     def released(self) -> None:
         """At-most-once: the executor committed; the held records may now be emitted."""
@@ -314,6 +356,7 @@ class KafkaSpout(Spout):
             tracker = self._trackers[(topic, partition)] = OffsetTracker(head.offset() or 0)
         most = self.tree_size.get((topic, partition), self.tree_records)
         translate, pending, popleft = self.translator.translate, self._pending, buffer.popleft
+        skip = self._resumed.get((topic, partition)) if self._resumed else None
         items: list[tuple[str, list[Any]]] = []
         offsets: list[int] = []
         while buffer and len(offsets) < most:
@@ -322,6 +365,11 @@ class KafkaSpout(Spout):
                 break
             popleft()
             off = msg.offset() or 0
+            if skip is not None:
+                if self._finished_before((topic, partition), skip, off, tracker):
+                    continue
+                if not skip:
+                    skip = None
             tracker.emitted(off)
             try:
                 out = translate(msg)
@@ -363,6 +411,9 @@ class KafkaSpout(Spout):
         tracker = self._trackers.get(mid.tp)
         if tracker is None:
             tracker = self._trackers[mid.tp] = OffsetTracker(mid.offset)
+        skip = self._resumed.get(mid.tp) if self._resumed else None
+        if skip is not None and self._finished_before(mid.tp, skip, mid.offset, tracker):
+            return None
         tracker.emitted(mid.offset)
         try:
             out = self.translator.translate(msg)

@@ -75,6 +75,10 @@ class TaskLedger:
       commits: ``"topic[p]" -> the source offset whose commit the broker last confirmed`` to
         this life, or that it started from: a new life starts past a replaced owner's late
         commit behind it (:mod:`streams.wire.commits`).
+      finished: ``"topic[p]" -> [[start, end], ...]``: offsets above the last commit that
+        were finished (acked or dead-lettered), at most
+        :data:`~streams.wire.commits.MAX_FINISHED_RANGES` ranges each; a new life does not
+        replay them (:func:`streams.wire.commits.finished_from`).
     """
 
     component: str
@@ -97,6 +101,7 @@ class TaskLedger:
     """The ``seq`` last written to the ledger topic."""
     epoch: int = 0
     commits: dict[str, int] = field(default_factory=dict)
+    finished: dict[str, list[list[int]]] = field(default_factory=dict)
 
     # -- lives -------------------------------------------------------------------------
     def next_life(self) -> TaskLedger:
@@ -107,13 +112,20 @@ class TaskLedger:
         nxt.restart_below = dict(self.high)
         nxt.base = nxt.totals()
         nxt.commits = dict(self.commits)
+        nxt.finished = {k: [list(r) for r in v] for k, v in self.finished.items()}
         return nxt
 
-    def committed(self, commits: dict[str, int]) -> None:
-        """Source offsets whose commit the broker confirmed, or that this life started from (``"topic[p]" -> offset``); written at the next flush."""
+    def committed(self, commits: dict[str, int], finished: dict[str, list[list[int]]] | None = None) -> None:
+        """Source offsets whose commit the broker confirmed, or that this life started from (``"topic[p]" -> offset``); written at the next flush.
+
+        ``finished``: the finished ranges above them now, per partition (replaces the last ones; ``None``: unchanged).
+        """
         moved = {k: v for k, v in commits.items() if v > self.commits.get(k, -1)}
         if moved:
             self.commits.update(moved)
+            self.seq += 1
+        if finished is not None and finished != self.finished:
+            self.finished = finished
             self.seq += 1
 
     def totals(self) -> dict[str, int]:
@@ -210,6 +222,7 @@ class TaskLedger:
             "high": dict(self.high),
             "epoch": self.epoch,
             "commits": dict(self.commits),
+            "finished": {k: [list(r) for r in v] for k, v in self.finished.items()},
         }
 
     @classmethod
@@ -227,6 +240,7 @@ class TaskLedger:
             ledger.high = {str(k): int(v) for k, v in data["high"].items()}
             ledger.epoch = int(data.get("epoch", 0))  # absent in records written before epochs
             ledger.commits = {str(k): int(v) for k, v in data.get("commits", {}).items()}
+            ledger.finished = {str(k): [[int(a), int(b)] for a, b in v] for k, v in data.get("finished", {}).items()}  # absent before it
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             component = data.get("component", reader) if isinstance(data, dict) else reader
             reason = f"bad spout ledger record: {type(exc).__name__}: {exc}"

@@ -29,7 +29,7 @@ from streams.kafka.clients import consumer_config, new_consumer, transit_s, true
 from streams.kafka.feed import SourceFeed
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.kafka.send_now import send_now
-from streams.kafka.source import KafkaMessageId, SourceIO, kafka_source
+from streams.kafka.source import KafkaMessageId, ResumableSource, SourceIO, kafka_source
 from streams.model.spout import Spout
 from streams.monitoring.ledger_store import ledger_key, read_ledgers
 from streams.monitoring.spout_ledger import TaskLedger
@@ -42,6 +42,7 @@ from streams.runtime.spout_tasks import SpoutTask, SpoutTasks, make_bound
 from streams.runtime.transfer import TupleTransfer
 from streams.wire.acker import decode_results
 from streams.wire.codec import encode_json
+from streams.wire.commits import MAX_FINISHED_RANGES
 from streams.wire.naming import ack_result_topic, component_group, ledger_topic, partition_key
 
 log = logging.getLogger("squall.executor.spout")
@@ -135,7 +136,10 @@ class SpoutExecutor(Executor):
             task = SpoutTask(task_id, spout, collector, ledger, kafka_source(spout), immediate)
             if task.source is not None and self.feed is not None:
                 task.source.bind(SourceIO(self._task_dead_letter(task_id), self._poison_reporter(task_id)))
-                self.feed.add(index, task.source, before.epoch if before is not None else 0, before.commits if before is not None else None)
+                if before is not None:
+                    self.feed.add(index, task.source, before.epoch, before.commits, before.finished)
+                else:
+                    self.feed.add(index, task.source)
             self.by_task[task_id] = task
             added.append(task)
         if added and self.acks is not None:
@@ -271,13 +275,20 @@ class SpoutExecutor(Executor):
             self._record_commits()
 
     def _record_commits(self) -> None:
-        """Each task's ledger keeps the source offsets the broker confirmed committing (:mod:`streams.wire.commits`); written at the next flush."""
+        """Each task's ledger keeps the source offsets the broker confirmed committing, and the finished ranges above them; written at the next flush.
+
+        (:mod:`streams.wire.commits`: a new life starts past a late commit, and does not replay those ranges.)
+        """
         assert self.feed is not None
         base = self.cdef.task_base
         for index, fed in self.feed.tasks.items():
             task = self.by_task.get(base + index)
             if task is not None:
-                task.ledger.committed({partition_key(t, p): off for (t, p), off in fed.committed.items() if off >= 0})
+                source = task.source
+                finished = None
+                if isinstance(source, ResumableSource):
+                    finished = {partition_key(t, p): [[a, b] for a, b in ranges] for (t, p), ranges in source.finished_above(MAX_FINISHED_RANGES).items()}
+                task.ledger.committed({partition_key(t, p): off for (t, p), off in fed.committed.items() if off >= 0}, finished)
         self.stats.counters["fenced_commits"] = self.feed.fenced_commits
 
     def _update_gauges(self) -> None:

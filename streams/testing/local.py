@@ -47,7 +47,7 @@ from typing import Any
 
 from streams.config import TopologyConfig, resolve
 from streams.exceptions import DecodeError
-from streams.kafka.source import KafkaMessageId, SourceIO, kafka_source, task_of
+from streams.kafka.source import KafkaMessageId, ResumableSource, SourceIO, kafka_source, task_of
 from streams.kafka.spout import KafkaSpout
 from streams.model.bolt import Bolt
 from streams.model.context import LocalTasks, TopologyContext
@@ -80,6 +80,7 @@ from streams.testing.result import DeadLetter, Emitted, RunResult, TaskError
 from streams.testing.tasks import BoltRun, Input, Outbox, SpoutRun, TaskRun, encode_input
 from streams.transactional.spout import TransactionalKafkaSpout
 from streams.wire.acker import decode_results
+from streams.wire.commits import MAX_FINISHED_RANGES
 from streams.wire.dead_letter import read_dead_letter_headers
 from streams.wire.ids import seed_ids, source_key
 from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_topic, component_topic, dead_letter_topic, errors_topic
@@ -504,7 +505,9 @@ class LocalTopology:
 
     def _commit_spout(self, run: SpoutRun) -> None:
         if run.task is not None and run.task.source is not None:
-            run.committed.update(run.task.source.committable())
+            source = run.task.source
+            run.committed.update(source.committable())
+            run.finished = source.finished_above(MAX_FINISHED_RANGES) if isinstance(source, ResumableSource) else {}
 
     # -- building ----------------------------------------------------------------------------
     def _conf(self, cdef: ComponentDef, config: Mapping[str, Any] | None) -> TopologyConfig:
@@ -616,6 +619,9 @@ class LocalTopology:
         if task.source is not None:
             task.source.bind(SourceIO(self._spout_dead_letter(run), self._poison_reporter(run.component, run.task_id)))
             run.fed = {tp: run.committed.get(tp, 0) for tp in run.partitions}  # a new life reads from the committed offsets
+            if isinstance(task.source, ResumableSource) and task.source.first_poll_offset == "committed":
+                for tp, ranges in run.finished.items():  # and does not replay what the last one finished above them
+                    task.source.resume_finished(tp, ranges)
         run.task = task
         run.life_count = 0
         core.by_task[run.task_id] = task

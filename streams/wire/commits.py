@@ -12,6 +12,14 @@ each life keeps the commit the broker last confirmed to it in its own durable re
 task's progress, :mod:`streams.monitoring.bolt_progress`; a spout task's ledger,
 :mod:`streams.monitoring.spout_ledger`). A new life that finds the group's committed offset
 behind that one, written by an older epoch, starts from the newer one (:func:`fenced_commit`).
+
+A contiguous commit stops at the oldest tree in flight, and everything finished (acked or
+dead-lettered) above it would be replayed by the next life. So at each commit a spout task's
+ledger also keeps the finished ranges above it, and a new life takes the records in them as
+finished without emitting them (:func:`finished_from`): a takeover or a restart replays what
+was in flight, not everything behind one slow tree. Storm's KafkaSpout commits only the
+contiguous offset. (The ledger, not the commit's metadata: the embedded broker keeps no
+metadata.)
 """
 
 from __future__ import annotations
@@ -21,6 +29,9 @@ import logging
 log = logging.getLogger("squall.commits")
 
 PREFIX = "squall.epoch="
+
+MAX_FINISHED_RANGES = 200
+"""Finished ranges a spout task's ledger keeps per source partition, at most (the lowest: what does not fit is replayed, as before)."""
 
 
 def commit_metadata(epoch: int) -> str:
@@ -88,3 +99,26 @@ def resume_at(component: str, where: str, committed: tuple[int, str], last: tupl
         start,
     )
     return start, True
+
+
+def finished_from(ranges: list[tuple[int, int]] | list[list[int]], start: int) -> list[tuple[int, int]]:
+    """The ``[start, end)`` ranges of finished offsets at or above ``start`` (a new life's first offset), sorted and merged.
+
+    Finished is a fact about an offset, whichever life finished it and whichever commit
+    followed: so ranges kept by any earlier life may be used.
+
+    >>> finished_from([(90, 95), (99, 101), (101, 103), (120, 121)], 100)
+    [(100, 103), (120, 121)]
+    >>> finished_from([], 0)
+    []
+    """
+    out: list[tuple[int, int]] = []
+    for a, b in sorted((int(r[0]), int(r[1])) for r in ranges):
+        a = max(a, start)
+        if a >= b:
+            continue
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out

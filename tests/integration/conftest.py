@@ -328,11 +328,13 @@ def run_job(topology_file: Path, src: Path, out: Path | None, settings: ServiceS
     return job, summary
 
 
-def crash_and_recover(job: Job, component: str, after_acked: int, while_down: Callable[[], None] | None = None, after_commit: bool = False) -> Summary:
+def crash_and_recover(
+    job: Job, component: str, after_acked: int, while_down: Callable[[], None] | None = None, after_commit: bool = False, settle_s: float = 0.0
+) -> Summary:
     """Start ``job``; once ``after_acked`` trees are acked (and, with ``after_commit``, the
-    spout committed an offset), SIGKILL the worker hosting ``component`` (alone in its
-    worker), wait a second (calling ``while_down``), start it again and wait until every
-    record is committed. Always closes the job."""
+    spout committed an offset), wait ``settle_s`` seconds more, SIGKILL the worker hosting
+    ``component`` (alone in its worker), wait a second (calling ``while_down``), start it
+    again and wait until every record is committed. Always closes the job."""
     try:
         job.start()
         assert job.cluster is not None and job.board is not None
@@ -342,6 +344,7 @@ def crash_and_recover(job: Job, component: str, after_acked: int, while_down: Ca
         while job.board.total("spout", "acked") < after_acked or (after_commit and max(job.committed().values(), default=-1) <= 0):
             assert time.monotonic() < deadline, "the topology made no progress"
             job.board.poll(0.2)
+        time.sleep(settle_s)
         job.cluster.kill(w)  # SIGKILL: no flush, no final commit
         time.sleep(1.0)
         if while_down is not None:

@@ -98,6 +98,36 @@ def test_spout_worker_killed_and_restarted_resumes_from_committed_offset(setting
     assert summary.trees_failed == 0
 
 
+def test_a_killed_spout_replays_only_what_was_in_flight_not_what_was_acked_behind_a_slow_tree(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
+    """One line's tree is held 10 s by the split bolt; every later line is acked. The spout's
+    contiguous commit stays below the held line, and each commit's metadata names the finished
+    offsets above it (streams.wire.commits). After a kill -9 of the spout's worker, its next
+    life replays the held line's tree only, not the thousands of acked lines behind it."""
+    lines = corpus_slice(corpus, tmp_path / "slice.txt", 6000).read_text().splitlines()
+    lines[300] = "HOLD the line"
+    src = tmp_path / "held.txt"
+    src.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "counts.json"
+    job = Job(TOPOLOGIES / "held_line_wordcount.py", src, out, settings)
+    at_kill: dict[str, int] = {}
+
+    def while_down() -> None:
+        at_kill["committed"] = job.committed()[0]
+
+    # every line but the held one's tree acked, and a commit after that (1 s period), within the 10 s hold
+    summary = crash_and_recover(job, "lines", after_acked=5000, while_down=while_down, after_commit=True, settle_s=2.5)
+    committed, tree = at_kill["committed"], job.conf.tree_records
+    assert_at_least(json.loads(out.read_text()), direct_count(src))
+    assert job.committed()[0] == 6000
+    spouts = sorted((s for s in job.board_snapshots() if s["component"] == "lines"), key=lambda s: s["time"])
+    restarted = spouts[-1]["counters"]
+    print(f"committed at the kill {committed}; the next life emitted {restarted['emitted']} (restart replays {restarted['replayed_restart']})")
+    print(summary.lines())
+    assert committed <= 300  # the held line's tree kept the contiguous commit below it
+    assert restarted["emitted"] == restarted["replayed_restart"] == summary.replays["restart"]  # it emitted only replays
+    assert 1 <= summary.replays["restart"] <= tree < 6000 - committed - 1000  # the held line's tree, not the acked lines after it
+
+
 def test_a_worker_stopped_mid_run_and_started_again_replays_nothing(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
     """SIGTERM on the worker hosting one count executor, then a new one with the same
     tasks: the count bolt's cleanup writes its deltas and acks what it held, and the

@@ -1,0 +1,56 @@
+"""Word count whose split bolt holds one line's tuple for 10 s (for the resume test).
+
+The line that starts with ``HOLD`` is acked 10 s after it came; every other line at once. So
+the spout's contiguous commit stays below that line while everything after it is acked:
+what a new life of the spout must not replay. One spout task alone in worker 0.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from examples.wordcount import Count, words
+from streams import Bolt, KafkaSpout, RecordTranslator, Topology, TopologyBuilder, Tuple
+
+HOLD_S = 10.0
+
+
+class HoldingSplit(Bolt):
+    """Split; the ``HOLD`` line's tuple is acked on the first tick ``HOLD_S`` seconds after it came."""
+
+    def declare_output_fields(self, declarer: Any) -> None:
+        declarer.declare(["word"])
+
+    def get_component_configuration(self) -> dict[str, Any]:
+        return {"topology.tick.tuple.freq.secs": 0.5}
+
+    def prepare(self, conf: dict[str, Any], context: Any, collector: Any) -> None:
+        self.collector = collector
+        self.held: list[tuple[float, Tuple]] = []
+
+    def execute(self, tuple: Tuple) -> None:  # noqa: A002
+        now = time.monotonic()
+        if tuple.is_tick:
+            due = [t for at, t in self.held if now - at >= HOLD_S]
+            self.held = [(at, t) for at, t in self.held if now - at < HOLD_S]
+            for t in due:
+                self.collector.ack(t)
+            return
+        line = tuple[0]
+        for word in words(line):
+            self.collector.emit([word], anchors=tuple)
+        if line.startswith("HOLD"):
+            self.held.append((now, tuple))
+        else:
+            self.collector.ack(tuple)
+
+
+def topology() -> Topology:
+    builder = TopologyBuilder()
+    builder.set_spout("lines", KafkaSpout(translator=RecordTranslator("line")), 1)
+    builder.set_bolt("split", HoldingSplit(), 1).shuffle_grouping("lines")
+    builder.set_bolt("count", Count(), 1).fields_grouping("split", ["word"])
+    builder.set_output("squall.{topology}.counts", "count", "counts", key_field="word", value_field="count", merge="sum")
+    # executors: lines, split, count, acker -> one per worker; w0 hosts only the spout
+    return builder.create_topology("held", {"topology.workers": 4, "topology.message.timeout.secs": 60})
