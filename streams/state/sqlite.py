@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,28 @@ class _SqliteTx(StateTx):
         return int(row[0])
 
 
+BUSY_TIMEOUT_S = 60.0
+"""How long a connection waits for another's write lock (seconds)."""
+
+
+def _when_unlocked(run: Callable[[], object], timeout_s: float = BUSY_TIMEOUT_S) -> None:
+    """``run()``, again every 50 ms while SQLite says the database is locked, for up to ``timeout_s`` seconds.
+
+    For ``PRAGMA journal_mode=WAL``: a new file's first switch to WAL needs every other
+    connection out of the way, and SQLite answers "database is locked" at once instead of
+    waiting out the busy timeout.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            run()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
 class SqliteBackend(StateBackend):
     """State in one SQLite file (WAL mode; ``BEGIN IMMEDIATE`` per batch, so writers on several threads or processes of one machine take turns)."""
 
@@ -116,11 +139,21 @@ class SqliteBackend(StateBackend):
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=self.path != ":memory:")
-            db.execute("PRAGMA journal_mode=WAL")
+            db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=self.path != ":memory:")
+            _when_unlocked(lambda: db.execute("PRAGMA journal_mode=WAL"))
             db.execute("PRAGMA synchronous=FULL")
-            for stmt in SQLITE_SCHEMA:
-                db.execute(stmt)
+            # One write transaction, its lock taken first (the busy timeout applies): in
+            # autocommit, each CREATE read the schema and then upgraded to a write, and an
+            # upgrade that meets another process's commit fails at once with "database is
+            # locked" (seen when the four committers of a new file connected together).
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for stmt in SQLITE_SCHEMA:
+                    db.execute(stmt)
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
             return db
         except (sqlite3.Error, OSError) as exc:
             raise StateError(f"[state] cannot open {self.url}: {exc}") from exc
