@@ -26,6 +26,17 @@ def test_the_stream_api_word_count_equals_the_direct_count(settings: ServiceSett
     assert summary.trees_acked == summary.records == 4000 and summary.trees_failed == 0
 
 
+def test_the_trident_word_count_equals_the_direct_count(settings: ServiceSettings, corpus: Path, tmp_path: Path) -> None:
+    """On each broker, with its default state (SQLite): exactly the direct count, and the test kit agrees."""
+    src = corpus_slice(corpus, tmp_path / "slice.txt", 4000)
+    out = tmp_path / "counts.json"
+    _, summary = run_job(EXAMPLES / "wordcount_trident.py", src, out, settings)
+    expected = dict(direct_count(src))
+    assert json.loads(out.read_text()) == expected
+    assert kit_run(EXAMPLES / "wordcount_trident.py", src).output() == expected
+    assert summary.batches_replayed == 0 and summary.trees_failed == 0
+
+
 @pytest.mark.kafka_only  # the embedded broker's kill -9 runs are test_exactly_once's (CI time)
 @pytest.mark.one_store_per_broker  # so: PostgreSQL state, on Apache Kafka
 def test_the_trident_word_count_is_exact_after_three_kill9s_of_random_workers(settings: ServiceSettings, corpus: Path, tmp_path: Path, state_url: str) -> None:
