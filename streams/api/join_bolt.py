@@ -99,11 +99,28 @@ class JoinBolt(WindowedBolt):
         self.component = "JoinBolt"
 
     def join(self, other: str, field: str, prior: str) -> JoinBolt:
-        """Inner join ``other`` on ``other.field == prior.<prior's field>`` (Storm's ``join``)."""
+        """Inner join ``other`` on ``other.field == prior.<prior's field>`` (Storm's ``join``).
+
+        >>> j = JoinBolt("a", "k").join("b", "code", "a")
+        >>> [(c.source, c.field, c.prior, c.how) for c in j.clauses]
+        [('b', 'code', 'a', 'inner')]
+        """
         return self._clause(other, field, prior, "inner")
 
     def left_join(self, other: str, field: str, prior: str) -> JoinBolt:
-        """Left join: rows of the sources so far without a match in ``other`` are kept, with None for its fields (Storm's ``leftJoin``)."""
+        """Left join: rows of the sources so far without a match in ``other`` are kept, with None for its fields (Storm's ``leftJoin``).
+
+        >>> from streams import Count, TopologyBuilder
+        >>> from streams.kafka.spout import KafkaSpout, RecordTranslator
+        >>> from streams.testing import run_topology
+        >>> b = TopologyBuilder()
+        >>> _ = b.set_spout("a", KafkaSpout(translator=RecordTranslator("k")))
+        >>> _ = b.set_spout("b", KafkaSpout(translator=RecordTranslator("code")))
+        >>> joiner = JoinBolt("a", "k").left_join("b", "code", "a").select("a.k, b.code").with_tumbling_window(Count(3))
+        >>> _ = b.set_bolt("join", joiner).global_grouping("a").global_grouping("b")
+        >>> sorted(run_topology(b.create_topology("lj"), {"a": ["x", "y"], "b": ["x"]}).values("join"), key=str)
+        [('x', 'x'), ('y', None)]
+        """
         return self._clause(other, field, prior, "left")
 
     def _clause(self, other: str, field: str, prior: str, how: str) -> JoinBolt:
@@ -116,7 +133,11 @@ class JoinBolt(WindowedBolt):
         return self
 
     def select(self, fields: str) -> JoinBolt:
-        """The output fields, comma separated, each ``source.field`` or ``source:field`` (Storm's ``select``)."""
+        """The output fields, comma separated, each ``source.field`` or ``source:field`` (Storm's ``select``).
+
+        >>> JoinBolt("a", "k").join("b", "code", "a").select("a.k, b:code").output_fields
+        ['k', 'code']
+        """
         projection = []
         for item in (f.strip() for f in fields.split(",")):
             sep = ":" if ":" in item else "."
@@ -132,7 +153,12 @@ class JoinBolt(WindowedBolt):
         return self
 
     def with_output_stream(self, stream: str) -> JoinBolt:
-        """Emit on ``stream`` instead of ``default`` (Storm's ``withOutputStream``)."""
+        """Emit on ``stream`` instead of ``default`` (Storm's ``withOutputStream``).
+
+        >>> j = JoinBolt("a", "k").join("b", "code", "a").select("a.k, b.code").with_output_stream("joined")
+        >>> j.output_stream, j.output_fields
+        ('joined', ['k', 'code'])
+        """
         self.output_stream = stream
         return self
 

@@ -93,6 +93,15 @@ class StreamBuilder:
         A value is the tuple's one field (``["line"]`` gives the line), the tuple of its fields
         when it has several, or ``value_mapper(tuple)``. Raises TopologyError for a spout that
         is not a :class:`~streams.Spout` or a parallelism below 1.
+
+        >>> from streams import RecordTranslator
+        >>> from streams.kafka.spout import KafkaSpout
+        >>> from streams.testing import run_topology
+        >>> b = StreamBuilder()
+        >>> lines = b.new_stream(KafkaSpout(translator=RecordTranslator("line")), 2, name="lines")
+        >>> lines.map(str.upper).set_output("squall.{topology}.out")
+        >>> [(c.id, c.parallelism) for c in b.build("up").components.values()]
+        [('lines', 2), ('map1', 2)]
         """
         if not isinstance(spout, Spout):
             raise TopologyError(f"[new_stream] needs a Spout, got {type(spout).__name__}")
@@ -107,6 +116,15 @@ class StreamBuilder:
 
         Raises TopologyError naming the operation (and field) at fault: a window longer than
         ``topology.message.timeout.secs``, an operation after ``for_each``, a stream nobody reads...
+
+        >>> from streams import RecordTranslator
+        >>> from streams.kafka.spout import KafkaSpout
+        >>> from streams.testing import run_topology
+        >>> b = StreamBuilder()
+        >>> b.new_stream(KafkaSpout(translator=RecordTranslator("line")), name="lines").map(str.upper).set_output("squall.{topology}.out")
+        >>> topo = b.build("up", {"topology.workers": 2})
+        >>> topo.name, topo.conf["topology.workers"], run_topology(topo, {"lines": ["hi"]}).output()
+        ('up', 2, {'HI': 'HI'})
         """
         from streams.api.compiler import compile_graph
         from streams.model.checks import check_confs
@@ -192,7 +210,14 @@ class Stream:
         self._then("for_each", fn=fn)
 
     def print(self) -> None:
-        """Prints each value to the worker's standard output (``for_each(print)``)."""
+        """Prints each value to the worker's standard output (``for_each(print)``).
+
+        >>> from streams.testing import run_stream
+        >>> run_stream(lambda s: s.print(), ["a", "b"])
+        a
+        b
+        []
+        """
         self.for_each(print)
 
     def branch(self, *predicates: Callable[[Any], bool]) -> list[Any]:
@@ -336,6 +361,18 @@ class Stream:
         """Send the values to ``bolt`` (a :class:`~streams.KafkaBolt`, or any bolt) on a shuffle grouping.
 
         The bolt gets tuples ``["value"]``, or ``["key", "value"]`` from a pair stream.
+
+        >>> from streams import RecordTranslator
+        >>> from streams.kafka.spout import KafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams import BasicBolt
+        >>> class Shout(BasicBolt):
+        ...     def declare_output_fields(self, declarer): declarer.declare(["value"])
+        ...     def execute(self, tuple, collector): print("bolt got", tuple[0])
+        >>> b = StreamBuilder()
+        >>> b.new_stream(KafkaSpout(translator=RecordTranslator("line")), name="lines").map(str.upper).to(Shout(), name="shout")
+        >>> _ = run_topology(b.build("to"), {"lines": ["hi"]})
+        bolt got HI
         """
         self._then("to", bolt=bolt, id=name, parallelism=parallelism)
 
@@ -343,6 +380,14 @@ class Stream:
         """``squall run --output`` writes the values, keyed by ``key(value)``, to its output file through the external ``topic`` (``{topology}`` is replaced).
 
         ``merge``: ``last`` keeps the latest value per key, ``sum`` adds them.
+
+        >>> from streams import RecordTranslator
+        >>> from streams.kafka.spout import KafkaSpout
+        >>> from streams.testing import run_topology
+        >>> b = StreamBuilder()
+        >>> b.new_stream(KafkaSpout(translator=RecordTranslator("line")), name="lines").set_output("squall.{topology}.out", key=len)
+        >>> run_topology(b.build("out"), {"lines": ["ab", "cde", "fg"]}).output()
+        {'2': 'fg', '3': 'cde'}
         """
         self.key_by(key).set_output(topic, merge=merge)
 
@@ -449,19 +494,67 @@ class PairStream(Stream):
         return self._join("join", other, "inner")
 
     def left_outer_join(self, other: PairStream) -> PairStream:
-        """:meth:`join`, keeping left values without a match as ``(key, (left, None))``."""
+        """:meth:`join`, keeping left values without a match as ``(key, (left, None))``.
+
+        >>> from streams import RecordTranslator
+        >>> from streams.kafka.spout import KafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.api import Count, TumblingWindows
+        >>> b = StreamBuilder()
+        >>> left = b.new_stream(KafkaSpout(translator=RecordTranslator("l")), name="left").key_by(lambda s: s[0])
+        >>> right = b.new_stream(KafkaSpout(translator=RecordTranslator("r")), name="right").key_by(lambda s: s[0])
+        >>> left.window(TumblingWindows.of(Count(4))).left_outer_join(right).set_output("squall.{topology}.out")
+        >>> run_topology(b.build("j"), {"left": ["a1", "b1"], "right": ["a2", "c2"]}).output()
+        {'a': ['a1', 'a2'], 'b': ['b1', None]}
+        """
         return self._join("left_outer_join", other, "left")
 
     def right_outer_join(self, other: PairStream) -> PairStream:
-        """:meth:`join`, keeping right values without a match as ``(key, (None, right))``."""
+        """:meth:`join`, keeping right values without a match as ``(key, (None, right))``.
+
+        >>> from streams import RecordTranslator
+        >>> from streams.kafka.spout import KafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.api import Count, TumblingWindows
+        >>> b = StreamBuilder()
+        >>> left = b.new_stream(KafkaSpout(translator=RecordTranslator("l")), name="left").key_by(lambda s: s[0])
+        >>> right = b.new_stream(KafkaSpout(translator=RecordTranslator("r")), name="right").key_by(lambda s: s[0])
+        >>> left.window(TumblingWindows.of(Count(4))).right_outer_join(right).set_output("squall.{topology}.out")
+        >>> run_topology(b.build("j"), {"left": ["a1", "b1"], "right": ["a2", "c2"]}).output()
+        {'a': ['a1', 'a2'], 'c': [None, 'c2']}
+        """
         return self._join("right_outer_join", other, "right")
 
     def full_outer_join(self, other: PairStream) -> PairStream:
-        """:meth:`join`, keeping unmatched values of both sides."""
+        """:meth:`join`, keeping unmatched values of both sides.
+
+        >>> from streams import RecordTranslator
+        >>> from streams.kafka.spout import KafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.api import Count, TumblingWindows
+        >>> b = StreamBuilder()
+        >>> left = b.new_stream(KafkaSpout(translator=RecordTranslator("l")), name="left").key_by(lambda s: s[0])
+        >>> right = b.new_stream(KafkaSpout(translator=RecordTranslator("r")), name="right").key_by(lambda s: s[0])
+        >>> left.window(TumblingWindows.of(Count(4))).full_outer_join(right).set_output("squall.{topology}.out")
+        >>> run_topology(b.build("j"), {"left": ["a1", "b1"], "right": ["a2", "c2"]}).output()
+        {'a': ['a1', 'a2'], 'b': ['b1', None], 'c': [None, 'c2']}
+        """
         return self._join("full_outer_join", other, "full")
 
     def cogroup_by_key(self, other: PairStream) -> PairStream:
-        """``(key, ([left values], [right values]))`` per key in the window (Storm's ``coGroupByKey``)."""
+        """``(key, ([left values], [right values]))`` per key in the window (Storm's ``coGroupByKey``).
+
+        >>> from streams import RecordTranslator
+        >>> from streams.kafka.spout import KafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.api import Count, TumblingWindows
+        >>> b = StreamBuilder()
+        >>> left = b.new_stream(KafkaSpout(translator=RecordTranslator("l")), name="left").key_by(lambda s: s[0])
+        >>> right = b.new_stream(KafkaSpout(translator=RecordTranslator("r")), name="right").key_by(lambda s: s[0])
+        >>> left.window(TumblingWindows.of(Count(4))).cogroup_by_key(right).set_output("squall.{topology}.out")
+        >>> run_topology(b.build("j"), {"left": ["a1", "a3", "b1"], "right": ["a2"]}).output()
+        {'a': [['a1', 'a3'], ['a2']], 'b': [['b1'], []]}
+        """
         return self._join("cogroup_by_key", other, "full", mode="cogroup")
 
     def update_state_by_key(self, initial: Any, update: Callable[[Any, Any], Any]) -> StreamState:
@@ -470,12 +563,26 @@ class PairStream(Stream):
         Returns the :class:`StreamState`: query it with :meth:`Stream.state_query`, read its
         updates ``(key, new state)`` with :meth:`StreamState.to_pair_stream`. Each update is in
         the state exactly once, whatever is replayed (a stateful bolt's rule).
+
+        >>> from streams.testing import run_stream
+        >>> run_stream(lambda s: s.map_to_pair(lambda w: (w, 1)).update_state_by_key(0, lambda total, n: total + n).to_pair_stream(), ["a", "b", "a"])
+        [('a', 1), ('b', 1), ('a', 2)]
         """
         node = self._then("state", "update_state_by_key", initial=initial, update=update)
         return StreamState(self.builder, node)
 
     def set_output(self, topic: str, *, key: Callable[[Any], Any] | None = None, merge: str = "last") -> None:
-        """``squall run --output`` writes ``{key: value}`` through the external ``topic`` (``{topology}`` is replaced); ``merge`` is ``last`` or ``sum``."""
+        """``squall run --output`` writes ``{key: value}`` through the external ``topic`` (``{topology}`` is replaced); ``merge`` is ``last`` or ``sum``.
+
+        >>> from streams import RecordTranslator
+        >>> from streams.kafka.spout import KafkaSpout
+        >>> from streams.testing import run_topology
+        >>> b = StreamBuilder()
+        >>> words = b.new_stream(KafkaSpout(translator=RecordTranslator("line")), name="lines").map_to_pair(lambda w: (w, 1))
+        >>> words.set_output("squall.{topology}.out", merge="sum")
+        >>> run_topology(b.build("sum"), {"lines": ["a", "b", "a"]}).output()
+        {'a': 2, 'b': 1}
+        """
         if merge not in ("last", "sum"):
             raise TopologyError(f"[set_output] merge must be 'last' or 'sum', got {merge!r}")
         if key is not None:
@@ -491,5 +598,10 @@ class StreamState:
         self.node = node
 
     def to_pair_stream(self) -> PairStream:
-        """The updates, ``(key, new state)``, as a pair stream."""
+        """The updates, ``(key, new state)``, as a pair stream.
+
+        >>> from streams.testing import run_stream
+        >>> run_stream(lambda s: s.map_to_pair(lambda w: (w, len(w))).update_state_by_key(0, max).to_pair_stream(), ["ab", "ab", "c"])
+        [('ab', 2), ('ab', 2), ('c', 1)]
+        """
         return PairStream(self.builder, self.node)

@@ -104,6 +104,14 @@ class TridentTopology:
         """The stream of ``spout``'s batches; ``txid_name`` is its component id (Storm's transactional id).
 
         Raises TopologyError for a second spout (a Trident topology has one) or a non-spout.
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> lines.fields
+        ('line',)
         """
         if not isinstance(spout, Spout):
             raise TopologyError(f"[new_stream] needs a TransactionalKafkaSpout or OpaqueKafkaSpout, got {type(spout).__name__}")
@@ -169,6 +177,18 @@ class TridentTopology:
         """One stream of every tuple of ``streams`` (Storm's ``merge``), with the first stream's field names.
 
         Raises TopologyError when the streams' field counts differ.
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"])
+        >>> shouted = words.each(["word"], lambda w: [w.upper()], ["up"]).project(["up"])
+        >>> both = t.merge(words.project(["word"]), shouted)
+        >>> _ = both.group_by(["word"]).persistent_aggregate(StateFactory("n"), Count(), ["n"])
+        >>> run_topology(t.build("merge"), {"lines": ["a b"]}).output()
+        {'A': 1, 'B': 1, 'a': 1, 'b': 1}
         """
         if len(streams) < 2:
             raise TopologyError("[merge] needs two streams or more")
@@ -192,6 +212,19 @@ class TridentTopology:
 
         The output holds the join fields, then the left's other fields, then the right's, named
         ``out_fields``. Raises TopologyError naming a join field a side lacks, or a wrong count of names.
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"])
+        >>> lengths = words.each(["word"], lambda w: [len(w)], ["len"]).project(["word", "len"])
+        >>> firsts = words.each(["word"], lambda w: [w[0]], ["first"]).project(["word", "first"])
+        >>> joined = t.join(lengths, ["word"], firsts, ["word"], ["word", "len", "first"])
+        >>> _ = joined.group_by(["first"]).persistent_aggregate(StateFactory("n"), Sum(), ["total"], input_fields=["len"])
+        >>> run_topology(t.build("join"), {"lines": ["ant bee", "art"]}).output()
+        {'a': 6, 'b': 3}
         """
         lk = left._indexes("join", left_fields)
         rk = right._indexes("join", right_fields)
@@ -212,7 +245,19 @@ class TridentTopology:
         return TridentStream(self, _Handle(group), tuple(out_fields), None)
 
     def build(self, name: str, conf: dict[str, Any] | None = None) -> Topology:
-        """The transactional topology. Raises TopologyError naming the component at fault."""
+        """The transactional topology. Raises TopologyError naming the component at fault.
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"])
+        >>> _ = words.group_by(["word"]).persistent_aggregate(StateFactory("n"), Count(), ["n"])
+        >>> topo = t.build("wc")
+        >>> [c.id for c in topo.spouts], [b.id for b in topo.bolts]
+        (['lines'], ['each', 'persistent_aggregate'])
+        """
         if self.spout is None:
             raise TopologyError(f"[{name}] a Trident topology needs new_stream(txid, spout)")
         self._fuse_projections()
@@ -318,6 +363,18 @@ class TridentStream:
         ``function`` is a :class:`~streams.trident.Function`, or a callable of the field values
         returning an iterable of outputs (for one output field, each item is its value).
         Raises TopologyError naming a field the stream lacks, or an output field it has.
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"])
+        >>> words.fields
+        ('line', 'word')
+        >>> _ = words.group_by(["word"]).persistent_aggregate(StateFactory("n"), Count(), ["n"])
+        >>> run_topology(t.build("each"), {"lines": ["a b", "b"]}).output()
+        {'a': 1, 'b': 2}
         """
         idx = self._indexes("each", fields)
         clash = [f for f in out_fields if f in self.fields]
@@ -344,7 +401,18 @@ class TridentStream:
         return self._step("each", "flat_map", each, (*self.fields, *out_fields))
 
     def filter(self, predicate: Filter | Callable[..., bool], fields: Sequence[str] | None = None) -> TridentStream:
-        """The tuples ``predicate`` keeps: a :class:`~streams.trident.Filter`, or a callable of the ``fields`` values (all fields by default)."""
+        """The tuples ``predicate`` keeps: a :class:`~streams.trident.Filter`, or a callable of the ``fields`` values (all fields by default).
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"])
+        >>> _ = words.filter(lambda w: len(w) > 1, ["word"]).group_by(["word"]).persistent_aggregate(StateFactory("n"), Count(), ["n"])
+        >>> run_topology(t.build("filter"), {"lines": ["a bee", "bee"]}).output()
+        {'bee': 2}
+        """
         idx = self._indexes("filter", fields) if fields is not None else tuple(range(len(self.fields)))
         names = tuple(self.fields[i] for i in idx)
         if isinstance(predicate, Filter):
@@ -356,17 +424,48 @@ class TridentStream:
         return self._step("filter", "filter", keep, self.fields)
 
     def map(self, fn: Callable[..., Sequence[Any]], out_fields: Sequence[str] | None = None) -> TridentStream:
-        """``fn(*values)`` as the new tuple's values (Storm's ``map``), named ``out_fields`` (default: the same fields)."""
+        """``fn(*values)`` as the new tuple's values (Storm's ``map``), named ``out_fields`` (default: the same fields).
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> _ = lines.map(lambda line: (line.upper(),)).group_by(["line"]).persistent_aggregate(StateFactory("n"), Count(), ["n"])
+        >>> run_topology(t.build("map"), {"lines": ["ant", "Ant"]}).output()
+        {'ANT': 2}
+        """
         fields = tuple(out_fields) if out_fields is not None else self.fields
         return self._step("map", "map", lambda v: list(fn(*v)), fields)
 
     def flat_map(self, fn: Callable[..., Iterable[Sequence[Any]]], out_fields: Sequence[str] | None = None) -> TridentStream:
-        """Each item of ``fn(*values)`` as a tuple (Storm's ``flatMap``), named ``out_fields`` (default: the same fields)."""
+        """Each item of ``fn(*values)`` as a tuple (Storm's ``flatMap``), named ``out_fields`` (default: the same fields).
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> chars = lines.flat_map(lambda line: [(c,) for c in line], ["char"])
+        >>> _ = chars.group_by(["char"]).persistent_aggregate(StateFactory("n"), Count(), ["n"])
+        >>> run_topology(t.build("flat_map"), {"lines": ["aab"]}).output()
+        {'a': 2, 'b': 1}
+        """
         fields = tuple(out_fields) if out_fields is not None else self.fields
         return self._step("flat_map", "flat_map", lambda v: [list(x) for x in fn(*v)], fields)
 
     def project(self, fields: Sequence[str]) -> TridentStream:
-        """Only ``fields``, in that order (Storm's ``project``)."""
+        """Only ``fields``, in that order (Storm's ``project``).
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"])
+        >>> words.project(["word"]).fields
+        ('word',)
+        """
         idx = self._indexes("project", fields)
         out = self._step("project", "map", lambda v: [v[i] for i in idx], tuple(fields))
         h, at = self.handle, out.handle.where
@@ -381,24 +480,78 @@ class TridentStream:
         return TridentStream(self.topology, self.handle, self.fields, (kind, fields))
 
     def partition_by(self, fields: Sequence[str]) -> TridentStream:
-        """Tuples with equal ``fields`` go to the same partition of the next bolt (Storm's ``partitionBy``: a fields grouping)."""
+        """Tuples with equal ``fields`` go to the same partition of the next bolt (Storm's ``partitionBy``: a fields grouping).
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"])
+        >>> _ = words.partition_by(["word"]).each(["word"], lambda w: [len(w)], ["len"])
+        >>> [(b.id, [(s.kind.value, s.fields) for s in b.inputs if s.kind.value != "direct"]) for b in t.build("p").bolts]
+        [('each', [('shuffle', ())]), ('each2', [('fields', ('word',))])]
+        """
         self._indexes("partition_by", fields)
         return self._regroup(GroupingKind.FIELDS, tuple(fields))
 
     def shuffle(self) -> TridentStream:
-        """Spread evenly over the next bolt's partitions (Storm's ``shuffle``)."""
+        """Spread evenly over the next bolt's partitions (Storm's ``shuffle``).
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"])
+        >>> _ = words.shuffle().each(["word"], lambda w: [len(w)], ["len"])
+        >>> [[s.kind.value for s in b.inputs if s.kind.value != "direct"] for b in t.build("s").bolts]
+        [['shuffle'], ['shuffle']]
+        """
         return self._regroup(GroupingKind.SHUFFLE)
 
     def broadcast(self) -> TridentStream:
-        """Every tuple to every partition of the next bolt (Storm's ``broadcast``: an all grouping)."""
+        """Every tuple to every partition of the next bolt (Storm's ``broadcast``: an all grouping).
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"])
+        >>> _ = words.broadcast().each(["word"], lambda w: [len(w)], ["len"])
+        >>> [[s.kind.value for s in b.inputs if s.kind.value != "direct"] for b in t.build("b").bolts]
+        [['shuffle'], ['all']]
+        """
         return self._regroup(GroupingKind.ALL)
 
     def global_(self) -> TridentStream:
-        """Every tuple to one partition (Storm's ``global``)."""
+        """Every tuple to one partition (Storm's ``global``).
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"])
+        >>> _ = words.global_().each(["word"], lambda w: [len(w)], ["len"])
+        >>> [[s.kind.value for s in b.inputs if s.kind.value != "direct"] for b in t.build("g").bolts]
+        [['shuffle'], ['global']]
+        """
         return self._regroup(GroupingKind.GLOBAL)
 
     def parallelism_hint(self, n: int) -> TridentStream:
-        """Run the bolt this stream comes out of on ``n`` executors (Storm's ``parallelismHint``)."""
+        """Run the bolt this stream comes out of on ``n`` executors (Storm's ``parallelismHint``).
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"]).parallelism_hint(3)
+        >>> [(b.id, b.parallelism) for b in t.build("ph").bolts]
+        [('each', 3)]
+        """
         if n < 1:
             raise TopologyError(f"[parallelism_hint] must be >= 1, got {n}")
         if self.handle.group.kind == "spout":
@@ -408,7 +561,18 @@ class TridentStream:
 
     # -- aggregation -------------------------------------------------------------------------------
     def group_by(self, fields: Sequence[str]) -> GroupedStream:
-        """Groups by ``fields`` for ``aggregate`` or ``persistent_aggregate`` (Storm's ``groupBy``)."""
+        """Groups by ``fields`` for ``aggregate`` or ``persistent_aggregate`` (Storm's ``groupBy``).
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"])
+        >>> _ = words.group_by(["word"]).persistent_aggregate(StateFactory("n"), Count(), ["n"])
+        >>> run_topology(t.build("gb"), {"lines": ["a b a"]}).output()
+        {'a': 2, 'b': 1}
+        """
         return GroupedStream(self, tuple(fields), self._indexes("group_by", fields))
 
     def _selection(self, op: str, key: tuple[int, ...], input_fields: Sequence[str] | None) -> Selection:
@@ -416,13 +580,37 @@ class TridentStream:
         return Selection(key, idx, tuple(self.fields[i] for i in idx))
 
     def aggregate(self, aggregator: Any, out_fields: Sequence[str], input_fields: Sequence[str] | None = None) -> TridentStream:
-        """One aggregate per batch over all partitions (Storm's ``aggregate``): emits ``out_fields`` at the end of each batch."""
+        """One aggregate per batch over all partitions (Storm's ``aggregate``): emits ``out_fields`` at the end of each batch.
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"])
+        >>> total = words.aggregate(Count(), ["n"]).each(["n"], lambda n: ["words"], ["k"])
+        >>> _ = total.group_by(["k"]).persistent_aggregate(StateFactory("n"), Sum(), ["total"], input_fields=["n"])
+        >>> run_topology(t.build("agg"), {"lines": ["a b a", "c"]}).output()
+        {'words': 4}
+        """
         _check_aggregator("aggregate", aggregator)
         bolt = BatchAggregateBolt(self._selection("aggregate", (), input_fields), aggregator, tuple(out_fields))
         return self.topology._batch_bolt("aggregate", "aggregate", self, bolt, (GroupingKind.GLOBAL, ()), tuple(out_fields))
 
     def partition_aggregate(self, aggregator: Any, out_fields: Sequence[str], input_fields: Sequence[str] | None = None) -> TridentStream:
-        """One aggregate per batch and partition (Storm's ``partitionAggregate``)."""
+        """One aggregate per batch and partition (Storm's ``partitionAggregate``).
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"])
+        >>> per_partition = words.partition_aggregate(Count(), ["n"]).each(["n"], lambda n: ["words"], ["k"])
+        >>> _ = per_partition.group_by(["k"]).persistent_aggregate(StateFactory("n"), Sum(), ["total"], input_fields=["n"])
+        >>> run_topology(t.build("pagg"), {"lines": ["a b a", "c"]}).output()
+        {'words': 4}
+        """
         _check_aggregator("partition_aggregate", aggregator)
         bolt = BatchAggregateBolt(self._selection("partition_aggregate", (), input_fields), aggregator, tuple(out_fields))
         grouping = self.grouping or (GroupingKind.LOCAL_OR_SHUFFLE, ())
@@ -435,6 +623,17 @@ class TridentStream:
 
         The key is ``key_fields`` (default: the fields ``state`` was grouped by). The values
         read are the last committed ones.
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"])
+        >>> counts = words.group_by(["word"]).persistent_aggregate(StateFactory("counts"), Count(), ["count"])
+        >>> asked = words.filter(lambda w: w.startswith("?"), ["word"]).each(["word"], lambda w: [w[1:]], ["asked"])
+        >>> asked.state_query(counts, out_fields=["count"], key_fields=["asked"]).project(["asked", "count"]).fields
+        ('asked', 'count')
         """
         if not isinstance(state, TridentState):
             raise TopologyError(f"[state_query] needs the TridentState of persistent_aggregate, got {type(state).__name__}")
@@ -461,7 +660,21 @@ class GroupedStream:
         self.idx = idx
 
     def aggregate(self, aggregator: Any, out_fields: Sequence[str], input_fields: Sequence[str] | None = None) -> TridentStream:
-        """Per group and batch: emits ``group fields + out_fields`` at the end of each batch."""
+        """Per group and batch: emits ``group fields + out_fields`` at the end of each batch.
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"])
+        >>> per_batch = words.group_by(["word"]).aggregate(Count(), ["n"])
+        >>> per_batch.fields
+        ('word', 'n')
+        >>> _ = per_batch.group_by(["word"]).persistent_aggregate(StateFactory("n"), Sum(), ["total"], input_fields=["n"])
+        >>> run_topology(t.build("ga"), {"lines": ["a b a"]}).output()
+        {'a': 2, 'b': 1}
+        """
         _check_aggregator("aggregate", aggregator)
         s = self.stream
         bolt = BatchAggregateBolt(s._selection("aggregate", self.idx, input_fields), aggregator, (*self.fields, *out_fields))
@@ -477,6 +690,16 @@ class GroupedStream:
         Raises TopologyError (naming ``persistent_aggregate``) on a stream that is not
         transactional, a transactional state on an opaque spout, or an aggregator that is not a
         :class:`~streams.trident.CombinerAggregator`.
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"])
+        >>> _ = words.group_by(["word"]).persistent_aggregate(StateFactory("counts", "transactional"), Count(), ["count"])
+        >>> run_topology(t.build("pa"), {"lines": ["the cat", "the dog"]}).output()
+        {'cat': 1, 'dog': 1, 'the': 2}
         """
         s = self.stream
         topo = s.topology
@@ -507,7 +730,18 @@ class TridentState:
         self.value_fields = value_fields
 
     def parallelism_hint(self, n: int) -> TridentState:
-        """Run the committer on ``n`` executors."""
+        """Run the committer on ``n`` executors.
+
+        >>> from streams import RecordTranslator, TransactionalKafkaSpout
+        >>> from streams.testing import run_topology
+        >>> from streams.trident import Count, Sum
+        >>> t = TridentTopology()
+        >>> lines = t.new_stream("lines", TransactionalKafkaSpout(RecordTranslator("line"), partitions=1))
+        >>> words = lines.each(["line"], str.split, ["word"])
+        >>> _ = words.group_by(["word"]).persistent_aggregate(StateFactory("n"), Count(), ["n"]).parallelism_hint(2)
+        >>> [(b.id, b.parallelism) for b in t.build("ph").bolts]
+        [('each', 1), ('persistent_aggregate', 2)]
+        """
         if n < 1:
             raise TopologyError(f"[parallelism_hint] must be >= 1, got {n}")
         self.group.parallelism = n
