@@ -103,10 +103,15 @@ class BatchTracker:
         upstream task that restarted re-sent what it had sent), which must not reach the
         bolt. A batch whose upstream task changed lives mid-batch comes back ``broken``.
         """
-        b = self.batch(txid, attempt)
-        if b is None or b.input_done:
+        b = self.batches.get(txid)
+        if b is None or b.attempt != attempt:  # a new attempt here, or a stale one
+            b = self.batch(txid, attempt)
+            if b is None:
+                return None
+        if b.input_done:
             return None
-        if self._same_life(b, source_task, epoch):
+        # the usual case first, inline: a sender already seen, in the same life
+        if (not b.broken and b.epochs.get(source_task) == epoch) or self._same_life(b, source_task, epoch):
             b.received[source_task] = b.received.get(source_task, 0) + 1
         return b
 

@@ -56,7 +56,13 @@ class _Counting:
     def emit(self, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit through the real collector and count it against the anchors' batch."""
         tasks = self._c.emit(values, anchors=anchors, stream=stream)
-        self._owner._count(anchors, tasks)
+        b = self._owner._current
+        if b is not None:  # the usual case, inline (once per emit): the batch being executed
+            sent = b.sent
+            for t in tasks:
+                sent[t] = sent.get(t, 0) + 1
+        else:
+            self._owner._count(anchors, tasks)
         return tasks
 
     def emit_direct(self, task: int, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> None:
@@ -107,6 +113,8 @@ class CoordinatedBolt(DelegatingBolt):
         self.committer = committer
         self.batch_bolt = isinstance(inner, BatchBolt)
         self.tracker = BatchTracker(frozenset(), committer)
+        self._upstream = 0
+        """How many upstream tasks send it markers (``len(tracker.upstream)``)."""
         self.downstream: list[int] = []
         self.input_at_commit = False
         """Its input comes in the commit phase (it is downstream of a committer)."""
@@ -140,6 +148,7 @@ class CoordinatedBolt(DelegatingBolt):
         cdef = topology.components[me]
         upstream = {t for sub in cdef.inputs if sub.stream not in SYSTEM_STREAMS for t in topology.components[sub.component].task_ids}
         self.tracker = BatchTracker(frozenset(upstream), self.committer)
+        self._upstream = len(upstream)
         targets: dict[str, range] = {}
         for stream in cdef.streams:
             if stream == BATCH_END_STREAM:
@@ -195,8 +204,10 @@ class CoordinatedBolt(DelegatingBolt):
                 self._broken(b, tuple)
             else:
                 self._data(b, tuple)
-                self._progress(b, None)
-        self._settle_superseded()
+                if len(b.expected) >= self._upstream:  # only once every marker is in can the input be complete
+                    self._progress(b, None)
+        if self.tracker.superseded:
+            self._settle_superseded()
 
     def _data(self, b: TaskBatch, t: Tuple) -> None:
         if not self.batch_bolt:
