@@ -46,6 +46,8 @@ COUNTERS = {
     "timeouts": "Message ids whose trees the spout's own timeout failed",
     "dead_lettered": "Records written to the dead-letter topic",
     "poison": "Records that could not be decoded",
+    "resumed_finished": "Records above a spout task's committed offset that an earlier life of the task had finished: taken as done, not replayed "
+    "(its ledger's finished ranges; streams.wire.commits.finished_from)",
     "executed": "Tuples executed",
     "errors": "Exceptions raised by user code",
     "trace_events": "Events of sampled trees published to squall.T.__trace (topology.debug)",
@@ -109,6 +111,7 @@ KIND_COUNTERS = {
         "timeouts",
         "dead_lettered",
         "poison",
+        "resumed_finished",
         "acker_ops",
         "ignored_results",
         "refetched",

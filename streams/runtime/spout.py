@@ -310,7 +310,9 @@ class SpoutExecutor(Executor):
                 lives[name] = lives.get(name, 0) + n
         s.counters.update(lives)  # emitted, acked, failed, timeouts, replayed (+ by cause): this life
         if self.feed is not None:
-            s.counters["poison"] = self.feed.counters().poison
+            fed = self.feed.counters()
+            s.counters["poison"] = fed.poison
+            s.counters["resumed_finished"] = fed.resumed_finished
             s.partition_lag.clear()
             s.partition_lag.update(self.feed.lag())
 

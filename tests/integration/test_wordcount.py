@@ -125,6 +125,7 @@ def test_a_killed_spout_replays_only_what_was_in_flight_not_what_was_acked_behin
     print(summary.lines())
     assert committed <= 300  # the held line's tree kept the contiguous commit below it
     assert restarted["emitted"] == restarted["replayed_restart"] == summary.replays["restart"]  # it emitted only replays
+    assert restarted["resumed_finished"] == 6000 - committed - summary.replays["restart"]  # the rest it took as finished, and said so
     assert 1 <= summary.replays["restart"] <= tree < 6000 - committed - 1000  # the held line's tree, not the acked lines after it
 
 
