@@ -265,7 +265,7 @@ class KafkaSpout(Spout):
             ranges = tracker.finished_ranges(most) if tracker is not None else []
             ahead = self._resumed.get(tp)
             if ahead:  # what an earlier life finished that this one has not reached yet: still finished
-                ranges = finished_from([*ranges, *ahead], 0)[:most]
+                ranges = finished_from([*ranges, *ahead], tracker.committable if tracker is not None else 0)[:most]
             if ranges:
                 out[tp] = ranges
         return out
