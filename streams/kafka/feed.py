@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,7 @@ from streams.kafka.clients import committed_with_metadata, recommit, reopen_cons
 from streams.kafka.commit_watch import CommitWatch
 from streams.kafka.fetch_gaps import FetchGaps
 from streams.kafka.source import KafkaSource, ResumableSource, SourceCounters, task_of
-from streams.wire.commits import commit_metadata, finished_from, resume_at
+from streams.wire.commits import commit_metadata, resume_at
 from streams.wire.naming import TP, partition_key
 
 log = logging.getLogger("squall.executor.spout")
@@ -70,8 +70,11 @@ class FedTask:
     """The epoch of the task's last life (its ledger), whose confirmed commits are ``last_commits``."""
     last_commits: dict[str, int] = field(default_factory=dict)
     """``"topic[p]" -> offset``: what the broker confirmed committing to the last life (:mod:`streams.wire.commits`)."""
-    last_finished: dict[str, list[list[int]]] = field(default_factory=dict)
-    """``"topic[p]" -> [[start, end], ...]``: offsets above its commits that earlier lives finished (:func:`streams.wire.commits.finished_from`)."""
+    resumable: Callable[[TP, int], list[tuple[int, int]]] | None = None
+    """``(partition, first offset) -> [(start, end), ...]``: what earlier lives finished from there on.
+
+    Its ledger's :meth:`~streams.monitoring.spout_ledger.TaskLedger.resumable`.
+    """
 
 
 class SourceFeed:
@@ -136,16 +139,16 @@ class SourceFeed:
         source: KafkaSource,
         last_epoch: int = 0,
         last_commits: Mapping[str, int] | None = None,
-        last_finished: Mapping[str, list[list[int]]] | None = None,
+        resumable: Callable[[TP, int], list[tuple[int, int]]] | None = None,
     ) -> None:
         """Own task ``index`` (its source already opened); call :meth:`assign_new` after.
 
         ``last_epoch`` and ``last_commits``: the task's last life and the commits the broker
         confirmed to it (its ledger), to start past a replaced owner's late commit.
-        ``last_finished``: the finished ranges above them (its ledger), which a source that
-        can (:class:`~streams.kafka.source.ResumableSource`) does not replay.
+        ``resumable``: the finished ranges earlier lives left above them (its ledger), which a
+        source that can (:class:`~streams.kafka.source.ResumableSource`) does not replay.
         """
-        self.tasks[index] = FedTask(index, source, last_epoch=last_epoch, last_commits=dict(last_commits or {}), last_finished=dict(last_finished or {}))
+        self.tasks[index] = FedTask(index, source, last_epoch=last_epoch, last_commits=dict(last_commits or {}), resumable=resumable)
 
     def _source_partitions(self) -> list[TP]:
         md = self.data.list_topics(timeout=10)
@@ -185,11 +188,10 @@ class SourceFeed:
         log.info("[%s] reading %s", self.component, ", ".join(f"{t}[{p}]" for t, p in new))
 
     def _resume_finished(self, task: FedTask, tp: TP, start: int) -> None:
-        """Hand ``task``'s source the offsets of ``tp`` at or above ``start`` that earlier lives finished (:func:`finished_from`)."""
-        kept = task.last_finished.get(partition_key(*tp))
-        if not kept or start < 0 or self.prototype.first_poll_offset != "committed" or not isinstance(task.source, ResumableSource):
+        """Hand ``task``'s source the offsets of ``tp`` at or above ``start`` that earlier lives finished."""
+        if task.resumable is None or start < 0 or self.prototype.first_poll_offset != "committed" or not isinstance(task.source, ResumableSource):
             return
-        ranges = finished_from(kept, start)
+        ranges = task.resumable(tp, start)
         if ranges:
             task.source.resume_finished(tp, ranges)
             n = sum(b - a for a, b in ranges)

@@ -43,12 +43,14 @@ killed; its next life re-reads from the committed offset 1::
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from streams.exceptions import DecodeError
 from streams.kafka.source import KafkaMessageId, KafkaRecordsId
-from streams.wire.naming import partition_key
+from streams.wire.commits import finished_from
+from streams.wire.naming import TP, partition_key
 
 REPLAY_CAUSES = ("fail", "timeout", "restart")
 """Why a message id was emitted again (see the module docstring)."""
@@ -115,18 +117,29 @@ class TaskLedger:
         nxt.finished = {k: [list(r) for r in v] for k, v in self.finished.items()}
         return nxt
 
-    def committed(self, commits: dict[str, int], finished: dict[str, list[list[int]]] | None = None) -> None:
-        """Source offsets whose commit the broker confirmed, or that this life started from (``"topic[p]" -> offset``); written at the next flush.
-
-        ``finished``: the finished ranges above them now, per partition (replaces the last ones; ``None``: unchanged).
-        """
+    def committed(self, commits: dict[str, int]) -> None:
+        """Source offsets whose commit the broker confirmed, or that this life started from (``"topic[p]" -> offset``); written at the next flush."""
         moved = {k: v for k, v in commits.items() if v > self.commits.get(k, -1)}
         if moved:
             self.commits.update(moved)
             self.seq += 1
-        if finished is not None and finished != self.finished:
-            self.finished = finished
+
+    def keep_finished(self, ranges: Mapping[TP, Sequence[tuple[int, int]]]) -> None:
+        """The finished ``[start, end)`` ranges above the commits now, per source partition (replacing the last ones); written at the next flush.
+
+        >>> ledger = TaskLedger("lines", 0)
+        >>> ledger.keep_finished({("t", 0): [(5, 8), (9, 10)]})
+        >>> ledger.finished, ledger.resumable(("t", 0), 6), ledger.resumable(("t", 1), 0)
+        ({'t[0]': [[5, 8], [9, 10]]}, [(6, 8), (9, 10)], [])
+        """
+        kept = {partition_key(t, p): [[a, b] for a, b in rs] for (t, p), rs in ranges.items() if rs}
+        if kept != self.finished:
+            self.finished = kept
             self.seq += 1
+
+    def resumable(self, tp: TP, start: int) -> list[tuple[int, int]]:
+        """The ranges of ``tp`` at or above ``start`` (a new life's first offset) that an earlier life finished (:func:`finished_from`)."""
+        return finished_from(self.finished.get(partition_key(*tp), []), start)
 
     def totals(self) -> dict[str, int]:
         """Cumulative counts: :data:`COUNTERS` and ``replayed_<cause>``, plus ``replayed``."""

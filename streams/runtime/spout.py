@@ -137,7 +137,7 @@ class SpoutExecutor(Executor):
             if task.source is not None and self.feed is not None:
                 task.source.bind(SourceIO(self._task_dead_letter(task_id), self._poison_reporter(task_id)))
                 if before is not None:
-                    self.feed.add(index, task.source, before.epoch, before.commits, before.finished)
+                    self.feed.add(index, task.source, before.epoch, before.commits, before.resumable)
                 else:
                     self.feed.add(index, task.source)
             self.by_task[task_id] = task
@@ -284,11 +284,9 @@ class SpoutExecutor(Executor):
         for index, fed in self.feed.tasks.items():
             task = self.by_task.get(base + index)
             if task is not None:
-                source = task.source
-                finished = None
-                if isinstance(source, ResumableSource):
-                    finished = {partition_key(t, p): [[a, b] for a, b in ranges] for (t, p), ranges in source.finished_above(MAX_FINISHED_RANGES).items()}
-                task.ledger.committed({partition_key(t, p): off for (t, p), off in fed.committed.items() if off >= 0}, finished)
+                task.ledger.committed({partition_key(t, p): off for (t, p), off in fed.committed.items() if off >= 0})
+                if isinstance(task.source, ResumableSource):
+                    task.ledger.keep_finished(task.source.finished_above(MAX_FINISHED_RANGES))
         self.stats.counters["fenced_commits"] = self.feed.fenced_commits
 
     def _update_gauges(self) -> None:

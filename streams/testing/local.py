@@ -507,7 +507,8 @@ class LocalTopology:
         if run.task is not None and run.task.source is not None:
             source = run.task.source
             run.committed.update(source.committable())
-            run.finished = source.finished_above(MAX_FINISHED_RANGES) if isinstance(source, ResumableSource) else {}
+            if isinstance(source, ResumableSource):  # as the spout executor does: its ledger keeps them
+                run.task.ledger.keep_finished(source.finished_above(MAX_FINISHED_RANGES))
 
     # -- building ----------------------------------------------------------------------------
     def _conf(self, cdef: ComponentDef, config: Mapping[str, Any] | None) -> TopologyConfig:
@@ -620,8 +621,10 @@ class LocalTopology:
             task.source.bind(SourceIO(self._spout_dead_letter(run), self._poison_reporter(run.component, run.task_id)))
             run.fed = {tp: run.committed.get(tp, 0) for tp in run.partitions}  # a new life reads from the committed offsets
             if isinstance(task.source, ResumableSource) and task.source.first_poll_offset == "committed":
-                for tp, ranges in run.finished.items():  # and does not replay what the last one finished above them
-                    task.source.resume_finished(tp, ranges)
+                for tp, start in run.fed.items():  # and does not replay what an earlier one finished above them
+                    ranges = ledger.resumable(tp, start)
+                    if ranges:
+                        task.source.resume_finished(tp, ranges)
         run.task = task
         run.life_count = 0
         core.by_task[run.task_id] = task

@@ -77,6 +77,4 @@ class SpoutRun(TaskRun):
     partitions: list[tuple[str, int]] = field(default_factory=list)
     fed: dict[tuple[str, int], int] = field(default_factory=dict)
     committed: dict[tuple[str, int], int] = field(default_factory=dict)
-    finished: dict[tuple[str, int], list[tuple[int, int]]] = field(default_factory=dict)
-    """Per partition, the finished ranges above its committed offset at the last commit (what its metadata names on a broker)."""
     result_pos: int = 0

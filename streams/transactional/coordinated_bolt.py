@@ -56,13 +56,7 @@ class _Counting:
     def emit(self, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit through the real collector and count it against the anchors' batch."""
         tasks = self._c.emit(values, anchors=anchors, stream=stream)
-        b = self._owner._current
-        if b is not None:  # the usual case, inline (once per emit): the batch being executed
-            sent = b.sent
-            for t in tasks:
-                sent[t] = sent.get(t, 0) + 1
-        else:
-            self._owner._count(anchors, tasks)
+        self._owner._count(anchors, tasks)
         return tasks
 
     def emit_direct(self, task: int, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> None:
@@ -113,8 +107,6 @@ class CoordinatedBolt(DelegatingBolt):
         self.committer = committer
         self.batch_bolt = isinstance(inner, BatchBolt)
         self.tracker = BatchTracker(frozenset(), committer)
-        self._upstream = 0
-        """How many upstream tasks send it markers (``len(tracker.upstream)``)."""
         self.downstream: list[int] = []
         self.input_at_commit = False
         """Its input comes in the commit phase (it is downstream of a committer)."""
@@ -148,7 +140,6 @@ class CoordinatedBolt(DelegatingBolt):
         cdef = topology.components[me]
         upstream = {t for sub in cdef.inputs if sub.stream not in SYSTEM_STREAMS for t in topology.components[sub.component].task_ids}
         self.tracker = BatchTracker(frozenset(upstream), self.committer)
-        self._upstream = len(upstream)
         targets: dict[str, range] = {}
         for stream in cdef.streams:
             if stream == BATCH_END_STREAM:
@@ -204,7 +195,7 @@ class CoordinatedBolt(DelegatingBolt):
                 self._broken(b, tuple)
             else:
                 self._data(b, tuple)
-                if len(b.expected) >= self._upstream:  # only once every marker is in can the input be complete
+                if len(b.expected) >= len(self.tracker.upstream):  # only once every marker is in can the input be complete
                     self._progress(b, None)
         if self.tracker.superseded:
             self._settle_superseded()
@@ -255,17 +246,20 @@ class CoordinatedBolt(DelegatingBolt):
         self._count(self._anchors, [task])
 
     def _count(self, anchors: Tuple | Sequence[Tuple] | None, tasks: list[int]) -> None:
-        """Count an emit against the batch of its anchors (or the batch being executed)."""
-        b = self._current
-        if b is None:
-            first = anchors if isinstance(anchors, Tuple) else (anchors[0] if anchors else None)
-            if first is None or first.batch is None:
-                return
-            b = self.tracker.batches.get(first.batch[0])
-            if b is None or b.attempt != first.batch[1]:
-                return
-        for t in tasks:
-            b.sent[t] = b.sent.get(t, 0) + 1
+        """Count an emit against the batch being executed, or else the batch of its anchors (once per emit: the usual case first)."""
+        b = self._current or self._batch_of(anchors)
+        if b is not None:
+            sent = b.sent
+            for t in tasks:
+                sent[t] = sent.get(t, 0) + 1
+
+    def _batch_of(self, anchors: Tuple | Sequence[Tuple] | None) -> TaskBatch | None:
+        """The batch attempt held here that the first anchor belongs to (None: none, or a stale attempt)."""
+        first = anchors if isinstance(anchors, Tuple) else (anchors[0] if anchors else None)
+        if first is None or first.batch is None:
+            return None
+        b = self.tracker.batches.get(first.batch[0])
+        return b if b is not None and b.attempt == first.batch[1] else None
 
     def _broken(self, b: TaskBatch, t: Tuple) -> None:
         """An upstream task restarted mid-batch and re-sent part of it.

@@ -19,8 +19,7 @@ from streams.kafka.feed import SourceFeed
 from streams.kafka.fetch_gaps import FakeRecord as Msg
 from streams.kafka.source import KafkaMessageId, KafkaRecordsId
 from streams.monitoring.spout_ledger import TaskLedger
-from streams.wire.commits import MAX_FINISHED_RANGES, finished_from
-from streams.wire.naming import partition_key
+from streams.wire.commits import MAX_FINISHED_RANGES
 from tests.unit.kafka.test_record_trees import open_spout
 from tests.unit.test_schemas import schema
 
@@ -55,13 +54,14 @@ def test_the_next_life_emits_exactly_what_the_last_did_not_finish(n: int, tree_r
     committed = first.committable()[("t", 0)]
     assert committed == min(set(range(n)) - finished, default=n)  # contiguous: up to the oldest unfinished
     ledger = TaskLedger("lines", 0, epoch=42)
-    ledger.committed({"t[0]": committed}, {partition_key(*tp): [list(r) for r in rs] for tp, rs in first.finished_above(MAX_FINISHED_RANGES).items()})
+    ledger.committed({"t[0]": committed})
+    ledger.keep_finished(first.finished_above(MAX_FINISHED_RANGES))
     record = ledger.to_json()
     jsonschema.validate(record, schema("ledger.schema.json"))
-    kept = TaskLedger.from_json(record).next_life().finished.get("t[0]", [])
+    kept = TaskLedger.from_json(record).next_life().resumable(("t", 0), committed)
     # the next life: from the committed offset, told what the ledger kept
     second, rec2, _ = open_spout(tree_records)
-    second.resume_finished(("t", 0), finished_from(kept, committed))
+    second.resume_finished(("t", 0), kept)
     second.on_records([Msg("t", 0, off, f"l{off}".encode()) for off in range(committed, n)])
     replayed = emit_all(second, rec2)
     again = sorted(off for mid in replayed for off in offsets_of(mid))
@@ -107,7 +107,9 @@ class CommittedConsumer:
 def test_the_feed_hands_a_new_life_the_finished_ranges_its_ledger_kept_from_where_it_starts() -> None:
     spout, rec, _ = open_spout(tree_records=1)
     feed = SourceFeed("lines", "t", spout, 1, "unused:9092", CommittedConsumer({}), 500, epoch=8)
-    feed.add(0, spout, 7, {"t[0]": 100}, {"t[0]": [[90, 95], [103, 105]], "t[1]": [[0, 4]]})
+    last = TaskLedger("lines", 0, epoch=7)
+    last.keep_finished({("t", 0): [(90, 95), (103, 105)], ("t", 1): [(0, 4)]})
+    feed.add(0, spout, last.epoch, {"t[0]": 100}, last.resumable)
     feed._resume_finished(feed.tasks[0], ("t", 0), 100)
     spout.on_records([Msg("t", 0, off, b"x") for off in range(100, 110)])
     assert [mid.offset for mid in emit_all(spout, rec)] == [100, 101, 102, 105, 106, 107, 108, 109]
