@@ -5,20 +5,23 @@ together, and one failed "cannot open ...: database is locked" (its batch replay
 CREATE of the schema, in autocommit, read and then upgraded to a write, and an upgrade that
 meets another process's commit fails at once instead of waiting; the first switch to WAL
 does the same. Before the fix this failed in 6 of 60 rounds of 8 processes.
+
+The processes are spawned, never forked: a fork of a test runner with threads can inherit a
+held lock and hang (it did, under xdist).
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import time
 from pathlib import Path
-from typing import Any
 
 from streams.state.sqlite import SqliteBackend
 
 
-def open_and_commit(path: str, writer: int, barrier: Any) -> str | None:
+def open_and_commit(path: str, writer: int, start_at: float) -> str | None:
     backend = SqliteBackend(f"sqlite:///{path}", path)
-    barrier.wait()  # all at once: connect (WAL, schema), then write
+    time.sleep(max(0.0, start_at - time.time()))  # all at once: connect (WAL, schema), then write
     try:
         for txid in (1, 2, 3):
             with backend.transaction("counts", f"w{writer}") as tx:
@@ -30,13 +33,13 @@ def open_and_commit(path: str, writer: int, barrier: Any) -> str | None:
 
 
 def test_processes_opening_a_new_file_together_wait_for_each_other(tmp_path: Path) -> None:
-    ctx = mp.get_context("fork")
     failures: list[str] = []
-    with ctx.Manager() as manager, ctx.Pool(8) as pool:
+    with mp.get_context("spawn").Pool(8) as pool:
+        pool.starmap(time.sleep, [(0,)] * 8)  # every worker started and imported
         for round_ in range(15):
-            barrier = manager.Barrier(8)
             path = str(tmp_path / f"state{round_}.db")
-            failures += [f for f in pool.starmap(open_and_commit, [(path, w, barrier) for w in range(8)]) if f]
+            start_at = time.time() + 0.2
+            failures += [f for f in pool.starmap(open_and_commit, [(path, w, start_at) for w in range(8)]) if f]
             backend = SqliteBackend(f"sqlite:///{path}", path)
             assert backend.last_txid("counts", "w7") == 3  # every writer committed all three
     assert not failures, failures[:3]
