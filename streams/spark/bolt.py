@@ -46,6 +46,7 @@ from streams.monitoring.stats import LogHistogram
 from streams.runtime.acks import AckBuffer
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.routing import Router
+from streams.runtime.transfer import TupleTransfer
 from streams.spark.exceptions import SparkBoltError
 from streams.wire.codec import decode_tuples, exact
 from streams.wire.dead_letter import dead_letter_headers
@@ -298,7 +299,7 @@ class _ProcessorState:
             raise SparkBoltError(f"[{self.component}] batch={self.bolt.batch!r} needs every input stream to have the same fields, got {sorted(fields)}")
         return next(iter(fields)) if fields else ()
 
-    def _collector(self, partition: int, rows: _Rows, acks: Any) -> Any:
+    def _collector(self, partition: int, produce: Any, acks: Any) -> Any:
 
         c = self.collectors.get(partition)
         if c is None:
@@ -306,8 +307,8 @@ class _ProcessorState:
             ctx = TopologyContext(self.topology, self.component, task_id, "spark")
             ctx.conf = self.conf.as_dict()
             ctx.add_auto_hooks()
-            c = self.collectors[partition] = BoltOutputCollectorImpl(Router(self.topology, self.component, ctx), task_id, rows.produce, acks, hooks=ctx.hooks)
-        c.produce = rows.produce
+            c = self.collectors[partition] = BoltOutputCollectorImpl(Router(self.topology, self.component, ctx), task_id, produce, acks, hooks=ctx.hooks)
+        c.produce = produce
         c.acks = acks
         return c
 
@@ -318,11 +319,15 @@ class _ProcessorState:
         stats = _RunStats()
         for batch in batches:
             rows = _Rows()
-            tuples = self._decode(batch, rows, stats, acks)
+            # The tuples for each partition of a bolt's topic leave in packs, as a Python bolt's
+            # do (streams.runtime.transfer): one output row and one Kafka record a pack, not a word.
+            transfer = TupleTransfer(rows.produce, self.topology.bolt_topics, max_tuples=self.conf.transfer_batch_size)
+            tuples = self._decode(batch, rows, transfer.produce, stats, acks)
             if self.bolt.batch == "rows":
                 self._rows(tuples, rows, stats, acks)
             else:
                 self._frames(tuples, rows, stats, acks)
+            transfer.flush()  # every output row of this batch before the task's acks (its tail)
             if len(rows):
                 yield rows.batch()
         tail = _Rows()
@@ -340,7 +345,7 @@ class _ProcessorState:
         yield tail.batch()
         self.updates = []
 
-    def _decode(self, batch: Any, rows: _Rows, stats: _RunStats, acks: Any) -> list[tuple[Tuple, Any]]:
+    def _decode(self, batch: Any, rows: _Rows, produce: Any, stats: _RunStats, acks: Any) -> list[tuple[Tuple, Any]]:
         values = batch.column("value").to_pylist()
         parts = batch.column("partition").to_pylist()
         offsets = batch.column("offset").to_pylist()
@@ -363,7 +368,7 @@ class _ProcessorState:
                 if stream == WARMUP_STREAM:
                     continue
                 t = Tuple(vals, stream, source, source_task, anchors, self.topology.field_index(source, stream), self.topic, p, off)
-                out.append((t, self._collector(p, rows, acks)))
+                out.append((t, self._collector(p, produce, acks)))
         return out
 
     def _fail(self, t: Tuple, collector: Any, stats: _RunStats, exc: BaseException) -> None:

@@ -45,7 +45,7 @@ ARROW_SCHEMA = pa.schema(
         ("timestamp_ms", pa.int64()),
     ]
 )
-ROWS_PER_BATCH = 8192
+ROWS_PER_BATCH = 2048
 
 Offsets = dict[str, dict[str, int]]
 Range = tuple[str, int, int, int]  # topic, partition, from (inclusive), until (exclusive)

@@ -65,3 +65,33 @@ def test_a_process_gone_has_no_children() -> None:
     p.wait()
     assert children(p.pid) == []
     assert descendants(p.pid) == []
+
+
+def test_pss_counts_a_shared_page_once_across_the_processes_that_share_it() -> None:
+    """Summed RSS counts 64 MiB that a parent and its forked child share twice; summed PSS once."""
+    code = (
+        "import os, sys, time\n"
+        "buf = bytearray(64 << 20)\n"
+        "for i in range(0, len(buf), 4096): buf[i] = 1\n"  # touch every page before the fork
+        "child = os.fork()\n"
+        "if child == 0:\n"
+        "    time.sleep(30); os._exit(0)\n"
+        "print(child, flush=True); time.sleep(30)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    child = 0
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        pair = [parent.pid, child]
+        rss = sum(procs.proc_status_bytes(p, "VmRSS") for p in pair)
+        pss = sum(procs.pss(p) for p in pair)
+        assert rss - pss > 48 << 20  # the shared 64 MiB counted once, not twice
+        assert pss > 64 << 20
+    finally:
+        if child:
+            with contextlib.suppress(OSError):
+                os.kill(child, 9)
+        parent.kill()
+        parent.wait()
+    assert procs.pss(parent.pid) == 0  # gone: 0, as rss_hwm

@@ -18,7 +18,7 @@ from streams.spark.bolt_sink import BoltCommit, merge_commits
 from streams.spark.committer import SparkCommitter
 from streams.spark.source import ARROW_SCHEMA, cap_ranges, plan_ranges
 from streams.state import TransactionalState, open_backend
-from streams.wire.codec import decode_tuple, encode_tuple
+from streams.wire.codec import Envelope, decode_tuples, encode_tuple
 from streams.wire.naming import component_topic
 from tests.unit.sim import apply_ops
 
@@ -70,6 +70,16 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file: str = "spark_wo
     return processor(file, monkeypatch, tmp_path, **env)
 
 
+def tuples_out(out: dict[str, list[Any]]) -> list[tuple[str, Envelope]]:
+    """Every tuple the processor's output rows carry, with its topic (a row holds one tuple or a pack)."""
+    return [
+        (t, env)
+        for k, t, v in zip(out["kind"], out["topic"], out["value"], strict=True)
+        if k == KIND_RECORD
+        for env in decode_tuples(v, component="count", topic=t, partition=0, offset=0)
+    ]
+
+
 def complete_trees(out: dict[str, list[Any]], roots: list[int], edges: list[int]) -> list[Any]:
     """Drive the spout's inits, the processor's acks and an ack of every output tuple
     (as the count bolt would) into a real ledger; return what it decides."""
@@ -81,10 +91,8 @@ def complete_trees(out: dict[str, list[Any]], roots: list[int], edges: list[int]
             ops.append([1, to_unsigned(root), to_unsigned(val)])
         elif kind == KIND_FAIL:
             ops.append([2, to_unsigned(root)])
-    for kind, value in zip(out["kind"], out["value"], strict=True):
-        if kind == KIND_RECORD:
-            _, _, _, _, _, anchors, _, _ = decode_tuple(value, component="count", topic="t", partition=0, offset=0)
-            ops += [[1, r, e] for r, e in anchors.items()]
+    for _, env in tuples_out(out):
+        ops += [[1, r, e] for r, e in env[5].items()]
     return apply_ops(ledger, ops)
 
 
@@ -92,12 +100,12 @@ def complete_trees(out: dict[str, list[Any]], roots: list[int], edges: list[int]
 def test_processor_anchors_outputs_and_every_tree_completes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: str) -> None:
     p = fresh(tmp_path, monkeypatch, SQUALL_TEST_SPARK_BATCH=batch)
     out = run(p, source_batch(LINES, ROOTS, EDGES))
-    records = [(t, json.loads(v)) for k, t, v in zip(out["kind"], out["topic"], out["value"], strict=True) if k == KIND_RECORD]
-    words = [env[5][0] for _, env in records]
+    records = tuples_out(out)
+    words = [env[4][0] for _, env in records]
     assert sorted(words) == sorted(["the", "cat", "sat", "on", "the", "mat", "a", "dog's", "life"])
     assert {t for t, _ in records} == {component_topic(NAME, "count")}
     for _, env in records:  # each word carries its line's root with a fresh, non-zero edge id
-        root, edge = env[6]
+        ((root, edge),) = env[5].items()
         assert root in ROOTS and edge not in EDGES and edge != 0
     acks = [k for k in out["kind"] if k == KIND_ACK]
     assert len(acks) == len(ROOTS)  # one coalesced ack per root
@@ -106,6 +114,26 @@ def test_processor_anchors_outputs_and_every_tree_completes(tmp_path: Path, monk
     stats = [json.loads(v) for k, v in zip(out["kind"], out["value"], strict=True) if k == KIND_STATS]
     assert stats[0]["executed"] == len(LINES) and stats[0]["emitted"] == len(words)
     assert stats[0]["next_offsets"] == {"0": 3, "1": 4}  # committed to the bolt's group for lag
+
+
+@pytest.mark.parametrize("pack", [None, 1])
+def test_words_for_one_partition_of_count_leave_in_packs_as_a_python_bolts_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pack: int | None) -> None:
+    """One output row (one Kafka record) a pack of tuples per partition of count's topic, not a
+    row a word (streams.runtime.transfer); ``squall.transfer.batch.size`` 1 turns packing off."""
+    fresh(tmp_path, monkeypatch)
+    overrides: dict[str, Any] = {"topology.acker.executors": 1} | ({} if pack is None else {"squall.transfer.batch.size": pack})
+    p = BoltProcessor(str(TOPOLOGIES / "spark_wordcount.py"), NAME, overrides, {}, "split")
+    lines = [f"word{i % 7} other{i % 5} more" for i in range(200)]
+    out = run(p, source_batch(lines, list(range(1, 201)), list(range(1001, 1201))))
+    tuples = tuples_out(out)
+    assert sorted(env[4][0] for _, env in tuples) == sorted(w for line in lines for w in tokenise(line))
+    records = [(t, part) for k, t, part in zip(out["kind"], out["topic"], out["partition"], strict=True) if k == KIND_RECORD]
+    if pack == 1:
+        assert len(records) == len(tuples) == 600
+    else:
+        assert len(records) < len(tuples) / 10  # count's 2 partitions, packs of up to the default size
+    decided = complete_trees(out, list(range(1, 201)), list(range(1001, 1201)))
+    assert sorted((d.root, d.acked) for d in decided) == [(r, True) for r in range(1, 201)]
 
 
 @pytest.mark.parametrize("batch", ["rows", "pandas", "arrow"])
@@ -129,7 +157,7 @@ def test_rows_that_raise_fail_their_tree_and_the_rest_complete(tmp_path: Path, m
     assert decided == {r: not f for r, f in zip(roots, flaky, strict=True)}
     # the failed lines emitted nothing: only the good lines' words went out
     n_words = sum(len(tokenise(line)) for line, f in zip(lines, flaky, strict=True) if not f)
-    assert sum(1 for k in out["kind"] if k == KIND_RECORD) == n_words
+    assert len(tuples_out(out)) == n_words
     # second delivery (the replay) succeeds
     out2 = run(p, source_batch(lines, roots, edges))
     assert KIND_FAIL not in out2["kind"]
