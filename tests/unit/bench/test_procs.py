@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench import procs
+from bench.common import proc_status_bytes
 from bench.procs import children, descendants
 
 
@@ -84,7 +85,7 @@ def test_pss_counts_a_shared_page_once_across_the_processes_that_share_it() -> N
         assert parent.stdout is not None
         child = int(parent.stdout.readline())
         pair = [parent.pid, child]
-        rss = sum(procs.proc_status_bytes(p, "VmRSS") for p in pair)
+        rss = sum(proc_status_bytes(p, "VmRSS") for p in pair)
         pss = sum(procs.pss(p) for p in pair)
         assert rss - pss > 48 << 20  # the shared 64 MiB counted once, not twice
         assert pss > 64 << 20
