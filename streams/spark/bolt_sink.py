@@ -27,9 +27,8 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 from confluent_kafka import TopicPartition
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, DataSourceStreamWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
@@ -45,6 +44,9 @@ from streams.spark.sink import Delivery
 from streams.wire.acker import why_text
 from streams.wire.codec import encode_json
 from streams.wire.naming import acker_topic, component_group, component_topic, metrics_topic
+
+if TYPE_CHECKING:  # pyarrow is Spark's: Spark's planning workers load this module without needing it (about 57 MB each)
+    import pyarrow as pa
 
 log = logging.getLogger("squall.spark.bolt_sink")
 

@@ -17,8 +17,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, DataSourc
 from pyspark.sql.types import StructType
 from typing_extensions import override
 
-from streams.spark.sink import KafkaStreamWriter
-from streams.spark.source import SCHEMA, KafkaStreamReader
+from streams.spark.options import SCHEMA
 
 
 class SquallKafkaDataSource(DataSource):
@@ -29,16 +28,24 @@ class SquallKafkaDataSource(DataSource):
     def name(cls) -> str:
         return "squall-kafka"
 
+    # The reader and writer are imported where they are made: Spark loads this class in each of
+    # its planning workers (lookup, create, write, the streaming runners), and the reader's module
+    # imports pyarrow and confluent-kafka, about 57 MB more in each of them.
+
     @override
     def schema(self) -> str:
         return SCHEMA
 
     @override
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from streams.spark.source import KafkaStreamReader
+
         return KafkaStreamReader(self.options)
 
     @override
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from streams.spark.sink import KafkaStreamWriter
+
         return KafkaStreamWriter(self.options)
 
 

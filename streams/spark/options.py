@@ -35,6 +35,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from streams.exceptions import ConfigError
 
+SCHEMA = "key binary, value binary, topic string, partition int, offset long, timestamp_ms long"
+"""The ``squall-kafka`` source's row schema (Spark DDL; :mod:`streams.spark.source`). Here, not in the
+source's module: Spark asks for it in a planning worker that needs nothing else of the reader."""
+
 SOURCE_DEFAULTS = {"fetch.wait.max.ms": 50, "queued.max.messages.kbytes": 16384, "fetch.queue.backoff.ms": 50}
 SINK_DEFAULTS = {"linger.ms": 20}
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 from typing_extensions import override
 
@@ -24,6 +23,9 @@ from streams.kafka.clients import produce_fn
 from streams.spark import clients
 from streams.spark import options as opt
 from streams.spark.exceptions import SparkSinkError
+
+if TYPE_CHECKING:  # pyarrow is Spark's: Spark's planning workers load this module without needing it (about 57 MB each)
+    import pyarrow as pa
 
 log = logging.getLogger("squall.spark.sink")
 

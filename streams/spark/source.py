@@ -34,7 +34,6 @@ from streams.spark.exceptions import SparkSourceError
 
 log = logging.getLogger("squall.spark.source")
 
-SCHEMA = "key binary, value binary, topic string, partition int, offset long, timestamp_ms long"
 ARROW_SCHEMA = pa.schema(
     [
         ("key", pa.binary()),
