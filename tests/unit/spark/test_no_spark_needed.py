@@ -31,3 +31,25 @@ def test_topologies_load_and_plan_without_the_spark_extra() -> None:
     assert out.returncode == 0, out.stderr
     plans = out.stdout.strip().splitlines()
     assert "['split']" in plans[1]  # the SparkBolt got a worker of its own
+
+
+PLANNER = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("pyarrow", "pandas"):
+            raise ImportError("blocked " + name)
+        return None
+sys.meta_path.insert(0, Block())
+from streams.spark.datasource import SquallKafkaDataSource
+from streams.spark.bolt_sink import SquallBoltDataSource
+print(SquallKafkaDataSource.name(), SquallBoltDataSource.name(), SquallKafkaDataSource({}).schema())
+"""
+
+
+def test_spark_s_planning_workers_load_the_data_sources_without_pyarrow() -> None:
+    """Spark loads the data source classes in each planning worker (lookup, create, the streaming
+    runners): their modules import pyarrow and the reader only where rows are read or written."""
+    out = subprocess.run([sys.executable, "-c", PLANNER], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[:2] == ["squall-kafka", "squall-bolt"] and "value binary" in out.stdout
