@@ -45,7 +45,7 @@ from streams.wire.acker import why_text
 from streams.wire.codec import encode_json
 from streams.wire.naming import acker_topic, component_group, component_topic, metrics_topic
 
-if TYPE_CHECKING:  # pyarrow is Spark's: Spark's planning workers load this module without needing it (about 57 MB each)
+if TYPE_CHECKING:  # only Spark's data workers write rows; its planning workers load this module too (see streams.spark.datasource)
     import pyarrow as pa
 
 log = logging.getLogger("squall.spark.bolt_sink")

@@ -24,7 +24,7 @@ from streams.spark import clients
 from streams.spark import options as opt
 from streams.spark.exceptions import SparkSinkError
 
-if TYPE_CHECKING:  # pyarrow is Spark's: Spark's planning workers load this module without needing it (about 57 MB each)
+if TYPE_CHECKING:  # only Spark's data workers write rows; its planning workers load this module too (see streams.spark.datasource)
     import pyarrow as pa
 
 log = logging.getLogger("squall.spark.sink")
