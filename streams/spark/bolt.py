@@ -1,14 +1,15 @@
 """SparkBolt: a bolt whose tuples are processed by a Spark Structured Streaming query.
 
 The query reads the bolt's input topic ``squall.T.<bolt>`` with the ``squall-kafka``
-source (its partitions are the bolt's tasks), runs :class:`BoltProcessor` over each
-partition of a micro-batch with ``mapInArrow``, and writes with the ``squall-bolt`` sink
-(:mod:`streams.spark.bolt_sink`). The processor keeps Storm's envelope algebra by
-running the ordinary :class:`~streams.runtime.collectors.OutputCollector`: every output is
-anchored to its input with fresh 64-bit edge ids and routed by the subscribers'
-groupings; every input is acked (``edge ^ ack_val``) or, if the user function raised on
-it, failed. Acks travel to the driver, which sends one coalesced op per root per
-micro-batch, only after the batch's outputs are durable.
+source (its partitions are the bolt's tasks) and runs :class:`BoltProcessor` over each
+partition of a micro-batch with ``mapInArrow``. The processor keeps Storm's envelope
+algebra by running the ordinary :class:`~streams.runtime.collectors.OutputCollector`: every
+output is anchored to its input with fresh 64-bit edge ids, routed by the subscribers'
+groupings and produced to Kafka from the task itself, in packs as a Python bolt's are;
+every input is acked (``edge ^ ack_val``) or, if the user function raised on it, failed.
+The task flushes its outputs, then returns its acks, coalesced per root, as rows; the
+driver (:mod:`streams.spark.bolt_commit`, Spark's ``foreachBatch``) sends one op per root
+per micro-batch, so a tree is acked only after the batch's outputs are durable.
 
 User functions (``batch=``):
 
@@ -31,7 +32,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from typing_extensions import override
 
@@ -48,7 +49,8 @@ from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.routing import Router
 from streams.runtime.transfer import TupleTransfer
 from streams.spark.exceptions import SparkBoltError
-from streams.wire.codec import decode_tuples, exact
+from streams.wire.acker import why_text
+from streams.wire.codec import decode_tuples
 from streams.wire.dead_letter import dead_letter_headers
 from streams.wire.naming import acker_topic, component_topic, dead_letter_topic
 
@@ -56,8 +58,8 @@ log = logging.getLogger("squall.spark.bolt")
 
 BATCH_MODES = ("rows", "pandas", "arrow")
 
-# Rows of the processor's output (``OUT_SCHEMA``), read by the squall-bolt sink.
-KIND_RECORD = 0  # produce (topic, partition, key, value, headers)
+# Tail rows of one task run (``OUT_SCHEMA``), folded by the driver (streams.spark.bolt_commit).
+# The task's outputs never become rows: the task produces them to Kafka itself.
 KIND_ACK = 1  # XOR val into root's ack
 KIND_FAIL = 2  # fail root; value: why (UTF-8), or null
 KIND_STATS = 3  # value = JSON counters of one task run
@@ -65,7 +67,7 @@ KIND_STATE = 4  # committer: key = JSON key, value = JSON delta
 
 WARMUP_STREAM = "__warmup"  # untracked records the driver writes at start; never reach user code
 
-OUT_SCHEMA_DDL = "kind tinyint, topic string, partition int, key binary, value binary, headers string, root long, val long"
+OUT_SCHEMA_DDL = "kind tinyint, key binary, value binary, root long, val long"
 
 
 @functools.cache
@@ -76,11 +78,8 @@ def out_arrow_schema() -> Any:
     return pa.schema(
         [
             ("kind", pa.int8()),
-            ("topic", pa.string()),
-            ("partition", pa.int32()),
             ("key", pa.binary()),
             ("value", pa.binary()),
-            ("headers", pa.string()),
             ("root", pa.int64()),
             ("val", pa.int64()),
         ]
@@ -167,6 +166,8 @@ class _RunStats:
     errors: int = 0
     poison: int = 0
     emitted: int = 0
+    records: int = 0  # Kafka records produced: packs of tuples, set_output records, dead letters
+    lost: int = 0  # of those, records the broker did not take
     hist: LogHistogram = field(default_factory=LogHistogram)
     next_offsets: dict[int, int] = field(default_factory=dict)  # input partition -> last offset + 1
 
@@ -178,73 +179,79 @@ class _RunStats:
                 "errors": self.errors,
                 "poison": self.poison,
                 "emitted": self.emitted,
+                "records": self.records,
+                "lost": self.lost,
                 "execute_latency": self.hist.to_json(),
                 "next_offsets": {str(p): o for p, o in self.next_offsets.items()},
             }
         ).encode()
 
 
-class _Rows:
-    """Output columns being built (``OUT_SCHEMA``)."""
+class _Tail:
+    """A task run's tail rows being built (``OUT_SCHEMA``): acks, fails, counters, committer deltas."""
 
     def __init__(self) -> None:
         self.kind: list[int] = []
-        self.topic: list[str | None] = []
-        self.partition: list[int | None] = []
         self.key: list[bytes | None] = []
         self.value: list[bytes | None] = []
-        self.headers: list[str | None] = []
         self.root: list[int | None] = []
         self.val: list[int | None] = []
 
-    def __len__(self) -> int:
-        return len(self.kind)
-
-    def add(
-        self,
-        kind: int,
-        topic: str | None = None,
-        partition: int | None = None,
-        key: bytes | None = None,
-        value: bytes | None = None,
-        headers: str | None = None,
-        root: int | None = None,
-        val: int | None = None,
-    ) -> None:
+    def add(self, kind: int, key: bytes | None = None, value: bytes | None = None, root: int | None = None, val: int | None = None) -> None:
         self.kind.append(kind)
-        self.topic.append(topic)
-        self.partition.append(partition)
         self.key.append(key)
         self.value.append(value)
-        self.headers.append(headers)
         self.root.append(root)
         self.val.append(val)
-
-    def produce(self, topic: str, value: bytes, key: bytes | None = None, partition: int = -1, headers: Any = None) -> None:
-        """The collectors' ``produce``: outputs become rows for the sink."""
-        self.add(KIND_RECORD, topic, partition, key, exact(value), json.dumps(headers) if headers else None)  # kept for the batch
 
     def batch(self) -> Any:
         import pyarrow as pa
 
         schema = out_arrow_schema()
-        cols = [self.kind, self.topic, self.partition, self.key, self.value, self.headers, self.root, self.val]
+        cols = [self.kind, self.key, self.value, self.root, self.val]
         return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=True)], schema=schema)
 
 
-class BoltProcessor:
-    """``mapInArrow`` function of a SparkBolt: input records -> output/ack/fail rows.
+class Outlet(Protocol):
+    """Where a task run's records go: :class:`streams.spark.sink.Delivery` in Spark, a list in tests."""
 
-    Picklable: it holds the topology file, name and overrides; the topology is loaded
-    once per Python worker process (as every Squall worker loads it) and cached.
+    def produce(self, topic: str, value: bytes | None, key: bytes | None = None, partition: int = -1, headers: Any = None) -> None:
+        """Queue one record (``headers``: ``(name, bytes)`` pairs)."""
+
+    def finish(self) -> bool:
+        """Wait for every delivery; True if the broker took them all. Raises SparkSinkError if the wait timed out."""
+
+    def lost(self) -> int:
+        """Records the broker did not take, since this outlet was made."""
+
+
+class BoltProcessor:
+    """``mapInArrow`` function of a SparkBolt: input records -> Kafka records, and tail rows for the driver.
+
+    Picklable: it holds the topology file, name and overrides, and the producer's settings
+    (``producer_conf``, librdkafka keys with ``bootstrap.servers``; ``flush_timeout_s``:
+    how long a task waits for its deliveries, seconds). The topology is loaded once per
+    Python worker process (as every Squall worker loads it) and cached, and so is the
+    producer (:mod:`streams.spark.clients`).
     """
 
-    def __init__(self, topology_file: str, name: str, overrides: dict[str, Any], service_conf: dict[str, Any], component: str) -> None:
+    def __init__(
+        self,
+        topology_file: str,
+        name: str,
+        overrides: dict[str, Any],
+        service_conf: dict[str, Any],
+        component: str,
+        producer_conf: dict[str, Any] | None = None,
+        flush_timeout_s: float = 60.0,
+    ) -> None:
         self.topology_file = topology_file
         self.name = name
         self.overrides = overrides
         self.service_conf = service_conf
         self.component = component
+        self.producer_conf = producer_conf or {}
+        self.flush_timeout_s = flush_timeout_s
         self._state: _ProcessorState | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -256,9 +263,17 @@ class BoltProcessor:
             self._state = _ProcessorState.load(self.topology_file, self.name, self.overrides, self.service_conf, self.component)
         return self._state
 
+    def outlet(self) -> Outlet:
+        """This task run's producer session (the process's cached producer)."""
+        from streams.spark.sink import Delivery
+
+        if not self.producer_conf.get("bootstrap.servers"):
+            raise SparkBoltError(f"[{self.component}] the processor has no producer settings (the SparkBolt's driver sets them)")
+        return Delivery(self.producer_conf, self.component, self.flush_timeout_s)
+
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        """Run the bolt over one task's Arrow batches (Spark's ``mapInArrow``); yields output rows."""
-        return self.state().run(batches)
+        """Run the bolt over one task's Arrow batches (Spark's ``mapInArrow``); yields its tail rows."""
+        return self.state().run(batches, self.outlet())
 
 
 class _ProcessorState:
@@ -313,24 +328,51 @@ class _ProcessorState:
         return c
 
     # -- one task run ----------------------------------------------------------------
-    def run(self, batches: Iterator[Any]) -> Iterator[Any]:
+    def run(self, batches: Iterator[Any], outlet: Outlet) -> Iterator[Any]:
+        """One task run of a micro-batch: Arrow batches of source rows in, one batch of tail rows out.
 
+        1. Decode each batch's records; a record that does not decode goes to the
+           dead-letter topic with its topic, partition and offset, and is counted (poison).
+        2. Run the user function on each tuple. The collector anchors and routes its
+           outputs, and the tuples for each partition of a bolt's topic leave in packs, as a
+           Python bolt's do (:class:`~streams.runtime.transfer.TupleTransfer`): one Kafka
+           record a pack, produced through ``outlet``.
+        3. After the last batch, wait for every delivery. If the broker did not take one,
+           the run's acks become fails (the trees are replayed), as a Python bolt executor
+           does (Storm: a tuple is acked only once its outputs are emitted).
+        4. Yield the tail: committer deltas, acks XOR-coalesced per root, fails, and the
+           run's counters. The driver folds the tails of every task of the micro-batch
+           (:mod:`streams.spark.bolt_commit`) before any ack reaches the acker.
+        """
         acks = AckBuffer(self.acker_topic, max(1, self.conf.ackers)) if self.conf.ackers > 0 else None
         stats = _RunStats()
+        send = outlet.produce
+
+        def produce(topic: str, value: bytes | None, key: bytes | None = None, partition: int = -1, headers: Any = None) -> None:
+            stats.records += 1
+            send(topic, value, key, partition, headers)
+
+        transfer = TupleTransfer(produce, self.topology.bolt_topics, max_tuples=self.conf.transfer_batch_size)
         for batch in batches:
-            rows = _Rows()
-            # The tuples for each partition of a bolt's topic leave in packs, as a Python bolt's
-            # do (streams.runtime.transfer): one output row and one Kafka record a pack, not a word.
-            transfer = TupleTransfer(rows.produce, self.topology.bolt_topics, max_tuples=self.conf.transfer_batch_size)
-            tuples = self._decode(batch, rows, transfer.produce, stats, acks)
+            # step 1
+            tuples = self._decode(batch, produce, transfer.produce, stats, acks)
+            # step 2
             if self.bolt.batch == "rows":
-                self._rows(tuples, rows, stats, acks)
+                self._rows(tuples, stats)
             else:
-                self._frames(tuples, rows, stats, acks)
-            transfer.flush()  # every output row of this batch before the task's acks (its tail)
-            if len(rows):
-                yield rows.batch()
-        tail = _Rows()
+                self._frames(tuples, stats)
+            transfer.flush()
+        # step 3
+        if not outlet.finish():
+            stats.lost = outlet.lost()
+            if acks is not None:
+                log.error("[%s] %d outputs lost in this task run: failing %d trees instead of acking", self.component, stats.lost, len(acks.acks))
+                why = why_text(self.component, "outputs lost (the broker did not take them)")
+                for root in acks.acks:
+                    acks.fails.setdefault(root, why)
+                acks.acks.clear()
+        # step 4
+        tail = _Tail()
         if self.committer is not None:
             for k, v in self.committer.fold(self.updates).items():
                 tail.add(KIND_STATE, key=k.encode(), value=json.dumps(v).encode())
@@ -345,7 +387,7 @@ class _ProcessorState:
         yield tail.batch()
         self.updates = []
 
-    def _decode(self, batch: Any, rows: _Rows, produce: Any, stats: _RunStats, acks: Any) -> list[tuple[Tuple, Any]]:
+    def _decode(self, batch: Any, dead_letter: Any, produce: Any, stats: _RunStats, acks: Any) -> list[tuple[Tuple, Any]]:
         values = batch.column("value").to_pylist()
         parts = batch.column("partition").to_pylist()
         offsets = batch.column("offset").to_pylist()
@@ -361,7 +403,7 @@ class _ProcessorState:
             except DecodeError as exc:
                 stats.poison += 1
                 headers = dead_letter_headers(str(exc), component=self.component, topic=self.topic, partition=p, offset=off, attempts=0)
-                rows.add(KIND_RECORD, dead_letter_topic(self.topology.name), -1, None, raw or b"", json.dumps(headers))
+                dead_letter(dead_letter_topic(self.topology.name), raw or b"", None, -1, [(k, v.encode()) for k, v in headers])
                 log.warning("%s", exc)
                 continue
             for stream, source, source_task, _epoch, vals, anchors, _batch, _tid in envelopes:  # one tuple, or a pack's
@@ -381,7 +423,7 @@ class _ProcessorState:
         else:
             collector.fail_because(t, f"{type(exc).__name__}: {exc}")
 
-    def _rows(self, tuples: list[tuple[Tuple, Any]], rows: _Rows, stats: _RunStats, acks: Any) -> None:
+    def _rows(self, tuples: list[tuple[Tuple, Any]], stats: _RunStats) -> None:
         fn = self.bolt.fn
         clock = time.perf_counter
         for t, collector in tuples:
@@ -434,7 +476,7 @@ class _ProcessorState:
         result = self.bolt.fn(table)
         return {} if result is None else result.to_pydict()
 
-    def _frames(self, tuples: list[tuple[Tuple, Any]], rows: _Rows, stats: _RunStats, acks: Any) -> None:
+    def _frames(self, tuples: list[tuple[Tuple, Any]], stats: _RunStats) -> None:
         if not tuples:
             return
         start = time.perf_counter()

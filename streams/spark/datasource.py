@@ -1,6 +1,6 @@
 """The ``squall-kafka`` data source (reader + writer) and :func:`register`.
 
-    from streams.spark import register
+    from streams.spark.datasource import register
     register(spark)
     df = spark.readStream.format("squall-kafka").option("bootstrap.servers", bs).option("subscribe", "in").load()
     df.select("key", "value").writeStream.format("squall-kafka").option("bootstrap.servers", bs) \
@@ -50,8 +50,5 @@ class SquallKafkaDataSource(DataSource):
 
 
 def register(spark: Any) -> None:
-    """Register ``squall-kafka`` and ``squall-bolt`` with a SparkSession."""
-    from streams.spark.bolt_sink import SquallBoltDataSource
-
+    """Register ``squall-kafka`` with a SparkSession."""
     spark.dataSource.register(SquallKafkaDataSource)
-    spark.dataSource.register(SquallBoltDataSource)

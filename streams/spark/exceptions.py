@@ -3,9 +3,9 @@
 * :class:`SparkSourceError` -- fatal: the ``squall-kafka`` source cannot read an offset
   range it planned (names topic, partition and offsets). Spark fails the micro-batch and
   the query stops; a restart resumes from the checkpoint.
-* :class:`SparkSinkError` -- fatal for the write task: records could not be delivered.
-  Spark retries the task, then fails the batch, which is re-run after a restart
-  (at-least-once output).
+* :class:`SparkSinkError` -- fatal for the task or the driver's commit: records could not
+  be delivered in time. Spark retries the task, then fails the batch, which is re-run after
+  a restart (at-least-once output).
 * :class:`SparkBoltError` -- a SparkBolt is misdeclared or its function returned a
   malformed result (names the component).
 """

@@ -14,7 +14,6 @@
 ``readTimeoutSecs``          source: give up reading a planned range after this (seconds; 60)
 ``topic``                    sink: topic for rows with no ``topic`` column / null topic
 ``flushTimeoutSecs``         sink: wait this long for deliveries per task (seconds; 60)
-``squall.plan``                the ``squall-bolt`` sink: a :class:`BoltSinkPlan` as JSON
 ``kafka.<setting>``          passed to the consumer (source) or producer (sink), e.g.
                              ``kafka.linger.ms`` (sink default 20), ``kafka.fetch.wait.max.ms``
                              (source default 50: the embedded broker always waits it out),
@@ -30,8 +29,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from streams.exceptions import ConfigError
 
@@ -105,21 +102,3 @@ def max_tasks(options: Mapping[str, str], where: str) -> int:
     if n < 1:
         raise ConfigError(f"[{where}] option maxTasks must be >= 1")
     return int(n)
-
-
-class BoltSinkPlan(BaseModel):
-    """What a SparkBolt's driver tells the ``squall-bolt`` sink's writers, in the ``squall.plan`` option (schema: ``schemas/spark-bolt-plan.schema.json``).
-
-    The bolt, its topology (loaded again where the committer runs) and where its acks go.
-    Frozen.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    component: str = Field(description="the SparkBolt's component id")
-    name: str = Field(description="the topology name")
-    ackers: int = Field(ge=0, description="topology.acker.executors: partitions of __acker (0: no tracking)")
-    worker: str = Field("spark", description="the driver's worker name, for stats")
-    topology_file: str = Field(description="the topology's source file")
-    overrides: dict[str, Any] = Field(default_factory=dict, description="topology config added at submit or rebalance (Storm keys)")
-    service_conf: dict[str, Any] = Field(default_factory=dict, description="the service config layer (Storm keys)")

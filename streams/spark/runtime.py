@@ -4,8 +4,9 @@
 ``local[*]`` by default), then the query
 
     squall-kafka source (squall.T.<bolt>, all partitions = the bolt's tasks)
-      -> mapInArrow(BoltProcessor)        # user function, anchoring, routing
-      -> squall-bolt sink                 # outputs, then coalesced acks from the driver
+      -> mapInArrow(BoltProcessor)        # user function, anchoring, routing; the task
+                                          # produces and flushes its outputs, returns its acks
+      -> foreachBatch(BoltBatchCommit)    # in the driver: coalesced acks, state, stats
 
 with ``trigger(processingTime=squall.spark.trigger.secs)`` (default 100 ms) and a
 checkpoint under ``squall.spark.checkpoint.dir`` (default ``<run dir>/spark/<bolt>``).
@@ -31,7 +32,7 @@ from streams.model.tuple import SYSTEM_COMPONENT
 from streams.monitoring.board import StatsBoard
 from streams.monitoring.stats import ExecutorStats, LogHistogram
 from streams.runtime.executor import Executor, ExecutorEnv
-from streams.spark.options import BoltSinkPlan
+from streams.spark.options import SINK_DEFAULTS
 from streams.wire.codec import encode_tuple
 from streams.wire.naming import component_topic
 
@@ -58,7 +59,7 @@ def session_conf(conf: Any) -> dict[str, str]:
 
 
 def build_session(conf: Any, app_name: str) -> Any:
-    """A SparkSession for ``conf`` with ``squall-kafka`` and ``squall-bolt`` registered."""
+    """A SparkSession for ``conf`` with the ``squall-kafka`` data source registered."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -89,8 +90,13 @@ def start_bolt_query(
     consumer: dict[str, Any] | None = None,
     producer: dict[str, Any] | None = None,
 ) -> Any:
-    """Start the SparkBolt query of ``component``; returns the StreamingQuery."""
+    """Start the SparkBolt query of ``component``; returns the StreamingQuery.
+
+    ``consumer`` / ``producer``: more librdkafka settings for the source's reads and for
+    the tasks' and the driver's producers.
+    """
     from streams.spark.bolt import OUT_SCHEMA_DDL, BoltProcessor
+    from streams.spark.bolt_commit import BoltBatchCommit
 
     overrides = overrides or {}
     service_conf = service_conf or {}
@@ -105,30 +111,33 @@ def start_bolt_query(
         reader = reader.option("maxOffsetsPerTrigger", str(conf.spark_max_offsets_per_trigger))
     for k, v in (consumer or {}).items():
         reader = reader.option(f"kafka.{k}", str(v))
-    processor = BoltProcessor(topology_file, name, overrides, service_conf, component)
-    out = reader.load().mapInArrow(processor, OUT_SCHEMA_DDL)
-    plan = BoltSinkPlan(
-        component=component, name=name, ackers=conf.ackers, worker=worker, topology_file=topology_file, overrides=overrides, service_conf=service_conf
+    producer_conf = {**SINK_DEFAULTS, "linger.ms": conf.linger_ms, **(producer or {}), "bootstrap.servers": bootstrap}
+    processor = BoltProcessor(topology_file, name, overrides, service_conf, component, producer_conf)
+    commit = BoltBatchCommit(
+        component=component,
+        name=name,
+        ackers=conf.ackers,
+        worker=worker,
+        topology_file=topology_file,
+        overrides=overrides,
+        service_conf=service_conf,
+        producer_conf=producer_conf,
     )
+    out = reader.load().mapInArrow(processor, OUT_SCHEMA_DDL)
     writer = (
-        out.writeStream.format("squall-bolt")
-        .option("bootstrap.servers", bootstrap)
-        .option("squall.plan", plan.model_dump_json())
-        .option("kafka.linger.ms", str(conf.linger_ms))
+        out.writeStream.foreachBatch(commit)
         .option("checkpointLocation", checkpoint)
         .trigger(processingTime=f"{int(conf.spark_trigger_secs * 1000)} milliseconds")
         .queryName(f"{name}.{component}".replace("-", "_").replace(".", "_"))
     )
-    for k, v in (producer or {}).items():
-        writer = writer.option(f"kafka.{k}", str(v))
     return writer.start()
 
 
 def warm_up(query: Any, producer: Any, topic: str, partitions: int, stop: Any, tick: Callable[[], None], timeout_s: float = 120.0) -> None:
     """Run one real micro-batch before the bolt reports ready.
 
-    The first micro-batch starts Spark's Python workers for the source, the processor and
-    the sink (~8 s on 2 cores). One untracked ``__warmup`` record per partition (skipped
+    The first micro-batch starts Spark's Python workers for the source and the processor
+    (several seconds on 2 cores). One untracked ``__warmup`` record per partition (skipped
     by the processor, never seen by user code) pays that cost before any tree is waiting.
     ``tick()`` is called while waiting (the executor publishes its stats: it is alive).
     """
@@ -149,7 +158,8 @@ class SparkBoltExecutor(Executor):
     """The executor of a SparkBolt: one Spark driver per bolt (its tasks are Spark's).
 
     Publishes ``kind="spark"`` stats (micro-batches, input rows, batch duration) from the
-    query's progress; the bolt's own counters come from the sink's per-batch commits.
+    query's progress; the bolt's own counters come from the per-batch commits
+    (:mod:`streams.spark.bolt_commit`).
     Raises FatalError (naming the component) when the query dies.
     """
 
@@ -161,8 +171,8 @@ class SparkBoltExecutor(Executor):
         self.checkpoint = str(Path(self.conf.spark_checkpoint_dir or default_dir) / self.topology.name / self.component)
         self.query: Any = None
         self._last_batch = -1
-        # The bolt's own counters are published per micro-batch by the sink's driver-side
-        # commit (another process); fold them back here so this worker's /metrics has them.
+        # The bolt's own counters are published per micro-batch by BoltBatchCommit (on Spark's
+        # callback thread); fold them back here so this worker's /metrics has them.
         self.bolt_stats = ExecutorStats(self.topology.name, self.component, "bolt", self.worker)
         self._board: Any = None
 

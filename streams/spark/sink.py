@@ -44,7 +44,11 @@ def _bytes(v: Any) -> bytes | None:
 
 
 class Delivery:
-    """One write task's producer session: produce, then :meth:`finish` (flush + check)."""
+    """One task's producer session: produce, then :meth:`finish` (flush + check).
+
+    Used by the ``squall-kafka`` sink's write tasks and by a SparkBolt's tasks
+    (:class:`streams.spark.bolt.Outlet`).
+    """
 
     def __init__(self, conf: Mapping[str, Any], where: str, flush_timeout_s: float) -> None:
         self.where = where
@@ -64,6 +68,10 @@ class Delivery:
         if left:
             raise SparkSinkError(f"[{self.where}] {left} records still undelivered after {self.flush_timeout_s} s")
         return self.tracker.failures == self.failures_before
+
+    def lost(self) -> int:
+        """Records the broker did not take since this session began."""
+        return self.tracker.failures - self.failures_before
 
 
 def produce_batch(delivery: Delivery, batch: pa.RecordBatch, default_topic: str | None) -> None:

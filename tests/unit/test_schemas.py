@@ -193,17 +193,6 @@ def assert_generated(name: str, model: type[BaseModel]) -> None:
     }, f"schemas/{name} is out of date: regenerate it from {model.__name__}.model_json_schema()"
 
 
-def test_spark_bolt_sink_plan() -> None:
-    from streams.spark.options import BoltSinkPlan
-
-    assert_generated("spark-bolt-plan.schema.json", BoltSinkPlan)
-    plan = BoltSinkPlan(component="split", name="wc", ackers=2, topology_file="/t/wc.py", overrides={"topology.workers": 2})
-    check("spark-bolt-plan.schema.json", plan.model_dump_json().encode())
-    assert BoltSinkPlan.model_validate_json(plan.model_dump_json()) == plan
-    with pytest.raises(jsonschema.ValidationError):
-        check("spark-bolt-plan.schema.json", json.dumps({**plan.model_dump(), "ackers": -1}).encode())
-
-
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path

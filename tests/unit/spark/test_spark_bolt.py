@@ -1,5 +1,6 @@
-"""SparkBolt's processor, sink bookkeeping, source planning and txid store, without Spark
-or a broker: the processor is the exact function Spark runs in ``mapInArrow``."""
+"""SparkBolt's processor, the driver's commit bookkeeping, source planning and txid store,
+without Spark or a broker: the processor is the exact function Spark runs in ``mapInArrow``,
+its Kafka records caught by an outlet that keeps them."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import pytest
 
 from acker.ledger import Ledger
 from examples.wordcount import words as tokenise
-from streams.spark.bolt import KIND_ACK, KIND_FAIL, KIND_RECORD, KIND_STATE, KIND_STATS, BoltProcessor, to_signed, to_unsigned
-from streams.spark.bolt_sink import BoltCommit, merge_commits
+from streams.spark.bolt import KIND_ACK, KIND_FAIL, KIND_STATE, KIND_STATS, BoltProcessor, _Tail, to_signed, to_unsigned
+from streams.spark.bolt_commit import fold_tails
 from streams.spark.committer import SparkCommitter
 from streams.spark.source import ARROW_SCHEMA, cap_ranges, plan_ranges
 from streams.state import TransactionalState, open_backend
@@ -42,9 +43,32 @@ def source_batch(lines: list[str], roots: list[int], edges: list[int]) -> pa.Rec
     )
 
 
-def run(processor: BoltProcessor, batch: pa.RecordBatch) -> dict[str, list[Any]]:
-    out: dict[str, list[Any]] = {}
-    for b in processor(iter([batch])):
+class Outlet:
+    """Keeps what a task run produces; ``lose`` records the broker will not take."""
+
+    def __init__(self, lose: int = 0) -> None:
+        self.records: list[tuple[str, bytes, bytes | None, int, Any]] = []
+        self.to_lose = lose
+        self.finished = 0
+
+    def produce(self, topic: str, value: bytes | None, key: bytes | None = None, partition: int = -1, headers: Any = None) -> None:
+        assert not self.finished, "a record produced after the run waited for its deliveries"
+        self.records.append((topic, bytes(value or b""), key, partition, headers))
+
+    def finish(self) -> bool:
+        self.finished += 1
+        return self.to_lose == 0
+
+    def lost(self) -> int:
+        return self.to_lose
+
+
+def run(processor: BoltProcessor, batch: pa.RecordBatch, outlet: Outlet | None = None) -> dict[str, list[Any]]:
+    """The tail rows of one task run (``out["records"]``: what it produced)."""
+    outlet = outlet or Outlet()
+    out: dict[str, list[Any]] = {"records": outlet.records}
+    for b in processor.state().run(iter([batch]), outlet):
+        assert outlet.finished == 1  # the tail leaves only after every delivery was waited for
         for k, v in b.to_pydict().items():
             out.setdefault(k, []).extend(v)
     return out
@@ -71,13 +95,8 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file: str = "spark_wo
 
 
 def tuples_out(out: dict[str, list[Any]]) -> list[tuple[str, Envelope]]:
-    """Every tuple the processor's output rows carry, with its topic (a row holds one tuple or a pack)."""
-    return [
-        (t, env)
-        for k, t, v in zip(out["kind"], out["topic"], out["value"], strict=True)
-        if k == KIND_RECORD
-        for env in decode_tuples(v, component="count", topic=t, partition=0, offset=0)
-    ]
+    """Every tuple the task run produced, with its topic (a record holds one tuple or a pack)."""
+    return [(t, env) for t, v, _, _, _ in out["records"] for env in decode_tuples(v, component="count", topic=t, partition=0, offset=0)]
 
 
 def complete_trees(out: dict[str, list[Any]], roots: list[int], edges: list[int]) -> list[Any]:
@@ -118,8 +137,8 @@ def test_processor_anchors_outputs_and_every_tree_completes(tmp_path: Path, monk
 
 @pytest.mark.parametrize("pack", [None, 1])
 def test_words_for_one_partition_of_count_leave_in_packs_as_a_python_bolts_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pack: int | None) -> None:
-    """One output row (one Kafka record) a pack of tuples per partition of count's topic, not a
-    row a word (streams.runtime.transfer); ``squall.transfer.batch.size`` 1 turns packing off."""
+    """One Kafka record a pack of tuples per partition of count's topic, not a record a word
+    (streams.runtime.transfer); ``squall.transfer.batch.size`` 1 turns packing off."""
     fresh(tmp_path, monkeypatch)
     overrides: dict[str, Any] = {"topology.acker.executors": 1} | ({} if pack is None else {"squall.transfer.batch.size": pack})
     p = BoltProcessor(str(TOPOLOGIES / "spark_wordcount.py"), NAME, overrides, {}, "split")
@@ -127,7 +146,7 @@ def test_words_for_one_partition_of_count_leave_in_packs_as_a_python_bolts_do(tm
     out = run(p, source_batch(lines, list(range(1, 201)), list(range(1001, 1201))))
     tuples = tuples_out(out)
     assert sorted(env[4][0] for _, env in tuples) == sorted(w for line in lines for w in tokenise(line))
-    records = [(t, part) for k, t, part in zip(out["kind"], out["topic"], out["partition"], strict=True) if k == KIND_RECORD]
+    records = out["records"]
     if pack == 1:
         assert len(records) == len(tuples) == 600
     else:
@@ -168,10 +187,12 @@ def test_poison_record_is_dead_lettered_with_where(tmp_path: Path, monkeypatch: 
     batch = source_batch(["ok line"], [5], [6])
     bad = pa.RecordBatch.from_pydict({**batch.to_pydict(), "value": [b"\xff not json"], "offset": [41]}, schema=ARROW_SCHEMA)
     out = run(p, bad)
-    (i,) = [i for i, k in enumerate(out["kind"]) if k == KIND_RECORD]
-    assert out["topic"][i] == f"squall.{NAME}.__dlq" and out["value"][i] == b"\xff not json"
-    headers = dict(json.loads(out["headers"][i]))
-    assert headers["squall.component"] == "split" and headers["squall.offset"] == "41" and headers["squall.partition"] == "0"
+    ((topic, value, _, _, headers),) = out["records"]
+    assert topic == f"squall.{NAME}.__dlq" and value == b"\xff not json"
+    named = {k: v.decode() for k, v in headers}
+    assert named["squall.component"] == "split" and named["squall.offset"] == "41" and named["squall.partition"] == "0"
+    (stats,) = [json.loads(v) for k, v in zip(out["kind"], out["value"], strict=True) if k == KIND_STATS]
+    assert stats["poison"] == 1 and stats["records"] == 1
 
 
 def test_committer_rows_become_state_not_tuples(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -179,7 +200,7 @@ def test_committer_rows_become_state_not_tuples(tmp_path: Path, monkeypatch: pyt
     out = run(p, source_batch(["the cat the"], [7], [8]))
     state = {json.loads(k): json.loads(v) for kind, k, v in zip(out["kind"], out["key"], out["value"], strict=True) if kind == KIND_STATE}
     assert state == {"the": 2, "cat": 1}
-    assert KIND_RECORD not in out["kind"]
+    assert out["records"] == []
     assert [to_unsigned(r) for k, r in zip(out["kind"], out["root"], strict=True) if k == KIND_ACK] == [7]
 
 
@@ -189,12 +210,39 @@ def test_signed_round_trip() -> None:
         assert -(2**63) <= s < 2**63 and to_unsigned(s) == v
 
 
-def test_merge_commits_xors_across_tasks_and_fail_wins() -> None:
-    a = BoltCommit(acks={1: 0b01, 2: 0b11}, records=3, state={'"x"': [1]})
-    b = BoltCommit(acks={1: 0b10, 3: 0b1}, fails={2: "[spark] ValueError: bad"}, records=2, state={'"x"': [2]})
-    c = BoltCommit(fails={2: "", 4: ""})
-    m = merge_commits([a, None, b, c])
-    assert m.acks == {1: 0b11, 3: 0b1} and m.fails == {2: "[spark] ValueError: bad", 4: ""} and m.records == 5 and m.state == {'"x"': [1, 2]}
+def test_the_driver_folds_tails_xoring_acks_across_tasks_and_a_fail_wins() -> None:
+    def tail(acks: dict[int, int], fails: dict[int, str], records: int, state: list[int]) -> pa.RecordBatch:
+        t = _Tail()
+        for v in state:
+            t.add(KIND_STATE, key=b'"x"', value=json.dumps(v).encode())
+        for r, v in acks.items():
+            t.add(KIND_ACK, root=to_signed(r), val=to_signed(v))
+        for r, why in fails.items():
+            t.add(KIND_FAIL, value=why.encode() or None, root=to_signed(r))
+        t.add(KIND_STATS, value=json.dumps({"records": records, "lost": 0}).encode())
+        return t.batch()
+
+    top = 2**64 - 1  # unsigned 64-bit ids travel as signed longs
+    a = tail({1: 0b01, 2: 0b11, top: 5}, {}, 3, [1])
+    b = tail({1: 0b10, 3: 0b1, top: 5}, {2: "[spark] ValueError: bad"}, 2, [2])
+    c = tail({}, {2: "", 4: ""}, 0, [])
+    m = fold_tails([a, b, c])
+    assert m.acks == {1: 0b11, 3: 0b1, top: 0} and m.fails == {2: "[spark] ValueError: bad", 4: ""}
+    assert m.records == 5 and m.state == {'"x"': [1, 2]} and len(m.stats) == 3
+
+
+def test_lost_outputs_turn_the_task_s_acks_into_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record the broker did not take: every tree of the run is failed (replayed), none acked,
+    as a Python bolt executor does when a delivery fails."""
+    p = fresh(tmp_path, monkeypatch)
+    out = run(p, source_batch(LINES, ROOTS, EDGES), Outlet(lose=1))
+    assert KIND_ACK not in out["kind"]
+    failed = {to_unsigned(r): v.decode() for k, r, v in zip(out["kind"], out["root"], out["value"], strict=True) if k == KIND_FAIL}
+    assert set(failed) == set(ROOTS) and all("[split]" in why and "outputs lost" in why for why in failed.values())
+    (stats,) = [json.loads(v) for k, v in zip(out["kind"], out["value"], strict=True) if k == KIND_STATS]
+    assert stats["lost"] == 1 and stats["records"] == len(out["records"]) > 0
+    decided = {d.root: d.acked for d in complete_trees(out, ROOTS, EDGES)}
+    assert decided == dict.fromkeys(ROOTS, False)
 
 
 def test_spark_committer_skips_a_replayed_batch(tmp_path: Path) -> None:
