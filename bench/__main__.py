@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> None:
     pr.add_argument("--broker", choices=["kafka", "tansu"], default="tansu")
     pr.add_argument("--target", type=float, default=None, help="the least median ratio B/A that is good enough")
     pr.add_argument("--smoke", action="store_true", help="tiny input, correctness only")
+    pr.add_argument(
+        "--input-copies", type=int, default=1, metavar="N", help="word count and flights: the input N times over (a sustained rate, as in bench all)"
+    )
     i = sub.add_parser("idle", help="the CPU of topologies with no input, per worker (issue 28)")
     i.add_argument("--seconds", type=float, default=20.0, help="how long each idle topology is measured")
     i.add_argument("--examples", nargs="+", default=None, help="examples/ files (default: word count acked, stateful and exactly once; flights exactly once)")

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import broker, print_table, write_json
-from bench.compare import expected, load_input, normalise, run_contender
+from bench.compare import expected, load_input, normalise, repeated, run_contender
 
 Row = dict[str, Any]
 Pair = dict[str, Row]
@@ -106,7 +106,7 @@ def run(args: Any) -> dict[str, Any]:
     a, b = args.a, args.b
     workdir = Path(tempfile.mkdtemp(prefix="squall-bench-"))
     quiet_s, limit_s = (20.0, 300.0) if args.smoke else (60.0, 1800.0)
-    lines = load_input(args.workload, args.smoke)
+    lines = repeated(args.workload, load_input(args.workload, args.smoke), getattr(args, "input_copies", 1))
     exp = normalise(args.workload, expected(args.workload, lines))
     records = len(lines) - (0 if args.workload == "wordcount" else 1)  # a header is no record
     with broker(args.bootstrap, args.broker, args.broker_warmup) as bootstrap:

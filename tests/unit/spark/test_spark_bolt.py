@@ -344,3 +344,83 @@ def test_driver_folds_each_batch_snapshot_once_and_forgets_it() -> None:
     assert ex.bolt_stats.counters["executed"] == 22
     assert ex.bolt_stats.hists["execute_latency"].count == 3
     ex.producer.flush(0)
+
+
+class _Frame:
+    """What ``foreachBatch`` hands the driver: a DataFrame of the tasks' tail rows."""
+
+    def __init__(self, *tails: pa.RecordBatch) -> None:
+        self.tails = tails
+        self.collected = 0
+
+    def toArrow(self) -> pa.Table:  # PySpark's name
+        self.collected += 1
+        return pa.Table.from_batches(list(self.tails))
+
+
+class _Delivery:
+    made: list[_Delivery] = []
+    deliver = True
+
+    def __init__(self, conf: Any, where: str, flush_timeout_s: float) -> None:
+        self.where = where
+        self.records: list[tuple[str, bytes, Any]] = []
+        _Delivery.made.append(self)
+
+    def produce(self, topic: str, value: bytes, key: bytes | None = None, partition: int = -1, headers: Any = None) -> None:
+        self.records.append((topic, value, partition))
+
+    def finish(self) -> bool:
+        return _Delivery.deliver
+
+
+def test_the_driver_sends_one_op_per_root_then_the_stats_and_raises_when_the_acker_ops_are_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """BoltBatchCommit: the micro-batch's tails, folded across tasks, become one acker op per
+    root (a fail wins over acks), a stats snapshot with the tasks' counters, and a commit of the
+    next input offsets to the bolt's group; acker ops the broker did not take stop the query."""
+    from streams.spark import bolt_commit
+    from streams.spark import clients as spark_clients
+    from streams.spark.exceptions import SparkSinkError
+    from streams.wire.acker import decode_ops
+
+    committed: list[Any] = []
+
+    class Consumer:
+        def commit(self, offsets: list[Any], asynchronous: bool) -> None:
+            committed.extend((tp.topic, tp.partition, tp.offset) for tp in offsets)
+
+    monkeypatch.setattr(bolt_commit, "Delivery", _Delivery)
+    monkeypatch.setattr(spark_clients, "consumer", lambda conf: Consumer())
+    _Delivery.made, _Delivery.deliver = [], True
+
+    def tail(acks: dict[int, int], fails: list[int], counters: dict[str, Any]) -> pa.RecordBatch:
+        t = _Tail()
+        for r, v in acks.items():
+            t.add(KIND_ACK, root=to_signed(r), val=to_signed(v))
+        for r in fails:
+            t.add(KIND_FAIL, value=b"[split] ValueError: bad", root=to_signed(r))
+        t.add(KIND_STATS, value=json.dumps(counters).encode())
+        return t.batch()
+
+    commit = bolt_commit.BoltBatchCommit(
+        component="split", name=NAME, ackers=1, worker="w1", topology_file="t.py", overrides={}, service_conf={}, producer_conf={"bootstrap.servers": "x:1"}
+    )
+    frame = _Frame(
+        tail({11: 0b01, 12: 0b100}, [], {"executed": 3, "records": 2, "next_offsets": {"0": 40}}),
+        tail({11: 0b10, 13: 0b1}, [12], {"executed": 2, "failed": 1, "records": 1, "next_offsets": {"1": 7}}),
+    )
+    commit(frame, 5)
+    assert frame.collected == 1  # the batch's tasks run once
+    (delivery,) = _Delivery.made
+    (acker_record, stats_record) = delivery.records
+    assert acker_record[0] == f"squall.{NAME}.__acker"
+    ops = decode_ops(acker_record[1], component="test", topic=acker_record[0], partition=0, offset=0)
+    by_root = {op[1]: op for op in ops}
+    assert set(by_root) == {11, 12, 13} and by_root[11][:3] == [1, 11, 0b11] and by_root[13][:3] == [1, 13, 0b1] and by_root[12][0] == 2
+    stats = json.loads(stats_record[1])
+    assert stats_record[0] == f"squall.{NAME}.__metrics" and stats["counters"]["executed"] == 5 and stats["counters"]["records_out"] == 3
+    assert committed == [(component_topic(NAME, "split"), 0, 40), (component_topic(NAME, "split"), 1, 7)]
+
+    _Delivery.deliver = False
+    with pytest.raises(SparkSinkError, match=r"\[split\] batch 6: acker ops could not be delivered"):
+        commit(_Frame(tail({21: 1}, [], {"executed": 1})), 6)
