@@ -260,8 +260,6 @@ class BoltExecutor(Executor):
         if value is not None and value.startswith(b"[5,"):  # an epoch marker (no slice: this runs per record)
             self._marked(task, msg, value, p, off)
             return
-        if off < task.reexecute_until:
-            self.stats.inc("reexecuted_" + task.reexecute_cause)
         # Every record's transit is recorded: a record is a pack of up to squall.transfer.batch.size
         # tuples, so its cost per tuple is small, and one in 16 (as before packs) left the first
         # hop's p99 to the slowest of about 100 samples in a 10 s latency run.
@@ -276,6 +274,8 @@ class BoltExecutor(Executor):
             return
         self.records_read += 1
         self.tuples_read += len(tuples)
+        if off < task.reexecute_until:  # counted in tuples, as squall_reexecutions_total says (a record may be a pack)
+            self.stats.inc("reexecuted_" + task.reexecute_cause, len(tuples))
         now = time.perf_counter()
         tracer = self.tracer
         handoff = task.handoff
