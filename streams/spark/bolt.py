@@ -365,8 +365,9 @@ class _ProcessorState:
         # step 3
         if not outlet.finish():
             stats.lost = outlet.lost()
+            failing = len(acks.acks) if acks is not None else 0
+            log.error("[%s] %d outputs lost in this task run: failing %d trees instead of acking", self.component, stats.lost, failing)
             if acks is not None:
-                log.error("[%s] %d outputs lost in this task run: failing %d trees instead of acking", self.component, stats.lost, len(acks.acks))
                 why = why_text(self.component, "outputs lost (the broker did not take them)")
                 for root in acks.acks:
                     acks.fails.setdefault(root, why)
