@@ -28,7 +28,7 @@ from confluent_kafka import TopicPartition
 from streams.monitoring.stats import ExecutorStats, LogHistogram
 from streams.runtime.acks import AckBuffer
 from streams.spark import clients
-from streams.spark.bolt import KIND_ACK, KIND_FAIL, KIND_STATE, KIND_STATS, to_unsigned
+from streams.spark.bolt import KIND_ACK, KIND_FAIL, KIND_STATE, KIND_STATS, BoltProcessor, to_unsigned
 from streams.spark.exceptions import SparkSinkError
 from streams.spark.sink import Delivery
 from streams.wire.codec import encode_json
@@ -84,33 +84,20 @@ def fold_tails(batches: Iterable[Any]) -> BoltCommit:
 class BoltBatchCommit:
     """``foreachBatch`` function of a SparkBolt's query (see the module doc).
 
-    ``producer_conf``: librdkafka settings with ``bootstrap.servers``; ``flush_timeout_s``:
-    how long to wait for the acker ops (seconds). Raises :class:`SparkSinkError` when the
-    acker ops cannot be delivered (the query stops; the batch re-runs from the checkpoint).
+    ``processor``: the query's :class:`~streams.spark.bolt.BoltProcessor`, whose bolt,
+    topology (a committer's state) and producer settings (the acker ops, with its
+    ``flush_timeout_s``) the driver shares. ``ackers``: partitions of ``__acker`` (0: no
+    tracking); ``worker``: the driver's worker name, for stats. Raises
+    :class:`SparkSinkError` when the acker ops cannot be delivered (the query stops; the
+    batch re-runs from the checkpoint).
     """
 
-    def __init__(
-        self,
-        *,
-        component: str,
-        name: str,
-        ackers: int,
-        worker: str,
-        topology_file: str,
-        overrides: dict[str, Any],
-        service_conf: dict[str, Any],
-        producer_conf: dict[str, Any],
-        flush_timeout_s: float = 60.0,
-    ) -> None:
-        self.component = component
-        self.topology = name
+    def __init__(self, processor: BoltProcessor, *, ackers: int, worker: str) -> None:
+        self.processor = processor
+        self.component = processor.component
+        self.topology = processor.name
         self.ackers = ackers
         self.worker = worker
-        self.topology_file = topology_file
-        self.overrides = overrides
-        self.service_conf = service_conf
-        self.producer_conf = producer_conf
-        self.flush_timeout_s = flush_timeout_s
 
     def __call__(self, frame: Any, batch_id: int) -> None:
         """Commit micro-batch ``batch_id``, whose tail rows are the DataFrame ``frame``.
@@ -130,16 +117,14 @@ class BoltBatchCommit:
         # step 3
         applied = None
         if merged.state:
-            from streams.spark.bolt import BoltProcessor
-
-            committer = BoltProcessor(self.topology_file, self.topology, self.overrides, self.service_conf, self.component).state().committer
+            committer = self.processor.state().committer
             if committer is None:
                 raise SparkSinkError(f"[{self.component}] state rows from a bolt that has no committer")
             folded = {k: _fold(committer.combine, v) for k, v in merged.state.items()}
             applied = committer.commit(batch_id, folded)
             log.info("[%s] batch %d state: %d keys written, %d skipped", self.component, batch_id, applied.written, applied.skipped)
         # step 4
-        delivery = Delivery(self.producer_conf, self.component, self.flush_timeout_s)
+        delivery = Delivery(self.processor.producer_conf, self.component, self.processor.flush_timeout_s)
         ops = 0
         if self.ackers > 0 and (merged.acks or merged.fails):
             buf = AckBuffer(acker_topic(self.topology), self.ackers)
@@ -161,7 +146,7 @@ class BoltBatchCommit:
         if not nxt:
             return
         topic = component_topic(self.topology, self.component)
-        conf = {"bootstrap.servers": self.producer_conf["bootstrap.servers"], "group.id": component_group(self.topology, self.component)}
+        conf = {"bootstrap.servers": self.processor.producer_conf["bootstrap.servers"], "group.id": component_group(self.topology, self.component)}
         try:
             clients.consumer(conf).commit(offsets=[TopicPartition(topic, p, o) for p, o in nxt.items()], asynchronous=False)
         except Exception as exc:  # lag dashboards only: never fail the batch for it

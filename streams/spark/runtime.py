@@ -28,11 +28,11 @@ from typing import Any
 from typing_extensions import override
 
 from streams.exceptions import FatalError
+from streams.kafka.clients import producer_config
 from streams.model.tuple import SYSTEM_COMPONENT
 from streams.monitoring.board import StatsBoard
 from streams.monitoring.stats import ExecutorStats, LogHistogram
 from streams.runtime.executor import Executor, ExecutorEnv
-from streams.spark.options import SINK_DEFAULTS
 from streams.wire.codec import encode_tuple
 from streams.wire.naming import component_topic
 
@@ -111,21 +111,11 @@ def start_bolt_query(
         reader = reader.option("maxOffsetsPerTrigger", str(conf.spark_max_offsets_per_trigger))
     for k, v in (consumer or {}).items():
         reader = reader.option(f"kafka.{k}", str(v))
-    producer_conf = {**SINK_DEFAULTS, "linger.ms": conf.linger_ms, **(producer or {}), "bootstrap.servers": bootstrap}
-    processor = BoltProcessor(topology_file, name, overrides, service_conf, component, producer_conf)
-    commit = BoltBatchCommit(
-        component=component,
-        name=name,
-        ackers=conf.ackers,
-        worker=worker,
-        topology_file=topology_file,
-        overrides=overrides,
-        service_conf=service_conf,
-        producer_conf=producer_conf,
-    )
+    # the settings of every executor's producer (idempotent, compressed), as a Python bolt's outputs have
+    processor = BoltProcessor(topology_file, name, overrides, service_conf, component, producer_config(bootstrap, conf, producer))
     out = reader.load().mapInArrow(processor, OUT_SCHEMA_DDL)
     writer = (
-        out.writeStream.foreachBatch(commit)
+        out.writeStream.foreachBatch(BoltBatchCommit(processor, ackers=conf.ackers, worker=worker))
         .option("checkpointLocation", checkpoint)
         .trigger(processingTime=f"{int(conf.spark_trigger_secs * 1000)} milliseconds")
         .queryName(f"{name}.{component}".replace("-", "_").replace(".", "_"))

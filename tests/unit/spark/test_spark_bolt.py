@@ -402,9 +402,8 @@ def test_the_driver_sends_one_op_per_root_then_the_stats_and_raises_when_the_ack
         t.add(KIND_STATS, value=json.dumps(counters).encode())
         return t.batch()
 
-    commit = bolt_commit.BoltBatchCommit(
-        component="split", name=NAME, ackers=1, worker="w1", topology_file="t.py", overrides={}, service_conf={}, producer_conf={"bootstrap.servers": "x:1"}
-    )
+    processor = BoltProcessor("t.py", NAME, {}, {}, "split", {"bootstrap.servers": "x:1"})
+    commit = bolt_commit.BoltBatchCommit(processor, ackers=1, worker="w1")
     frame = _Frame(
         tail({11: 0b01, 12: 0b100}, [], {"executed": 3, "records": 2, "next_offsets": {"0": 40}}),
         tail({11: 0b10, 13: 0b1}, [12], {"executed": 2, "failed": 1, "records": 1, "next_offsets": {"1": 7}}),
