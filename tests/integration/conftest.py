@@ -329,12 +329,18 @@ def run_job(topology_file: Path, src: Path, out: Path | None, settings: ServiceS
 
 
 def crash_and_recover(
-    job: Job, component: str, after_acked: int, while_down: Callable[[], None] | None = None, after_commit: bool = False, settle_s: float = 0.0
+    job: Job,
+    component: str,
+    after_acked: int,
+    while_down: Callable[[], None] | None = None,
+    after_commit: bool = False,
+    settle_s: float = 0.0,
+    wait_s: float = 300.0,
 ) -> Summary:
     """Start ``job``; once ``after_acked`` trees are acked (and, with ``after_commit``, the
     spout committed an offset), wait ``settle_s`` seconds more, SIGKILL the worker hosting
     ``component`` (alone in its worker), wait a second (calling ``while_down``), start it
-    again and wait until every record is committed. Always closes the job."""
+    again and wait until every record is committed (at most ``wait_s`` seconds). Always closes the job."""
     try:
         job.start()
         assert job.cluster is not None and job.board is not None
@@ -350,7 +356,7 @@ def crash_and_recover(
         if while_down is not None:
             while_down()
         job.cluster.restart(w)
-        return job.wait(300)
+        return job.wait(wait_s)
     finally:
         job.close()
 
