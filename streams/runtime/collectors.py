@@ -8,9 +8,18 @@ User code sees only the Protocols of :mod:`streams.model.collector`.
 * **Anchored emit.** For each anchor tuple ``a`` and each target task, draw one random
   64-bit edge id ``e``; XOR ``e`` into ``a.ack_val`` and into the new tuple's
   ``anchors_to_ids[r]`` for every root ``r`` of ``a`` (Storm BoltOutputCollectorImpl).
-* **Ack.** For each ``(r, id)`` of the input, ack ``(r, id ^ ack_val(input))``.
+* **Ack.** For each ``(r, id)`` of the input, ack ``(r, id ^ ack_val(input))``. A run's tuple
+  (:class:`~streams.wire.codec.RunAnchors`) has no id of its own: the last of the run's tuples
+  to be acked acks the run's edge. A leaf acked before it sends nothing; one with children
+  acks ``(r, ack_val ^ x)`` for a fresh ``x`` that the run's last ack XORs too, so every id
+  is still in exactly two ops and the ops may reach the acker in any order.
 * **Spout emit.** A fresh random root id; one edge id per target task; the spout sends
   ``init(root, XOR of those edge ids, spout_task)``.
+* **Runs.** With :attr:`_Emitter.runs` set (the executors' :class:`~streams.runtime.transfer.TupleTransfer`),
+  a tuple in one tree (or untracked) with no batch, tuple id or trace goes out in a run: the
+  edge id is drawn once per run, not per tuple, and only the emit that begins a run XORs it
+  into its anchor's ack val (or the spout's init). :mod:`streams.runtime.transfer` says why that
+  keeps Storm's algebra.
 
 Acker messages go to an :class:`~streams.runtime.acks.AckBuffer`, which the executor
 flushes after the outputs (:mod:`streams.runtime.executor`).
@@ -35,8 +44,9 @@ from streams.monitoring.stats import LogHistogram
 from streams.monitoring.trace import Tracer
 from streams.runtime.acks import AckBuffer, ProduceFn
 from streams.runtime.routing import Route, Router
+from streams.runtime.transfer import TupleTransfer
 from streams.wire.acker import why_text
-from streams.wire.codec import encode_batched, encode_json, encode_rooted, encode_tuple
+from streams.wire.codec import RunAnchors, encode_batched, encode_head, encode_json, encode_rooted, encode_tuple, encode_values
 from streams.wire.ids import child_path, new_id
 
 
@@ -72,6 +82,16 @@ class _Emitter:
         that restarted mid-batch is told apart (:mod:`streams.transactional.batch_tracker`)."""
         self.tracer: Tracer | None = None
         """Set by the executor with ``topology.debug``: the events of sampled trees (:mod:`streams.monitoring.trace`)."""
+        self.runs: TupleTransfer | None = None
+        """Set by the executor: the transfer its ``produce`` packs into; tuples then go out in runs (see the module docstring)."""
+        self._heads: dict[str, bytes] = {}
+
+    def _head(self, stream: str) -> bytes:
+        """This task's run head on ``stream`` (:func:`~streams.wire.codec.encode_head`), made once."""
+        head = self._heads.get(stream)
+        if head is None:
+            head = self._heads[stream] = encode_head(stream, self.component, self.task_id, self.epoch)
+        return head
 
     def _hook_emit(self, values: list[Any], stream: str, tasks: list[int], anchors: Sequence[Tuple] = (), msg_id: Any = None) -> None:
         info = EmitInfo(values, stream, self.task_id, tasks, tuple(anchors), msg_id)
@@ -159,6 +179,13 @@ class BoltOutputCollectorImpl(_Emitter):
         if len(anchors) == 1 and self.acks is not None:  # the hot path: one anchor in one tree
             a = anchors[0]
             if len(a.anchors) == 1 and (a.batch is None or tid is None):
+                runs = self.runs
+                if runs is not None and a.batch is None and tid is None and not (a.traced and self.tracer is not None):
+                    (root,) = a.anchors
+                    e = runs.emit_run(route.topic, local, self._head(stream), root, encode_values(values))
+                    if e:
+                        a.ack_val ^= e
+                    return
                 e = new_id()
                 a.ack_val ^= e
                 (root,) = a.anchors
@@ -181,6 +208,9 @@ class BoltOutputCollectorImpl(_Emitter):
                     for root in a.anchors:
                         ids[root] = ids.get(root, 0) ^ e
                 batch = batch or a.batch  # a transactional tuple's children belong to its batch
+        if not ids and batch is None and tid is None and self.runs is not None:  # untracked: a run without a root
+            self.runs.emit_run(route.topic, local, self._head(stream), 0, encode_values(values))
+            return
         self.produce(route.topic, encode_tuple(stream, self.component, self.task_id, values, ids, batch, tid, epoch=self.epoch), partition=local)
         if self.tracer is not None:
             for root, e in ids.items():
@@ -242,8 +272,21 @@ class BoltOutputCollectorImpl(_Emitter):
         if acks is not None:
             ack_val = tuple.ack_val
             pending = acks.acks  # AckBuffer.ack, inlined (hot path)
-            for root, edge in tuple.anchors.items():
-                pending[root] = pending.get(root, 0) ^ edge ^ ack_val
+            anchors = tuple.anchors
+            if type(anchors) is RunAnchors:  # a run's tuple: the run's edge goes with its last ack
+                anchors.left -= 1
+                if not anchors.left:
+                    ack_val ^= anchors.edge
+                elif ack_val:  # children, and tuples of the run still pending: tie this ack to the run's last
+                    x = new_id()
+                    anchors.edge ^= x
+                    ack_val ^= x
+                if ack_val:
+                    root = anchors.root
+                    pending[root] = pending.get(root, 0) ^ ack_val
+            else:
+                for root, edge in anchors.items():
+                    pending[root] = pending.get(root, 0) ^ edge ^ ack_val
         if tuple.traced and self.tracer is not None:
             self.tracer.events_of(tuple, "ack", self.task_id)
 
@@ -349,8 +392,14 @@ class SpoutOutputCollectorImpl(_Emitter):
         tids = source_tids(msg_id, 1) if self.tuple_ids and tracked else None
         tid = tids[0] if tids else None
         trace = tracked and self.tracer is not None and self.tracer.sampled(root)
+        runs = self.runs if tid is None and not trace else None
+        encoded = encode_values(values) if runs is not None else b""
         for route in self.router.stream(stream):
             for local in route.grouping.choose(values):
+                if runs is not None:  # a run (see the module docstring): its first tuple's edge goes into the init
+                    xor ^= runs.emit_run(route.topic, local, self._head(stream), root, encoded)
+                    tasks.append(route.base + local)
+                    continue
                 if tracked:
                     e = new_id()
                     xor ^= e
@@ -426,12 +475,18 @@ class SpoutOutputCollectorImpl(_Emitter):
         component, task_id, epoch, produce, outputs = self.component, self.task_id, self.epoch, self.produce, self.router.outputs
         tids = source_tids(msg_id, len(tuples)) if self.tuple_ids and tracked else None
         trace = tracked and self.tracer is not None and self.tracer.sampled(root)
+        runs = self.runs if tids is None and not trace else None
         hooks = self.hooks
         for i, (stream, values) in enumerate(tuples):
             tid = tids[i] if tids is not None else None
             first = len(tasks)
+            encoded = encode_values(values) if runs is not None else b""
             for route in self.router.stream(stream):
                 for local in route.grouping.choose(values):
+                    if runs is not None:  # a run (see the module docstring): its first tuple's edge goes into the init
+                        xor ^= runs.emit_run(route.topic, local, self._head(stream), root, encoded)
+                        tasks.append(route.base + local)
+                        continue
                     if tracked:
                         e = new_id()
                         xor ^= e

@@ -20,6 +20,23 @@ What stays as it was:
   committed offset still means "every tuple before it executed and flushed".
 * A pack of one tuple is that tuple's envelope, byte for byte; ``max_tuples`` 1 turns packing off.
 
+**Runs.** A collector hands a tuple in one tree (or untracked), with no batch and no tuple id,
+to :meth:`TupleTransfer.emit_run` as its head, root and encoded values, not as an envelope.
+Consecutive such tuples of one head and root in a pack form a run, which travels as ``[head,
+root, edge, [values, ...]]`` in a version 6 pack (:func:`streams.wire.codec.encode_run`): one
+edge id for the run, XORed into the ack val of the tuple that began it (``emit_run`` returns it),
+instead of one edge id per tuple. The reader acks it once, with the last of the run's tuples
+to be acked (:class:`streams.wire.codec.RunAnchors`). Why: per word, a word count drew an edge
+id, wrote and parsed two 64-bit ids, built a map of them and XORed them into the pending ack;
+docs/design.md, "Packs", has the measurements.
+
+A run's edge goes into the ack val of the tuple whose emit began it: later tuples of the run
+anchored to other inputs of the same tree add nothing to theirs. That is sound because the
+edge is XORed once when that input is acked and once when every tuple of the run is acked;
+until then the other inputs' own edges keep the tree pending. The property tests
+(``tests/unit/acker/test_ledger_properties.py``) build random trees both ways and deliver
+their ops shuffled, dropped and repeated.
+
     >>> sent = []
     >>> t = TupleTransfer(lambda topic, value, key=None, partition=-1, headers=None: sent.append((topic, partition, value)),
     ...                   {"squall.wc.count"}, max_tuples=3)
@@ -38,18 +55,38 @@ from collections.abc import Collection
 from typing import Any
 
 from streams.runtime.acks import ProduceFn
-from streams.wire.codec import encode_pack
+from streams.wire.codec import ROOTED_PACK_VERSION, encode_pack, encode_run, run_envelope
+from streams.wire.ids import new_id
 
 DEFAULT_MAX_PACK_BYTES = 256 * 1024
 """The most a pack grows to (bytes of its envelopes): well under Kafka's 1 MiB ``message.max.bytes``."""
 
+_ROOTED_PREFIX = b"[%d," % ROOTED_PACK_VERSION
+
+
+class _Run:
+    """Consecutive tuples of one head in one tree (``root`` 0: untracked), sent with one ``edge``."""
+
+    __slots__ = ("edge", "head", "root", "values")
+
+    def __init__(self, head: bytes, root: int, edge: int) -> None:
+        self.head = head
+        self.root = root
+        self.edge = edge
+        self.values: list[bytes] = []
+
 
 class _Pack:
-    __slots__ = ("envelopes", "size")
+    __slots__ = ("last", "parts", "runs", "size", "tuples")
 
     def __init__(self) -> None:
-        self.envelopes: list[bytes] = []
+        self.parts: list[bytes | _Run] = []
+        """Envelopes and runs, in the order they were emitted."""
+        self.runs = 0
+        self.tuples = 0
         self.size = 0
+        self.last: _Run | None = None
+        """The run the next tuple of the same head and root joins (None after an envelope)."""
 
 
 class TupleTransfer:
@@ -81,11 +118,46 @@ class TupleTransfer:
         pack = self.packs.get(where)
         if pack is None:
             pack = self.packs[where] = _Pack()
-        pack.envelopes.append(value)
+        pack.parts.append(value)
+        pack.last = None
+        pack.tuples += 1
         pack.size += len(value)
-        if len(pack.envelopes) >= self.max_tuples or pack.size >= self.max_bytes:
+        if pack.tuples >= self.max_tuples or pack.size >= self.max_bytes:
             del self.packs[where]
             self._send(topic, partition, pack)
+
+    def emit_run(self, topic: str, partition: int, head: bytes, root: int, values: bytes) -> int:
+        """Send one tuple of ``head`` (:func:`~streams.wire.codec.encode_head`) in tree ``root`` (0: untracked) to ``partition`` of ``topic``.
+
+        ``values`` is :func:`~streams.wire.codec.encode_values`. Returns the edge id the caller
+        XORs into the anchor's ack val: a new one when the tuple begins a run (or travels
+        alone: packing off, or not a bolt's topic), else 0 (it joined the open run of the same
+        head and root, whose edge is already in an ack val). Always 0 when ``root`` is 0.
+        """
+        if self.max_tuples == 1 or topic not in self.topics:
+            edge = new_id() if root else 0
+            self.send(topic, run_envelope(head, root, edge, values), None, partition)
+            return edge
+        where = (topic, partition)
+        pack = self.packs.get(where)
+        if pack is None:
+            pack = self.packs[where] = _Pack()
+        run = pack.last
+        if run is not None and run.root == root and run.head == head:
+            edge = 0
+        else:
+            edge = new_id() if root else 0
+            run = pack.last = _Run(head, root, edge)
+            pack.parts.append(run)
+            pack.runs += 1
+            pack.size += len(head) + 44
+        run.values.append(values)
+        pack.tuples += 1
+        pack.size += len(values) + 1
+        if pack.tuples >= self.max_tuples or pack.size >= self.max_bytes:
+            del self.packs[where]
+            self._send(topic, partition, pack)
+        return edge
 
     def flush(self) -> None:
         """Produce every pack held, in the order they were begun (call before sealing a flush: outputs before acks)."""
@@ -97,7 +169,17 @@ class TupleTransfer:
 
     def __len__(self) -> int:
         """Tuples held, not yet produced."""
-        return sum(len(p.envelopes) for p in self.packs.values())
+        return sum(p.tuples for p in self.packs.values())
 
     def _send(self, topic: str, partition: int, pack: _Pack) -> None:
-        self.send(topic, encode_pack(pack.envelopes), None, partition)
+        parts = pack.parts
+        if not pack.runs:  # envelopes only: a version 4 pack (or the one envelope)
+            self.send(topic, encode_pack(parts), None, partition)  # type: ignore[arg-type]
+            return
+        if pack.tuples == 1:
+            run = parts[0]
+            assert isinstance(run, _Run)
+            self.send(topic, run_envelope(run.head, run.root, run.edge, run.values[0]), None, partition)
+            return
+        segments = [p if type(p) is bytes else encode_run(p.head, p.root, p.edge, p.values) for p in parts]  # type: ignore[union-attr]
+        self.send(topic, _ROOTED_PREFIX + b",".join(segments) + b"]", None, partition)

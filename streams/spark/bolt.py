@@ -314,7 +314,7 @@ class _ProcessorState:
             raise SparkBoltError(f"[{self.component}] batch={self.bolt.batch!r} needs every input stream to have the same fields, got {sorted(fields)}")
         return next(iter(fields)) if fields else ()
 
-    def _collector(self, partition: int, produce: Any, acks: Any) -> Any:
+    def _collector(self, partition: int, transfer: TupleTransfer, acks: Any) -> Any:
 
         c = self.collectors.get(partition)
         if c is None:
@@ -322,8 +322,11 @@ class _ProcessorState:
             ctx = TopologyContext(self.topology, self.component, task_id, "spark")
             ctx.conf = self.conf.as_dict()
             ctx.add_auto_hooks()
-            c = self.collectors[partition] = BoltOutputCollectorImpl(Router(self.topology, self.component, ctx), task_id, produce, acks, hooks=ctx.hooks)
-        c.produce = produce
+            c = self.collectors[partition] = BoltOutputCollectorImpl(
+                Router(self.topology, self.component, ctx), task_id, transfer.produce, acks, hooks=ctx.hooks
+            )
+        c.produce = transfer.produce
+        c.runs = transfer
         c.acks = acks
         return c
 
@@ -355,7 +358,7 @@ class _ProcessorState:
         transfer = TupleTransfer(produce, self.topology.bolt_topics, max_tuples=self.conf.transfer_batch_size)
         for batch in batches:
             # step 1
-            tuples = self._decode(batch, produce, transfer.produce, stats, acks)
+            tuples = self._decode(batch, produce, transfer, stats, acks)
             # step 2
             if self.bolt.batch == "rows":
                 self._rows(tuples, stats)
@@ -388,7 +391,7 @@ class _ProcessorState:
         yield tail.batch()
         self.updates = []
 
-    def _decode(self, batch: Any, dead_letter: Any, produce: Any, stats: _RunStats, acks: Any) -> list[tuple[Tuple, Any]]:
+    def _decode(self, batch: Any, dead_letter: Any, transfer: TupleTransfer, stats: _RunStats, acks: Any) -> list[tuple[Tuple, Any]]:
         values = batch.column("value").to_pylist()
         parts = batch.column("partition").to_pylist()
         offsets = batch.column("offset").to_pylist()
@@ -411,7 +414,7 @@ class _ProcessorState:
                 if stream == WARMUP_STREAM:
                     continue
                 t = Tuple(vals, stream, source, source_task, anchors, self.topology.field_index(source, stream), self.topic, p, off)
-                out.append((t, self._collector(p, produce, acks)))
+                out.append((t, self._collector(p, transfer, acks)))
         return out
 
     def _fail(self, t: Tuple, collector: Any, stats: _RunStats, exc: BaseException) -> None:

@@ -26,6 +26,16 @@ anchors]``, ``[values, anchors, batch]`` or ``[values, anchors, batch | null, ti
 count's words cost 55 bytes each in it, not 88. Packs of whole envelopes, ``[3, envelope,
 envelope, ...]``, are still read.
 
+A pack whose tuples were emitted in trees says each **run's root once**, ``[6, segment, ...]``
+(:func:`encode_run`): a segment is either ``[head, root, edge, [values, values, ...]]``, the
+tuples of one head in one tree (``root`` 0 and ``edge`` 0: untracked), or a whole envelope
+(a tuple in several trees, in a batch, or with an id). A run's tuples carry no edge ids of their
+own: the sender XORed one edge id per run into the parent's ack val, and the reader XORs it
+into the root's ack once, with the ack of the run's last tuple to be acked (:class:`RunAnchors`).
+To the acker it is one more edge: the tree completes when every tuple of the run is acked,
+and not before. A word count's words cost 10 bytes each in it, not 55, and neither side
+draws, writes, parses or XORs an id per tuple. docs/design.md, "Packs".
+
 An **epoch marker**, ``[5, source_component, [task, ...], epoch]``, is the first record a new
 life of an executor writes to each partition it may write (:func:`encode_marker`): it holds no
 tuple (:func:`decode_tuples` returns none), and tells the partition's reader that every later
@@ -48,10 +58,39 @@ HEADED_PACK_VERSION = 4
 """A record of several envelopes, each run's head said once: ``[4, head, [item, ...], ...]`` (:func:`encode_pack`)."""
 EPOCH_MARKER_VERSION = 5
 """An epoch marker, ``[5, component, [task, ...], epoch]`` (:func:`encode_marker`)."""
+ROOTED_PACK_VERSION = 6
+"""A record of runs of tuples, each run's head, root and edge said once: ``[6, [head, root, edge, [values, ...]] | envelope, ...]`` (:func:`encode_run`)."""
 _dumps = orjson.dumps
 _loads = orjson.loads
 _OPTS = orjson.OPT_NON_STR_KEYS
 _U64 = 1 << 64
+
+
+class RunAnchors(dict[int, int]):
+    """The anchors of every tuple of one run (:func:`encode_run`), shared by them: ``{root: 0}``.
+
+    ``edge`` is what the run's last ack still owes (its edge id, XOR the ids its earlier acks
+    drew) and ``left`` how many of its tuples are not acked yet. The bolt's collector acks
+    ``edge`` with the tuple that brings ``left`` to 0, and a tuple acked before it that has
+    children acks their edges XOR a fresh id it adds to ``edge``
+    (:meth:`streams.runtime.collectors.BoltOutputCollectorImpl.ack`): every id is in exactly
+    two ops, as with Storm's one edge per tuple, so the tree completes when every tuple of the
+    run is acked whatever order the ops arrive in, and not before. A fail fails the root, as
+    for any tuple. The 0 in the map is the per-tuple edge the run does not have. Never
+    mutated as a map.
+
+    >>> a = RunAnchors(5, 9, 2)
+    >>> dict(a), a.root, a.edge, a.left
+    ({5: 0}, 5, 9, 2)
+    """
+
+    __slots__ = ("edge", "left", "root")
+
+    def __init__(self, root: int, edge: int, left: int) -> None:
+        super().__init__(((root, 0),))
+        self.root = root
+        self.edge = edge
+        self.left = left
 
 
 Envelope = tuple[str, str, int, int, list[Any], dict[int, int], tuple[int, int] | None, tuple[int, int, int] | None]
@@ -131,6 +170,8 @@ def decode_tuples(raw: bytes | None, *, component: str, topic: str, partition: i
             raise ValueError("null value")
         msg = _loads(raw)
         if type(msg) is list and msg:
+            if msg[0] == ROOTED_PACK_VERSION:
+                return _decode_rooted(msg)
             if msg[0] == HEADED_PACK_VERSION:
                 return _decode_headed(msg)
             if msg[0] == EPOCH_MARKER_VERSION:
@@ -143,6 +184,72 @@ def decode_tuples(raw: bytes | None, *, component: str, topic: str, partition: i
         return [_decode_msg(msg)]
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as exc:
         raise DecodeError(str(exc), component=component, topic=topic, partition=partition, offset=offset) from exc
+
+
+def encode_head(stream: str, component: str, task: int, epoch: int) -> bytes:
+    """The head of a run, ``[stream, component, task, epoch]`` (:func:`encode_run`); a task says it once per stream."""
+    return _dumps([stream, component, task, epoch])
+
+
+def encode_values(values: list[Any]) -> bytes:
+    """A tuple's values as a run holds them (:func:`encode_run`). Raises ``TypeError`` for values JSON cannot hold."""
+    return _dumps(values)
+
+
+def encode_run(head: bytes, root: int, edge: int, values: list[bytes]) -> bytes:
+    """One segment of a version 6 pack: the tuples ``values`` (each :func:`encode_values`) of ``head`` in tree ``root``.
+
+    ``edge`` is the one edge id the sender XORed into the parent's ack val for the whole run
+    (0 with ``root`` 0: untracked tuples). A pack is ``b"[6," + b",".join(segments) + b"]"``;
+    a segment may also be a whole envelope.
+
+    >>> head = encode_head("default", "split", 3, 7)
+    >>> raw = b"[6," + encode_run(head, 5, 9, [encode_values(["a"]), encode_values(["b"])]) + b"]"; raw
+    b'[6,[["default","split",3,7],5,9,[["a"],["b"]]]]'
+    >>> ts = decode_tuples(raw, component="count", topic="t", partition=0, offset=0)
+    >>> [t[4] for t in ts], [dict(t[5]) for t in ts], ts[0][5] is ts[1][5], ts[0][5].edge, ts[0][5].left
+    ([['a'], ['b']], [{5: 0}, {5: 0}], True, 9, 2)
+    """
+    return b"[" + head + b"," + str(root).encode() + b"," + str(edge).encode() + b",[" + b",".join(values) + b"]]"
+
+
+def run_envelope(head: bytes, root: int, edge: int, values: bytes) -> bytes:
+    """The envelope of a run of one tuple: the bytes :func:`encode_tuple` writes for it (``root`` 0: untracked).
+
+    >>> run_envelope(encode_head("default", "split", 3, 7), 5, 9, encode_values(["a"])) == encode_rooted("default", "split", 3, 7, ["a"], 5, 9)
+    True
+    """
+    anchors = b"[" + str(root).encode() + b"," + str(edge).encode() + b"]" if root else b"[]"
+    return b"[2," + head[1:-1] + b"," + values + b"," + anchors + b"]"
+
+
+def _decode_rooted(msg: list[Any]) -> list[Envelope]:
+    """The tuples of a version 6 pack, in order; a run's tuples get edge ids whose XOR is its edge. Raises ValueError or TypeError."""
+    if len(msg) < 2:
+        raise ValueError("a version 6 pack holds at least one segment")
+    out: list[Envelope] = []
+    for seg in msg[1:]:
+        if type(seg) is not list or not seg:
+            raise ValueError("a version 6 pack's segment is a run [head, root, edge, [values, ...]] or an envelope")
+        if type(seg[0]) is not list:
+            out.append(_decode_msg(seg))
+            continue
+        if len(seg) != 4:
+            raise ValueError("a run is [head, root, edge, [values, ...]]")
+        head, root, edge, items = seg
+        if len(head) != 4 or type(items) is not list or not items:
+            raise ValueError("a run is [[stream, component, task, epoch], root, edge, [values, ...]] with at least one tuple")
+        stream, source, task, epoch = head
+        if type(stream) is not str or type(source) is not str or type(task) is not int or type(epoch) is not int or not 0 <= epoch < _U64:
+            raise ValueError("a run's head has the wrong types: [stream, component, task, epoch]")
+        if type(root) is not int or type(edge) is not int or not 0 <= root < _U64 or not 0 <= edge < _U64 or (root == 0) != (edge == 0):
+            raise ValueError("a run's root and edge are unsigned 64-bit ids, both 0 when untracked")
+        anchors = RunAnchors(root, edge, len(items)) if root else {}
+        for values in items:
+            if type(values) is not list:
+                raise ValueError("a run's tuple is its values, a list")
+            out.append((stream, source, task, epoch, values, anchors, None, None))
+    return out
 
 
 def encode_marker(component: str, tasks: list[int], epoch: int) -> bytes:

@@ -10,8 +10,9 @@ from streams.model.grouping import GlobalGrouping
 from streams.runtime.acks import AckBuffer
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.routing import Route
+from streams.runtime.transfer import TupleTransfer
 from streams.wire.acker import OP_ACK, OP_FAIL, OP_INIT, OP_RESET
-from streams.wire.codec import decode_tuple
+from streams.wire.codec import decode_tuple, decode_tuples
 
 
 class OneRoute:
@@ -46,6 +47,26 @@ def as_tuple(raw: bytes) -> Tuple:
     return t
 
 
+def as_tuples(raw: bytes) -> list[Tuple]:
+    """The tuples of one record (an envelope or a pack of them, runs included), as a bolt reads them."""
+    out = []
+    for stream, source, task, _epoch, values, anchors, _, tid in decode_tuples(raw, component="b", topic="t", partition=0, offset=0):
+        t = Tuple(values, stream, source, task, anchors, {"v": 0})
+        t.tid = tid
+        out.append(t)
+    return out
+
+
+def bolt_acks(raw_records: list[bytes]) -> list[list[Any]]:
+    """The acker ops a bolt sends when it acks every tuple of ``raw_records`` and emits nothing (the real collector's ack)."""
+    acks = AckBuffer("acker", 1)
+    coll = collector(Capture(), acks)
+    for raw in raw_records:
+        for t in as_tuples(raw):
+            coll.ack(t)
+    return [op for ops in acks.drain().values() for op in ops]
+
+
 def apply_ops(ledger: Ledger, ops: list[list[int]]) -> list[Any]:
     outs = []
     for op in ops:
@@ -64,5 +85,14 @@ def apply_ops(ledger: Ledger, ops: list[list[int]]) -> list[Any]:
     return outs
 
 
-def collector(capture: Capture, acks: AckBuffer, tuple_ids: bool = False) -> BoltOutputCollectorImpl:
-    return BoltOutputCollectorImpl(OneRoute(tuple_ids), 1, capture, acks)  # type: ignore[arg-type]
+def collector(capture: Capture, acks: AckBuffer, tuple_ids: bool = False, runs: int = 0) -> BoltOutputCollectorImpl:
+    """A bolt task's collector sending to ``capture``.
+
+    ``runs`` > 0: through a :class:`TupleTransfer` (flush ``c.runs``) with packs of that many tuples at most.
+    """
+    if not runs:
+        return BoltOutputCollectorImpl(OneRoute(tuple_ids), 1, capture, acks)  # type: ignore[arg-type]
+    transfer = TupleTransfer(capture, {"t"}, max_tuples=runs)
+    c = BoltOutputCollectorImpl(OneRoute(tuple_ids), 1, transfer.produce, acks)  # type: ignore[arg-type]
+    c.runs = transfer
+    return c

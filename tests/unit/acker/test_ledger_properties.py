@@ -3,6 +3,11 @@
 A random DAG: the spout emits one tuple per root; each bolt step picks earlier tuples as
 anchors (one, several = multi-anchoring), emits a child, and later every tuple is acked
 (or failed). Ops reach the ledger in a random order, with duplicates and drops.
+
+With ``runs`` > 0 the bolt's collector sends through a :class:`~streams.runtime.transfer.TupleTransfer`
+with packs of at most that many tuples: children of one tree travel in runs with one edge id
+each (:func:`streams.wire.codec.encode_run`), and a step may emit children of several
+anchors of the same tree one after another, so that they share a run.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from hypothesis import strategies as st
 from acker.ledger import Ledger
 from streams.runtime.acks import AckBuffer
 from streams.wire.acker import OP_ACK, OP_INIT
-from tests.unit.sim import Capture, apply_ops, as_tuple, collector
+from tests.unit.sim import Capture, apply_ops, as_tuples, collector
 
 
 class Clock:
@@ -26,7 +31,7 @@ class Clock:
         return self.t
 
 
-def build_tree(seed: int, n_roots: int, steps: int, fanout_max: int) -> tuple[list[list[int]], list[int]]:
+def build_tree(seed: int, n_roots: int, steps: int, fanout_max: int, runs: int = 0) -> tuple[list[list[int]], list[int]]:
     """Run spout + bolts through the real collector; return (ops one per message, roots)."""
     rnd = random.Random(f"tree-{seed}")
     ops: list[list[int]] = []
@@ -48,11 +53,18 @@ def build_tree(seed: int, n_roots: int, steps: int, fanout_max: int) -> tuple[li
         anchors = rnd.sample(open_tuples, k)
         cap = Capture()
         acks = AckBuffer("acker", 1)
-        coll = collector(cap, acks)
+        coll = collector(cap, acks, runs=runs)
+        one_each = runs > 0 and rnd.random() < 0.5  # children of each anchor in turn: of one tree, they share a run
         for _ in range(rnd.randint(0, fanout_max)):
-            coll.emit(["y"], anchors=anchors)
+            if one_each:
+                for a in anchors:
+                    coll.emit(["y"], anchors=a)
+            else:
+                coll.emit(["y"], anchors=anchors)
+        if coll.runs is not None:
+            coll.runs.flush()
         for _topic, raw in cap.records:
-            open_tuples.append(as_tuple(raw))
+            open_tuples.extend(as_tuples(raw))
         # ack the anchors (each as its own message, as if from separate flushes)
         for a in anchors:
             coll.ack(a)
@@ -70,12 +82,13 @@ def build_tree(seed: int, n_roots: int, steps: int, fanout_max: int) -> tuple[li
     return ops, roots
 
 
-dag = st.tuples(st.integers(0, 2**32), st.integers(1, 4), st.integers(0, 12), st.integers(1, 3))
+dag = st.tuples(st.integers(0, 2**32), st.integers(1, 4), st.integers(0, 12), st.integers(1, 3), st.sampled_from([0, 1, 2, 8]))
+"""``(seed, roots, steps, fan-out, runs)``: runs 0 sends envelopes; 1 turns packing off (each tuple its envelope); 2 and 8 bound a pack."""
 
 
 @settings(max_examples=200, deadline=None)
 @given(dag, st.randoms(use_true_random=False))
-def test_every_edge_acked_completes_every_tree_in_any_order(params: tuple[int, int, int, int], rnd: random.Random) -> None:
+def test_every_edge_acked_completes_every_tree_in_any_order(params: tuple[int, int, int, int, int], rnd: random.Random) -> None:
     ops, roots = build_tree(*params)
     rnd.shuffle(ops)
     outs = apply_ops(Ledger(30, Clock()), ops)
@@ -85,7 +98,7 @@ def test_every_edge_acked_completes_every_tree_in_any_order(params: tuple[int, i
 
 @settings(max_examples=200, deadline=None)
 @given(dag, st.randoms(use_true_random=False), st.data())
-def test_a_dropped_ack_never_completes_and_times_out(params: tuple[int, int, int, int], rnd: random.Random, data: st.DataObject) -> None:
+def test_a_dropped_ack_never_completes_and_times_out(params: tuple[int, int, int, int, int], rnd: random.Random, data: st.DataObject) -> None:
     ops, _roots = build_tree(*params)
     acks = [i for i, op in enumerate(ops) if op[0] == OP_ACK]
     victim = ops[data.draw(st.sampled_from(acks))]
@@ -102,7 +115,7 @@ def test_a_dropped_ack_never_completes_and_times_out(params: tuple[int, int, int
 
 @settings(max_examples=200, deadline=None)
 @given(dag, st.randoms(use_true_random=False), st.data())
-def test_a_duplicated_message_never_completes_falsely(params: tuple[int, int, int, int], rnd: random.Random, data: st.DataObject) -> None:
+def test_a_duplicated_message_never_completes_falsely(params: tuple[int, int, int, int, int], rnd: random.Random, data: st.DataObject) -> None:
     ops, roots = build_tree(*params)
     dup = ops[data.draw(st.integers(0, len(ops) - 1))]
     stream = [*ops, list(dup)]
@@ -125,7 +138,7 @@ def test_a_duplicated_message_never_completes_falsely(params: tuple[int, int, in
 
 @settings(max_examples=200, deadline=None)
 @given(dag, st.randoms(use_true_random=False), st.data())
-def test_a_fail_anywhere_fails_the_tree(params: tuple[int, int, int, int], rnd: random.Random, data: st.DataObject) -> None:
+def test_a_fail_anywhere_fails_the_tree(params: tuple[int, int, int, int, int], rnd: random.Random, data: st.DataObject) -> None:
     ops, roots = build_tree(*params)
     # Some bolt fails a tuple instead of acking it: its ack becomes a fail for each root.
     acks = [i for i, op in enumerate(ops) if op[0] == OP_ACK]
@@ -142,7 +155,7 @@ def test_a_fail_anywhere_fails_the_tree(params: tuple[int, int, int, int], rnd: 
 @settings(max_examples=300, deadline=None)
 @given(dag, st.randoms(use_true_random=False), st.data())
 def test_no_tree_completes_before_each_of_its_ops_arrived_whatever_is_written_twice(
-    params: tuple[int, int, int, int], rnd: random.Random, data: st.DataObject
+    params: tuple[int, int, int, int, int], rnd: random.Random, data: st.DataObject
 ) -> None:
     """Records written twice (a producer retry without idempotence) never complete a tree early.
 

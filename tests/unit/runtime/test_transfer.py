@@ -13,11 +13,13 @@ from hypothesis import strategies as st
 from streams.config import resolve
 from streams.exceptions import DecodeError
 from streams.model.loader import load_topology
+from streams.runtime.acks import AckBuffer
 from streams.runtime.bolt import BoltExecutor
 from streams.runtime.executor import ExecutorEnv
 from streams.runtime.transfer import TupleTransfer
 from streams.testing.memlog import Record
-from streams.wire.codec import decode_tuple, decode_tuples, encode_pack, encode_rooted, encode_tuple
+from streams.wire.codec import RunAnchors, decode_tuple, decode_tuples, encode_head, encode_pack, encode_rooted, encode_tuple, encode_values
+from tests.unit.sim import Capture, as_tuples, collector
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 BOLTS = ("squall.t.split", "squall.t.count")
@@ -123,6 +125,18 @@ def test_a_pack_says_a_run_s_head_once_and_a_word_costs_little_more_than_its_val
         b'[4,["s","c",0,5],[[[],[1]]]]',
         b'[4,["s",1,0,5],[[[],[]]]]',
         b'[4,["s","c",0,5],[[[],[]],[[],[],[1]]]]',
+        b"[6]",
+        b"[6,5]",
+        b"[6,[]]",
+        b'[6,[["s","c",0,5],1,0,[[]]]]',
+        b'[6,[["s","c",0,5],0,2,[[]]]]',
+        b'[6,[["s","c",0,5],-1,2,[[]]]]',
+        b'[6,[["s","c",0,5],1,2,[]]]',
+        b'[6,[["s","c",0,5],1,2,[5]]]',
+        b'[6,[["s","c",0,-5],1,2,[[]]]]',
+        b'[6,[["s","c",0],1,2,[[]]]]',
+        b'[6,[["s","c",0,5],1,2]]',
+        b'[6,[["s","c",0,5],1,2,[[]]],[2,"s","c",0,-5,[],[]]]',
     ],
     ids=[
         "empty",
@@ -135,6 +149,18 @@ def test_a_pack_says_a_run_s_head_once_and_a_word_costs_little_more_than_its_val
         "4: an odd anchor",
         "4: a bad head",
         "4: a bad batch",
+        "6: no segment",
+        "6: a segment not a list",
+        "6: an empty segment",
+        "6: a root without an edge",
+        "6: an edge without a root",
+        "6: a negative root",
+        "6: a run of no tuple",
+        "6: values not a list",
+        "6: a negative epoch",
+        "6: a short head",
+        "6: a run without its tuples",
+        "6: a bad envelope after a run",
     ],
 )
 def test_a_malformed_pack_is_a_decode_error_naming_the_record(raw: bytes) -> None:
@@ -184,3 +210,128 @@ def test_transfer_batch_size_one_sends_a_record_per_tuple() -> None:
     ex.by_partition[0] = ex._new_task(0)
     ex._process(Record(ex.topic, 0, 0, encode_rooted("default", "lines", 0, 1, ["to be or not"], 1, 77)))
     assert len(sent) == 4 and all(v is not None and v.startswith(b"[2,") for v in sent)  # sent at once, one envelope each
+
+
+runs = st.lists(
+    st.one_of(
+        st.tuples(
+            st.sampled_from(BOLTS), st.integers(0, 2), st.sampled_from(["default", "other"]), st.integers(0, 3), st.text(max_size=8)
+        ),  # root 0: untracked
+        st.tuples(st.sampled_from(BOLTS), st.integers(0, 2)),  # a whole envelope (a tuple in two trees) breaks the run
+        st.tuples(st.just("out"), st.integers(0, 2), st.just("default"), st.integers(1, 3), st.text(max_size=8)),  # not a bolt's topic
+        st.just("flush"),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(runs, st.integers(1, 6))
+def test_runs_keep_order_and_say_each_edge_once_as_the_emitters_xored_it(steps: list[Any], max_tuples: int) -> None:
+    """Tuples sent with ``emit_run`` arrive in their partition's order; per root, the edges the
+    emitters XORed (what ``emit_run`` returned) are exactly the runs' edges the readers ack, and
+    a run's tuples share one :class:`RunAnchors` counting them (untracked tuples: no anchors)."""
+    sent: list[tuple[str, bytes, int]] = []
+    transfer = TupleTransfer(lambda topic, value, key=None, partition=-1: sent.append((topic, value, partition)), BOLTS, max_tuples=max_tuples)
+    wanted: dict[tuple[str, int], list[Any]] = {}
+    xored: dict[int, int] = {}
+    for step in steps:
+        if step == "flush":
+            transfer.flush()
+            continue
+        if len(step) == 2:
+            topic, partition = step
+            transfer.produce(topic, encode_tuple("default", "split", 1, ["two trees"], {7: 11, 8: 13}, epoch=9), partition=partition)
+            xored[7] = xored.get(7, 0) ^ 11
+            xored[8] = xored.get(8, 0) ^ 13
+            wanted.setdefault((topic, partition), []).append("two trees")
+            continue
+        topic, partition, stream, root, word = step
+        edge = transfer.emit_run(topic, partition, encode_head(stream, "split", 1, 9), root, encode_values([word]))
+        if root:
+            xored[root] = xored.get(root, 0) ^ edge
+        else:
+            assert edge == 0  # untracked: never an edge
+        wanted.setdefault((topic, partition), []).append(word)
+    transfer.flush()
+    got: dict[tuple[str, int], list[Any]] = {}
+    acked: dict[int, int] = {}
+    for topic, value, partition in sent:
+        envs = decode_tuples(value, **WHERE)
+        assert len(envs) <= max_tuples or topic == "out"
+        seen: set[int] = set()
+        for stream, _source, _task, epoch, values, anchors, _batch, _tid in envs:
+            assert epoch == 9
+            got.setdefault((topic, partition), []).append(values[0])
+            if isinstance(anchors, RunAnchors):
+                assert stream in ("default", "other") and anchors.left == sum(1 for e in envs if e[5] is anchors)
+                if id(anchors) not in seen:
+                    seen.add(id(anchors))
+                    acked[anchors.root] = acked.get(anchors.root, 0) ^ anchors.edge
+            else:
+                for r, e in anchors.items():
+                    acked[r] = acked.get(r, 0) ^ e
+    assert got == wanted
+    assert {r: v for r, v in acked.items() if v} == {r: v for r, v in xored.items() if v}
+
+
+def test_a_run_of_one_tuple_is_the_envelope_encode_rooted_writes_and_packing_off_sends_envelopes() -> None:
+    sent: list[bytes] = []
+    head = encode_head("default", "split", 3, 9)
+    t = TupleTransfer(lambda topic, value, key=None, partition=-1: sent.append(value), BOLTS, max_tuples=8)
+    e = t.emit_run(BOLTS[1], 0, head, 5, encode_values(["to"]))
+    t.flush()
+    assert sent == [encode_rooted("default", "split", 3, 9, ["to"], 5, e)]
+    off = TupleTransfer(lambda topic, value, key=None, partition=-1: sent.append(value), BOLTS, max_tuples=1)
+    e1 = off.emit_run(BOLTS[1], 0, head, 5, encode_values(["to"]))
+    e2 = off.emit_run(BOLTS[1], 0, head, 5, encode_values(["be"]))
+    assert 0 not in (e1, e2) and e1 != e2  # one edge per tuple, sent at once
+    assert sent[1:] == [encode_rooted("default", "split", 3, 9, ["to"], 5, e1), encode_rooted("default", "split", 3, 9, ["be"], 5, e2)]
+    assert t.emit_run("out", 0, head, 0, encode_values(["x"])) == 0 and sent[-1] == encode_tuple("default", "split", 3, ["x"], {}, epoch=9)
+
+
+def test_a_word_in_a_run_costs_its_values_and_a_comma() -> None:
+    """A word count's pack of runs: the head, root and edge once per run; the ids per word are gone (55 bytes a word in a version 4 pack)."""
+    sent: list[bytes] = []
+    t = TupleTransfer(lambda topic, value, key=None, partition=-1: sent.append(value), BOLTS, max_tuples=1000)
+    head = encode_head("default", "split", 3, 1_764_400_000_000)
+    words = ["to", "be", "or", "not"] * 25
+    for n, w in enumerate(words):
+        t.emit_run(BOLTS[1], 0, head, 2**64 - 1 - n // 50, encode_values([w]))  # two trees, 50 words each
+    t.flush()
+    (pack,) = sent
+    assert pack.startswith(b"[6,") and pack.count(b'"default","split",3,1764400000000') == 2
+    assert (len(pack) - 2 * 80) / len(words) < 8
+
+
+def test_a_run_s_leaves_ack_nothing_until_the_last_and_a_tuple_with_children_ties_its_ack_to_it() -> None:
+    """Storm's algebra with one edge per run: every id in exactly two ops (tests/unit/acker/test_ledger_properties.py shuffles them)."""
+    ex, sent = split_executor()
+    ex._process(Record(ex.topic, 0, 40, b'[6,[["default","lines",0,1],5,77,[["to be"],["or"]]]]'))
+    acks = ex.acks
+    assert acks is not None
+    # split acks each line right after it emitted its words: the first line (with children) ties its
+    # ack to the run's last with a fresh id, the last line acks the run's edge and the rest
+    ops = acks.drain()
+    ((op,),) = ops.values()
+    assert op[1] == 5 and op[2] != 0  # both acks coalesced into one op for root 5 in this flush
+    ex.transfer.flush()
+    words = [e for t, v, p in sent if t in ex.topology.bolt_topics for e in decode_tuples(v, component="count", topic=t, partition=p, offset=0)]
+    assert sorted(e[4][0] for e in words) == ["be", "or", "to"]
+    total = op[2] ^ 77
+    for anchors in {id(e[5]): e[5] for e in words}.values():
+        total ^= anchors.edge if isinstance(anchors, RunAnchors) else next(iter(anchors.values()))
+    assert total == 0  # the line run's edge, the words' edges and the acks cancel: the tree is complete once the words are acked
+
+
+def test_leaves_of_a_run_send_no_op_until_the_last_acks_the_run_s_edge() -> None:
+    acks = AckBuffer("acker", 1)
+    leaves = as_tuples(b'[6,[["default","split",0,1],5,77,[["a"],["b"],["c"]]]]')
+    coll = collector(Capture(), acks)
+    for t in leaves[:2]:
+        coll.ack(t)
+        assert not acks.drain()  # a leaf that is not the run's last: nothing to send
+    coll.ack(leaves[2])
+    assert acks.drain() == {0: [[1, 5, 77]]}
+    coll.ack(leaves[2])  # a second ack of a tuple is ignored, as always
+    assert not acks.drain()
