@@ -13,8 +13,9 @@ from pydantic import BaseModel
 from acker.durable import DurableLedger
 from acker.ledger import Ledger
 from streams.monitoring.stats import ExecutorStats
+from streams.runtime.transfer import TupleTransfer
 from streams.wire.acker import encode_ops, encode_results
-from streams.wire.codec import encode_marker, encode_pack, encode_rooted, encode_tuple
+from streams.wire.codec import encode_head, encode_marker, encode_pack, encode_rooted, encode_tuple, encode_values
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
@@ -36,6 +37,29 @@ def test_tuple_envelope() -> None:
         "tuple.schema.json", encode_tuple("default", "split", 3, ["word"], {7: 5}, None, (2**31 - 1, 12, 2**32 - 1), epoch=9)
     )  # a stateful topology's tuple id
     for bad in (b'[2,"s","c",0,5,[],[-1,2]]', b'[2,"s","c",0,-5,[],[]]', b'[1,"s","c",0,[],[]]'):  # a bad anchor, a negative epoch, version 1
+        with pytest.raises(jsonschema.ValidationError):
+            check("tuple.schema.json", bad)
+
+
+def test_a_pack_of_runs() -> None:
+    sent: list[bytes] = []
+    t = TupleTransfer(lambda topic, value, key=None, partition=-1: sent.append(value), {"b"}, max_tuples=10)
+    head = encode_head("default", "split", 3, 9)
+    t.emit_run("b", 0, head, 2**64 - 1, encode_values(["to"]))
+    t.emit_run("b", 0, head, 2**64 - 1, encode_values(["be"]))
+    t.produce("b", encode_tuple("default", "split", 3, ["x"], {7: 5, 8: 6}, epoch=9), partition=0)  # in two trees: an envelope
+    t.emit_run("b", 0, head, 0, encode_values(["untracked"]))
+    t.flush()
+    (pack,) = sent
+    assert pack.startswith(b"[6,")
+    check("tuple.schema.json", pack)
+    for bad in (
+        b"[6]",  # no segment
+        b'[6,[["s","c",0,5],1,2,[]]]',  # a run of no tuple
+        b'[6,[["s","c",0,5],-1,2,[[]]]]',  # a negative root
+        b'[6,[["s","c",0,5],1,2]]',  # a run without its tuples
+        b'[6,[["s","c",0,5],1,2,[5]]]',  # values not a list
+    ):
         with pytest.raises(jsonschema.ValidationError):
             check("tuple.schema.json", bad)
 

@@ -106,6 +106,16 @@ def test_tuple_envelopes_decode_or_name_the_record(raw: bytes | None) -> None:
         st.lists(st.tuples(st.lists(json_values, min_size=4, max_size=4), st.lists(st.lists(json_values, min_size=2, max_size=4), max_size=3)), max_size=3).map(
             lambda runs: json.dumps([4, *(x for head, items in runs for x in (head, items))]).encode()
         ),
+        st.lists(json_values, max_size=5).map(lambda v: json.dumps([6, *v]).encode()),
+        st.lists(
+            st.tuples(
+                st.lists(json_values, min_size=3, max_size=5),
+                st.integers(-1, 2**64),
+                st.integers(-1, 2**64),
+                st.lists(st.one_of(st.lists(json_values, max_size=2), json_values), max_size=3),
+            ).map(list),
+            max_size=3,
+        ).map(lambda segs: json.dumps([6, *segs]).encode()),
     )
 )
 def test_packs_decode_whole_or_name_the_record(raw: bytes | None) -> None:
