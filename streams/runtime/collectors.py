@@ -9,10 +9,11 @@ User code sees only the Protocols of :mod:`streams.model.collector`.
   64-bit edge id ``e``; XOR ``e`` into ``a.ack_val`` and into the new tuple's
   ``anchors_to_ids[r]`` for every root ``r`` of ``a`` (Storm BoltOutputCollectorImpl).
 * **Ack.** For each ``(r, id)`` of the input, ack ``(r, id ^ ack_val(input))``. A run's tuple
-  (:class:`~streams.wire.codec.RunAnchors`) has no id of its own: the last of the run's tuples
-  to be acked acks the run's edge. A leaf acked before it sends nothing; one with children
-  acks ``(r, ack_val ^ x)`` for a fresh ``x`` that the run's last ack XORs too, so every id
-  is still in exactly two ops and the ops may reach the acker in any order.
+  (:class:`~streams.wire.codec.RunAnchors`) has no id of its own: a tuple acked before the
+  run's last sends nothing and leaves its ack val (its children's edges) to the run, and the
+  last one acks the run's edge with all of them, one op for the run. Every id is still in
+  exactly two ops, so the ops may reach the acker in any order; the tree could not complete
+  before the run's last ack anyway, since the run's edge is pending until then.
 * **Spout emit.** A fresh random root id; one edge id per target task; the spout sends
   ``init(root, XOR of those edge ids, spout_task)``.
 * **Runs.** With :attr:`_Emitter.runs` set (the executors' :class:`~streams.runtime.transfer.TupleTransfer`),
@@ -273,17 +274,15 @@ class BoltOutputCollectorImpl(_Emitter):
             ack_val = tuple.ack_val
             pending = acks.acks  # AckBuffer.ack, inlined (hot path)
             anchors = tuple.anchors
-            if type(anchors) is RunAnchors:  # a run's tuple: the run's edge goes with its last ack
+            if type(anchors) is RunAnchors:  # a run's tuple: the run's last ack sends what the run owes
                 anchors.left -= 1
-                if not anchors.left:
+                if anchors.left:
+                    anchors.edge ^= ack_val  # its children's edges wait for the run's last ack
+                else:
                     ack_val ^= anchors.edge
-                elif ack_val:  # children, and tuples of the run still pending: tie this ack to the run's last
-                    x = new_id()
-                    anchors.edge ^= x
-                    ack_val ^= x
-                if ack_val:
-                    root = anchors.root
-                    pending[root] = pending.get(root, 0) ^ ack_val
+                    if ack_val:
+                        root = anchors.root
+                        pending[root] = pending.get(root, 0) ^ ack_val
             else:
                 for root, edge in anchors.items():
                     pending[root] = pending.get(root, 0) ^ edge ^ ack_val

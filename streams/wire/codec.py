@@ -69,15 +69,15 @@ _U64 = 1 << 64
 class RunAnchors(dict[int, int]):
     """The anchors of every tuple of one run (:func:`encode_run`), shared by them: ``{root: 0}``.
 
-    ``edge`` is what the run's last ack still owes (its edge id, XOR the ids its earlier acks
-    drew) and ``left`` how many of its tuples are not acked yet. The bolt's collector acks
-    ``edge`` with the tuple that brings ``left`` to 0, and a tuple acked before it that has
-    children acks their edges XOR a fresh id it adds to ``edge``
-    (:meth:`streams.runtime.collectors.BoltOutputCollectorImpl.ack`): every id is in exactly
-    two ops, as with Storm's one edge per tuple, so the tree completes when every tuple of the
-    run is acked whatever order the ops arrive in, and not before. A fail fails the root, as
-    for any tuple. The 0 in the map is the per-tuple edge the run does not have. Never
-    mutated as a map.
+    ``edge`` is what the run's last ack owes: the run's edge id, XOR the ack vals (children's
+    edges) of its tuples acked so far, and ``left`` how many of its tuples are not acked yet.
+    The bolt's collector sends nothing for a tuple acked before the last, and ``edge`` XOR the
+    last one's ack val with it, one op for the whole run
+    (:meth:`streams.runtime.collectors.BoltOutputCollectorImpl.ack`). Every id is still in
+    exactly two ops, as with Storm's one edge per tuple, so the tree completes when every tuple
+    of the run and its children are acked, whatever order the ops arrive in, and not before.
+    A fail fails the root, as for any tuple. The 0 in the map is the per-tuple edge the run
+    does not have. Never mutated as a map.
 
     >>> a = RunAnchors(5, 9, 2)
     >>> dict(a), a.root, a.edge, a.left

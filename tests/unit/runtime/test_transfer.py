@@ -304,17 +304,17 @@ def test_a_word_in_a_run_costs_its_values_and_a_comma() -> None:
     assert (len(pack) - 2 * 80) / len(words) < 8
 
 
-def test_a_run_s_leaves_ack_nothing_until_the_last_and_a_tuple_with_children_ties_its_ack_to_it() -> None:
+def test_a_run_s_tuples_ack_nothing_until_the_last_which_acks_the_run_s_edge_and_every_child_edge() -> None:
     """Storm's algebra with one edge per run: every id in exactly two ops (tests/unit/acker/test_ledger_properties.py shuffles them)."""
     ex, sent = split_executor()
     ex._process(Record(ex.topic, 0, 40, b'[6,[["default","lines",0,1],5,77,[["to be"],["or"]]]]'))
     acks = ex.acks
     assert acks is not None
-    # split acks each line right after it emitted its words: the first line (with children) ties its
-    # ack to the run's last with a fresh id, the last line acks the run's edge and the rest
+    # split acks each line right after it emitted its words: the first line leaves its words'
+    # edges to the run, and the last line acks the run's edge with every word's
     ops = acks.drain()
     ((op,),) = ops.values()
-    assert op[1] == 5 and op[2] != 0  # both acks coalesced into one op for root 5 in this flush
+    assert op[1] == 5 and op[2] != 0  # one op for root 5
     ex.transfer.flush()
     words = [e for t, v, p in sent if t in ex.topology.bolt_topics for e in decode_tuples(v, component="count", topic=t, partition=p, offset=0)]
     assert sorted(e[4][0] for e in words) == ["be", "or", "to"]
