@@ -17,7 +17,7 @@ User code sees only the Protocols of :mod:`streams.model.collector`.
 * **Spout emit.** A fresh random root id; one edge id per target task; the spout sends
   ``init(root, XOR of those edge ids, spout_task)``.
 * **Runs.** With :attr:`_Emitter.runs` set (the executors' :class:`~streams.runtime.transfer.TupleTransfer`),
-  a tuple in one tree (or untracked) with no batch, tuple id or trace goes out in a run: the
+  a tuple in one tree (or untracked) with no tuple id or trace goes out in a run (a batch's too): the
   edge id is drawn once per run, not per tuple, and only the emit that begins a run XORs it
   into its anchor's ack val (or the spout's init). :mod:`streams.runtime.transfer` says why that
   keeps Storm's algebra.
@@ -181,9 +181,9 @@ class BoltOutputCollectorImpl(_Emitter):
             a = anchors[0]
             if len(a.anchors) == 1 and (a.batch is None or tid is None):
                 runs = self.runs
-                if runs is not None and a.batch is None and tid is None and not (a.traced and self.tracer is not None):
+                if runs is not None and tid is None and not (a.traced and self.tracer is not None):
                     (root,) = a.anchors
-                    e = runs.emit_run(route.topic, local, self._head(stream), root, encode_values(values))
+                    e = runs.emit_run(route.topic, local, self._head(stream), root, encode_values(values), a.batch)
                     if e:
                         a.ack_val ^= e
                     return
@@ -538,10 +538,13 @@ class BatchTreeImpl:
         self.emitted = 0
 
     def _send(self, route: Route, local: int, stream: str, values: list[Any]) -> None:
-        e = new_id()
-        self.xor ^= e
         c = self.collector
-        c.produce(route.topic, encode_batched(stream, c.component, c.task_id, c.epoch, values, self.root, e, self.batch), partition=local)
+        if c.runs is not None:  # a run of the batch's tree: its first tuple's edge goes into the init
+            self.xor ^= c.runs.emit_run(route.topic, local, c._head(stream), self.root, encode_values(values), self.batch)
+        else:
+            e = new_id()
+            self.xor ^= e
+            c.produce(route.topic, encode_batched(stream, c.component, c.task_id, c.epoch, values, self.root, e, self.batch), partition=local)
         self.emitted += 1
 
     def emit(self, values: list[Any], stream: str = DEFAULT_STREAM) -> list[int]:

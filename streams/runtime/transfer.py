@@ -20,8 +20,8 @@ What stays as it was:
   committed offset still means "every tuple before it executed and flushed".
 * A pack of one tuple is that tuple's envelope, byte for byte; ``max_tuples`` 1 turns packing off.
 
-**Runs.** A collector hands a tuple in one tree (or untracked), with no batch and no tuple id,
-to :meth:`TupleTransfer.emit_run` as its head, root and encoded values, not as an envelope.
+**Runs.** A collector hands a tuple in one tree (or untracked) with no tuple id (a
+transactional batch's tuples too: a run holds one batch) to :meth:`TupleTransfer.emit_run` as its head, root and encoded values, not as an envelope.
 Consecutive such tuples of one head and root in a pack form a run, which travels as ``[head,
 root, edge, [values, ...]]`` in a version 6 pack (:func:`streams.wire.codec.encode_run`): one
 edge id for the run, XORed into the ack val of the tuple that began it (``emit_run`` returns it),
@@ -65,14 +65,15 @@ _ROOTED_PREFIX = b"[%d," % ROOTED_PACK_VERSION
 
 
 class _Run:
-    """Consecutive tuples of one head in one tree (``root`` 0: untracked), sent with one ``edge``."""
+    """Consecutive tuples of one head in one tree (``root`` 0: untracked) and one batch, sent with one ``edge``."""
 
-    __slots__ = ("edge", "head", "root", "values")
+    __slots__ = ("batch", "edge", "head", "root", "values")
 
-    def __init__(self, head: bytes, root: int, edge: int) -> None:
+    def __init__(self, head: bytes, root: int, edge: int, batch: tuple[int, int] | None) -> None:
         self.head = head
         self.root = root
         self.edge = edge
+        self.batch = batch
         self.values: list[bytes] = []
 
 
@@ -126,28 +127,29 @@ class TupleTransfer:
             del self.packs[where]
             self._send(topic, partition, pack)
 
-    def emit_run(self, topic: str, partition: int, head: bytes, root: int, values: bytes) -> int:
+    def emit_run(self, topic: str, partition: int, head: bytes, root: int, values: bytes, batch: tuple[int, int] | None = None) -> int:
         """Send one tuple of ``head`` (:func:`~streams.wire.codec.encode_head`) in tree ``root`` (0: untracked) to ``partition`` of ``topic``.
 
-        ``values`` is :func:`~streams.wire.codec.encode_values`. Returns the edge id the caller
+        ``values`` is :func:`~streams.wire.codec.encode_values`; ``batch`` the tuple's ``(txid,
+        attempt)`` in a transactional topology (a run holds one batch). Returns the edge id the caller
         XORs into the anchor's ack val: a new one when the tuple begins a run (or travels
         alone: packing off, or not a bolt's topic), else 0 (it joined the open run of the same
         head and root, whose edge is already in an ack val). Always 0 when ``root`` is 0.
         """
         if self.max_tuples == 1 or topic not in self.topics:
             edge = new_id() if root else 0
-            self.send(topic, run_envelope(head, root, edge, values), None, partition)
+            self.send(topic, run_envelope(head, root, edge, values, batch), None, partition)
             return edge
         where = (topic, partition)
         pack = self.packs.get(where)
         if pack is None:
             pack = self.packs[where] = _Pack()
         run = pack.last
-        if run is not None and run.root == root and run.head == head:
+        if run is not None and run.root == root and run.head == head and run.batch == batch:
             edge = 0
         else:
             edge = new_id() if root else 0
-            run = pack.last = _Run(head, root, edge)
+            run = pack.last = _Run(head, root, edge, batch)
             pack.parts.append(run)
             pack.runs += 1
             pack.size += len(head) + 44
@@ -179,7 +181,7 @@ class TupleTransfer:
         if pack.tuples == 1:
             run = parts[0]
             assert isinstance(run, _Run)
-            self.send(topic, run_envelope(run.head, run.root, run.edge, run.values[0]), None, partition)
+            self.send(topic, run_envelope(run.head, run.root, run.edge, run.values[0], run.batch), None, partition)
             return
-        segments = [p if type(p) is bytes else encode_run(p.head, p.root, p.edge, p.values) for p in parts]  # type: ignore[union-attr]
+        segments = [p if type(p) is bytes else encode_run(p.head, p.root, p.edge, p.values, p.batch) for p in parts]  # type: ignore[union-attr]
         self.send(topic, _ROOTED_PREFIX + b",".join(segments) + b"]", None, partition)

@@ -28,8 +28,9 @@ envelope, ...]``, are still read.
 
 A pack whose tuples were emitted in trees says each **run's root once**, ``[6, segment, ...]``
 (:func:`encode_run`): a segment is either ``[head, root, edge, [values, values, ...]]``, the
-tuples of one head in one tree (``root`` 0 and ``edge`` 0: untracked), or a whole envelope
-(a tuple in several trees, in a batch, or with an id). A run's tuples carry no edge ids of their
+tuples of one head in one tree (``root`` 0 and ``edge`` 0: untracked), with a fifth item
+``[txid, attempt]`` when they belong to a transactional batch, or a whole envelope (a tuple
+in several trees, or with an id). A run's tuples carry no edge ids of their
 own: the sender XORed one edge id per run into the parent's ack val, and the reader XORs it
 into the root's ack once, with the ack of the run's last tuple to be acked (:class:`RunAnchors`).
 To the acker it is one more edge: the tree completes when every tuple of the run is acked,
@@ -196,11 +197,12 @@ def encode_values(values: list[Any]) -> bytes:
     return _dumps(values)
 
 
-def encode_run(head: bytes, root: int, edge: int, values: list[bytes]) -> bytes:
+def encode_run(head: bytes, root: int, edge: int, values: list[bytes], batch: tuple[int, int] | None = None) -> bytes:
     """One segment of a version 6 pack: the tuples ``values`` (each :func:`encode_values`) of ``head`` in tree ``root``.
 
     ``edge`` is the one edge id the sender XORed into the parent's ack val for the whole run
-    (0 with ``root`` 0: untracked tuples). A pack is ``b"[6," + b",".join(segments) + b"]"``;
+    (0 with ``root`` 0: untracked tuples); ``batch`` the ``(txid, attempt)`` all of them belong
+    to in a transactional topology (a fifth item). A pack is ``b"[6," + b",".join(segments) + b"]"``;
     a segment may also be a whole envelope.
 
     >>> head = encode_head("default", "split", 3, 7)
@@ -210,17 +212,21 @@ def encode_run(head: bytes, root: int, edge: int, values: list[bytes]) -> bytes:
     >>> [t[4] for t in ts], [dict(t[5]) for t in ts], ts[0][5] is ts[1][5], ts[0][5].edge, ts[0][5].left
     ([['a'], ['b']], [{5: 0}, {5: 0}], True, 9, 2)
     """
-    return b"[" + head + b"," + str(root).encode() + b"," + str(edge).encode() + b",[" + b",".join(values) + b"]]"
+    tail = b"]]" if batch is None else b"],[%d,%d]]" % batch
+    return b"[" + head + b"," + str(root).encode() + b"," + str(edge).encode() + b",[" + b",".join(values) + tail
 
 
-def run_envelope(head: bytes, root: int, edge: int, values: bytes) -> bytes:
+def run_envelope(head: bytes, root: int, edge: int, values: bytes, batch: tuple[int, int] | None = None) -> bytes:
     """The envelope of a run of one tuple: the bytes :func:`encode_tuple` writes for it (``root`` 0: untracked).
 
     >>> run_envelope(encode_head("default", "split", 3, 7), 5, 9, encode_values(["a"])) == encode_rooted("default", "split", 3, 7, ["a"], 5, 9)
     True
+    >>> run_envelope(encode_head("default", "split", 3, 7), 5, 9, encode_values(["a"]), (4, 1)) == encode_batched("default", "split", 3, 7, ["a"], 5, 9, (4, 1))
+    True
     """
     anchors = b"[" + str(root).encode() + b"," + str(edge).encode() + b"]" if root else b"[]"
-    return b"[2," + head[1:-1] + b"," + values + b"," + anchors + b"]"
+    tail = b"]" if batch is None else b",[%d,%d]]" % batch
+    return b"[2," + head[1:-1] + b"," + values + b"," + anchors + tail
 
 
 def _decode_rooted(msg: list[Any]) -> list[Envelope]:
@@ -234,9 +240,19 @@ def _decode_rooted(msg: list[Any]) -> list[Envelope]:
         if type(seg[0]) is not list:
             out.append(_decode_msg(seg))
             continue
-        if len(seg) != 4:
-            raise ValueError("a run is [head, root, edge, [values, ...]]")
-        head, root, edge, items = seg
+        if len(seg) == 4:
+            head, root, edge, items = seg
+            batch = None
+        elif len(seg) == 5:
+            head, root, edge, items, raw_batch = seg
+            if raw_batch is None:
+                batch = None
+            elif type(raw_batch) is not list or len(raw_batch) != 2 or type(raw_batch[0]) is not int or type(raw_batch[1]) is not int:
+                raise ValueError("a run's batch is [txid, attempt] or null")
+            else:
+                batch = (raw_batch[0], raw_batch[1])
+        else:
+            raise ValueError("a run is [head, root, edge, [values, ...]] or [head, root, edge, [values, ...], [txid, attempt]]")
         if len(head) != 4 or type(items) is not list or not items:
             raise ValueError("a run is [[stream, component, task, epoch], root, edge, [values, ...]] with at least one tuple")
         stream, source, task, epoch = head
@@ -248,7 +264,7 @@ def _decode_rooted(msg: list[Any]) -> list[Envelope]:
         for values in items:
             if type(values) is not list:
                 raise ValueError("a run's tuple is its values, a list")
-            out.append((stream, source, task, epoch, values, anchors, None, None))
+            out.append((stream, source, task, epoch, values, anchors, batch, None))
     return out
 
 

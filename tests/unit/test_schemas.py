@@ -49,6 +49,8 @@ def test_a_pack_of_runs() -> None:
     t.emit_run("b", 0, head, 2**64 - 1, encode_values(["be"]))
     t.produce("b", encode_tuple("default", "split", 3, ["x"], {7: 5, 8: 6}, epoch=9), partition=0)  # in two trees: an envelope
     t.emit_run("b", 0, head, 0, encode_values(["untracked"]))
+    t.emit_run("b", 0, head, 5, encode_values(["in a batch"]), (4, 1))
+    t.emit_run("b", 0, head, 5, encode_values(["and its run"]), (4, 1))
     t.flush()
     (pack,) = sent
     assert pack.startswith(b"[6,")

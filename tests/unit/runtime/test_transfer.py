@@ -137,6 +137,8 @@ def test_a_pack_says_a_run_s_head_once_and_a_word_costs_little_more_than_its_val
         b'[6,[["s","c",0],1,2,[[]]]]',
         b'[6,[["s","c",0,5],1,2]]',
         b'[6,[["s","c",0,5],1,2,[[]]],[2,"s","c",0,-5,[],[]]]',
+        b'[6,[["s","c",0,5],1,2,[[]],[4]]]',
+        b'[6,[["s","c",0,5],1,2,[[]],[4,1],5]]',
     ],
     ids=[
         "empty",
@@ -161,6 +163,8 @@ def test_a_pack_says_a_run_s_head_once_and_a_word_costs_little_more_than_its_val
         "6: a short head",
         "6: a run without its tuples",
         "6: a bad envelope after a run",
+        "6: a short batch",
+        "6: a run too long",
     ],
 )
 def test_a_malformed_pack_is_a_decode_error_naming_the_record(raw: bytes) -> None:
@@ -215,10 +219,15 @@ def test_transfer_batch_size_one_sends_a_record_per_tuple() -> None:
 runs = st.lists(
     st.one_of(
         st.tuples(
-            st.sampled_from(BOLTS), st.integers(0, 2), st.sampled_from(["default", "other"]), st.integers(0, 3), st.text(max_size=8)
-        ),  # root 0: untracked
+            st.sampled_from(BOLTS),
+            st.integers(0, 2),
+            st.sampled_from(["default", "other"]),
+            st.integers(0, 3),
+            st.text(max_size=8),
+            st.sampled_from([None, (4, 1), (5, 1)]),
+        ),  # root 0: untracked; a batch or none
         st.tuples(st.sampled_from(BOLTS), st.integers(0, 2)),  # a whole envelope (a tuple in two trees) breaks the run
-        st.tuples(st.just("out"), st.integers(0, 2), st.just("default"), st.integers(1, 3), st.text(max_size=8)),  # not a bolt's topic
+        st.tuples(st.just("out"), st.integers(0, 2), st.just("default"), st.integers(1, 3), st.text(max_size=8), st.just(None)),  # not a bolt's topic
         st.just("flush"),
     ),
     max_size=60,
@@ -244,15 +253,17 @@ def test_runs_keep_order_and_say_each_edge_once_as_the_emitters_xored_it(steps: 
             transfer.produce(topic, encode_tuple("default", "split", 1, ["two trees"], {7: 11, 8: 13}, epoch=9), partition=partition)
             xored[7] = xored.get(7, 0) ^ 11
             xored[8] = xored.get(8, 0) ^ 13
-            wanted.setdefault((topic, partition), []).append("two trees")
+            wanted.setdefault((topic, partition), []).append(("two trees", None))
             continue
-        topic, partition, stream, root, word = step
-        edge = transfer.emit_run(topic, partition, encode_head(stream, "split", 1, 9), root, encode_values([word]))
+        topic, partition, stream, root, word, batch = step
+        if not root:
+            batch = None  # the collectors send an untracked batch tuple as an envelope
+        edge = transfer.emit_run(topic, partition, encode_head(stream, "split", 1, 9), root, encode_values([word]), batch)
         if root:
             xored[root] = xored.get(root, 0) ^ edge
         else:
             assert edge == 0  # untracked: never an edge
-        wanted.setdefault((topic, partition), []).append(word)
+        wanted.setdefault((topic, partition), []).append((word, batch))
     transfer.flush()
     got: dict[tuple[str, int], list[Any]] = {}
     acked: dict[int, int] = {}
@@ -260,9 +271,9 @@ def test_runs_keep_order_and_say_each_edge_once_as_the_emitters_xored_it(steps: 
         envs = decode_tuples(value, **WHERE)
         assert len(envs) <= max_tuples or topic == "out"
         seen: set[int] = set()
-        for stream, _source, _task, epoch, values, anchors, _batch, _tid in envs:
+        for stream, _source, _task, epoch, values, anchors, batch, _tid in envs:
             assert epoch == 9
-            got.setdefault((topic, partition), []).append(values[0])
+            got.setdefault((topic, partition), []).append((values[0], batch))
             if isinstance(anchors, RunAnchors):
                 assert stream in ("default", "other") and anchors.left == sum(1 for e in envs if e[5] is anchors)
                 if id(anchors) not in seen:
