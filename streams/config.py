@@ -267,6 +267,12 @@ class TopologyConfig(BaseModel):
         description="tuples a task sends one partition of a bolt's topic in one Kafka record, at most (count; default 100; "
         "1: a record per tuple). Storm's topology.transfer.batch.size (see docs/design.md, 'Packs')",
     )
+    transfer_runs: bool = Field(
+        True,
+        alias="squall.transfer.runs",
+        description="send tuples in one tree in runs, one edge id per run (version 6 packs; docs/design.md, 'Runs'); "
+        "false writes version 4 packs, which Squall before runs can read: for a rolling upgrade of the workers",
+    )
     topic_replication_factor: int = Field(
         -1,
         alias="squall.topic.replication.factor",

@@ -153,7 +153,7 @@ class BoltExecutor(Executor):
         collector.latency_weight = LATENCY_SAMPLE
         collector.errors = self.errors
         collector.tracer = self.tracer
-        collector.runs = self.transfer
+        collector.runs = self.transfer if self.conf.transfer_runs else None
         bolt.prepare(self.conf_dict, ctx, collector)
         return BoltTask(task_id, bolt, collector)
 

@@ -132,7 +132,7 @@ class SpoutExecutor(Executor):
                 hooks=ctx.hooks,
             )
             collector.tracer = self.tracer
-            collector.runs = self.transfer
+            collector.runs = self.transfer if self.conf.transfer_runs else None
             spout.open(self.conf_dict, ctx, collector)
             task = SpoutTask(task_id, spout, collector, ledger, kafka_source(spout), immediate)
             if task.source is not None and self.feed is not None:

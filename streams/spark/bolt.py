@@ -326,7 +326,7 @@ class _ProcessorState:
                 Router(self.topology, self.component, ctx), task_id, transfer.produce, acks, hooks=ctx.hooks
             )
         c.produce = transfer.produce
-        c.runs = transfer
+        c.runs = transfer if self.conf.transfer_runs else None
         c.acks = acks
         return c
 

@@ -346,3 +346,21 @@ def test_leaves_of_a_run_send_no_op_until_the_last_acks_the_run_s_edge() -> None
     assert acks.drain() == {0: [[1, 5, 77]]}
     coll.ack(leaves[2])  # a second ack of a tuple is ignored, as always
     assert not acks.drain()
+
+
+def test_transfer_runs_false_writes_version_4_packs_for_a_rolling_upgrade() -> None:
+    topology = load_topology(EXAMPLES / "wordcount.py", "packs")
+    sent: dict[bool, list[bytes]] = {}
+    for runs in (True, False):
+        conf = resolve(topology.conf, {"squall.transfer.runs": runs})
+        ex = BoltExecutor(ExecutorEnv(topology=topology, component="split", conf=conf, bootstrap="127.0.0.1:1", workdir=Path("/tmp")))
+        out: list[bytes] = []
+        ex.produce = ex.transfer.send = lambda topic, value, key=None, partition=-1, _out=out, **kw: _out.append(value)
+        ex.by_partition[0] = ex._new_task(0)
+        ex._process(Record(ex.topic, 0, 0, encode_rooted("default", "lines", 0, 1, ["to be or not to be that is the question"], 1, 77)))
+        ex.transfer.flush()
+        sent[runs] = [v for v in out if v.startswith(b"[")]
+    assert {v[:3] for v in sent[True]} == {b"[6,"}
+    assert {v[:3] for v in sent[False]} == {b"[4,"}
+    words = {runs: sorted(e[4][0] for v in vs for e in decode_tuples(v, **WHERE)) for runs, vs in sent.items()}
+    assert words[True] == words[False] and len(words[True]) == 10
