@@ -66,14 +66,16 @@ def checked(row: Row, pair: int, name: str, workload: str, records: int) -> Row:
     if not row["correct"]:
         raise SystemExit(f"[bench] pair {pair}: {name} gave a wrong result on {workload}")
     row["records_per_s"] = records / row["seconds"]
-    row["cpu_us_per_record"] = row["cpu_s"] / records * 1e6
+    cpu_s = row.get("cpu_s")  # the limit row measures no process of its own
+    row["cpu_us_per_record"] = None if cpu_s is None else cpu_s / records * 1e6
     return row
 
 
 def summarise(pairs: list[Pair], a: str, b: str, target: float | None = None) -> dict[str, Any]:
     """``b`` over ``a``: each pair's throughput and CPU-per-record ratios, their medians, and the ratio of the median throughputs.
 
-    ``pairs``: per pair, contender -> its row (``records_per_s``, ``cpu_us_per_record``).
+    ``pairs``: per pair, contender -> its row (``records_per_s``, ``cpu_us_per_record``, None
+    for a contender whose CPU is not measured: then the CPU ratios are None).
     ``target``: the least median throughput ratio that is good enough (None: no target).
 
     >>> row = lambda rps, cpu: {"records_per_s": rps, "cpu_us_per_record": cpu}
@@ -82,7 +84,10 @@ def summarise(pairs: list[Pair], a: str, b: str, target: float | None = None) ->
     ([0.85, 0.9], 0.875, True)
     """
     ratios = [p[b]["records_per_s"] / p[a]["records_per_s"] for p in pairs]
-    cpu = [p[b]["cpu_us_per_record"] / p[a]["cpu_us_per_record"] for p in pairs]
+    cpu = [
+        None if p[a]["cpu_us_per_record"] is None or p[b]["cpu_us_per_record"] is None else p[b]["cpu_us_per_record"] / p[a]["cpu_us_per_record"] for p in pairs
+    ]
+    known = [c for c in cpu if c is not None]
     median_a = statistics.median(p[a]["records_per_s"] for p in pairs)
     median_b = statistics.median(p[b]["records_per_s"] for p in pairs)
     median = statistics.median(ratios)
@@ -92,7 +97,7 @@ def summarise(pairs: list[Pair], a: str, b: str, target: float | None = None) ->
         "pair_ratios": ratios,
         "pair_cpu_ratios": cpu,
         "median_pair_ratio": median,
-        "median_pair_cpu_ratio": statistics.median(cpu),
+        "median_pair_cpu_ratio": statistics.median(known) if known else None,
         "median_a_records_per_s": median_a,
         "median_b_records_per_s": median_b,
         "ratio_of_medians": median_b / median_a,
@@ -139,9 +144,11 @@ def run(args: Any) -> dict[str, Any]:
         ],
     )
     verdict = "" if args.target is None else f"; target: at least {args.target:g}: {'met' if summary['within_target'] else 'NOT met'}"
+    cpu_ratio = summary["median_pair_cpu_ratio"]
+    cpu_text = "CPU per record not measured for both" if cpu_ratio is None else f"CPU per record x {cpu_ratio:.3f}"
     print(
         f"{args.broker}: {args.workload}: {b} / {a} = {summary['median_pair_ratio']:.3f} (median of {len(pairs)} pairs; "
-        f"CPU per record x {summary['median_pair_cpu_ratio']:.3f}; ratio of the medians {summary['ratio_of_medians']:.3f}){verdict}"
+        f"{cpu_text}; ratio of the medians {summary['ratio_of_medians']:.3f}){verdict}"
     )
     result = {"broker": args.broker, "workload": args.workload, "records": records, "pairs": pairs, "summary": summary, "smoke": bool(args.smoke)}
     write_json(args.json, result)

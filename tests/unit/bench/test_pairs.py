@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bench import pairs
-from bench.pairs import order, run_pairs, summarise
+from bench.pairs import checked, order, run_pairs, summarise
 
 
 def row(rps: float, cpu: float = 10.0) -> dict[str, Any]:
@@ -66,3 +66,12 @@ def test_a_checked_row_gets_its_rates_and_a_wrong_output_stops_the_bench() -> No
     assert row["records_per_s"] == 500.0 and row["cpu_us_per_record"] == 500.0 and "hops" not in row
     with pytest.raises(SystemExit, match="pair 3: B gave a wrong result on flights"):
         checked({"correct": False, "seconds": 1.0, "cpu_s": 1.0}, 3, "B", "flights", 10)
+
+
+def test_a_contender_without_cpu_the_limit_row_gives_ratios_of_throughput_only() -> None:
+    """``bench pairs limit squall-acked``: the limit row measures no process of its own (it raised KeyError: 'cpu_s')."""
+    limit = checked({"correct": True, "seconds": 2.0}, 0, "limit", "wordcount", 100_000)
+    acked = checked({"correct": True, "seconds": 4.0, "cpu_s": 3.0}, 0, "squall-acked", "wordcount", 100_000)
+    assert limit["cpu_us_per_record"] is None and acked["cpu_us_per_record"] == 30.0
+    s = summarise([{"limit": limit, "squall-acked": acked}], "limit", "squall-acked", 0.5)
+    assert s["pair_ratios"] == [0.5] and s["pair_cpu_ratios"] == [None] and s["median_pair_cpu_ratio"] is None and s["within_target"]
