@@ -81,12 +81,13 @@ def fullest_copy(log_dirs: list[Path], topic: str, partition: int) -> Path | Non
     return max(copies, key=lambda c: sum(s.stat().st_size for s in c.glob("*.log")), default=None)
 
 
-def written_twice(log_dirs: list[Path], topics: list[str]) -> dict[str, tuple[int, int, int]]:
+def written_twice(log_dirs: list[Path], topics: list[str], examples: dict[str, list[str]] | None = None) -> dict[str, tuple[int, int, int]]:
     """Per ``topic[partition]`` of ``topics``: (records, records one producer wrote again with the same value, records from a producer without idempotence).
 
     Two producers may write equal values (two bolts failing the same trees for the same
     reason), so a record written twice is the same value from the same producer id. Without
     idempotence every producer id is -1, and such records are counted in the third figure.
+    ``examples``, if given, gets up to 3 values written twice per ``topic[partition]`` (for the failure message).
     """
     found: dict[str, tuple[int, int, int]] = {}
     for topic in topics:
@@ -97,4 +98,8 @@ def written_twice(log_dirs: list[Path], topics: list[str]) -> dict[str, tuple[in
             records = logged_records(copy) if copy is not None else []
             seen = Counter((r.producer_id, r.payload) for r in records)  # one producer's batch again; two producers may write equal values
             found[f"{topic}[{p}]"] = (len(records), sum(n - 1 for n in seen.values() if n > 1), sum(1 for r in records if r.producer_id < 0))
+            if examples is not None:
+                twice = [f"producer {pid} x{n}: {payload[:300]}" for (pid, payload), n in seen.items() if n > 1][:3]
+                if twice:
+                    examples[f"{topic}[{p}]"] = twice
     return found

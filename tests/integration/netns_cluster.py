@@ -328,14 +328,15 @@ def finish_and_check(cluster: NetCluster, run: Run, feeders: list[subprocess.Pop
         print(f"status of {name}: " + ", ".join(f"{k} {st.get(k)}" for k in keys))
         print(f"  re-executed by bolts of {name}: " + ", ".join(f"{c} {v.get('reexecuted')}" for c, v in st.get("components", {}).items() if "reexecuted" in v))
     twice: dict[str, tuple[int, int, int]] = {}
+    twice_values: dict[str, list[str]] = {}
     if (cluster.tmp / "kafka").is_dir():  # Apache Kafka: every record ever written is still in the segment files
         log_dirs = sorted((cluster.tmp / "kafka").glob("node-*/data"))
-        twice = written_twice(log_dirs, [f"squall.{run.alo}.{t}" for t in ("__acker", "__ack_result", "split", "count")])
+        twice = written_twice(log_dirs, [f"squall.{run.alo}.{t}" for t in ("__acker", "__ack_result", "split", "count")], twice_values)
         print(f"records of {run.alo} (records, written twice, without idempotence): {twice}")
     missing = {w: n for w, n in truth.items() if counts.get(w, 0) < n}
     assert not missing, f"{len(missing)} words short at least once, e.g. {list(missing.items())[:5]}"
     assert not any(letters.values()), f"a broker fault dead-lettered records (not poison): {[(n, len(h)) for n, h in letters.items()]}"
-    assert not any(dup or plain for _, dup, plain in twice.values()), f"records written twice or by a producer without idempotence: {twice}"
+    assert not any(dup or plain for _, dup, plain in twice.values()), f"records written twice or without idempotence: {twice}; the values: {twice_values}"
     wrong = {w: (state.get(w), n) for w, n in truth.items() if state.get(w) != n}
     assert not wrong and len(state) == len(truth), f"exactly once is not exact: {len(wrong)} words differ, e.g. {list(wrong.items())[:5]}"
     assert over <= words * min(1.0, MESSAGE_TIMEOUT_S * RATE / run.lines), f"overcount {over} is more than one message timeout's worth of input"
