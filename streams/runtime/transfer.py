@@ -22,13 +22,13 @@ What stays as it was:
 
 **Runs.** A collector hands a tuple in one tree (or untracked) with no tuple id (a
 transactional batch's tuples too: a run holds one batch) to :meth:`TupleTransfer.emit_run` as its head, root and encoded values, not as an envelope.
-Consecutive such tuples of one head and root in a pack form a run, which travels as ``[head,
+Consecutive such tuples of one head, root and batch in a pack form a run, which travels as ``[head,
 root, edge, [values, ...]]`` in a version 6 pack (:func:`streams.wire.codec.encode_run`): one
 edge id for the run, XORed into the ack val of the tuple that began it (``emit_run`` returns it),
 instead of one edge id per tuple. The reader acks it once, with the last of the run's tuples
 to be acked (:class:`streams.wire.codec.RunAnchors`). Why: per word, a word count drew an edge
 id, wrote and parsed two 64-bit ids, built a map of them and XORed them into the pending ack;
-docs/design.md, "Packs", has the measurements.
+docs/design.md, "Runs", has the measurements.
 
 A run's edge goes into the ack val of the tuple whose emit began it: later tuples of the run
 anchored to other inputs of the same tree add nothing to theirs. That is sound because the
@@ -62,6 +62,8 @@ DEFAULT_MAX_PACK_BYTES = 256 * 1024
 """The most a pack grows to (bytes of its envelopes): well under Kafka's 1 MiB ``message.max.bytes``."""
 
 _ROOTED_PREFIX = b"[%d," % ROOTED_PACK_VERSION
+_RUN_BYTES = 44
+"""A run's bytes besides its head and values (:func:`~streams.wire.codec.encode_run`): two 20-digit ids and the brackets and commas around them."""
 
 
 class _Run:
@@ -152,7 +154,7 @@ class TupleTransfer:
             run = pack.last = _Run(head, root, edge, batch)
             pack.parts.append(run)
             pack.runs += 1
-            pack.size += len(head) + 44
+            pack.size += len(head) + _RUN_BYTES
         run.values.append(values)
         pack.tuples += 1
         pack.size += len(values) + 1

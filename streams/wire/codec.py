@@ -35,7 +35,7 @@ own: the sender XORed one edge id per run into the parent's ack val, and the rea
 into the root's ack once, with the ack of the run's last tuple to be acked (:class:`RunAnchors`).
 To the acker it is one more edge: the tree completes when every tuple of the run is acked,
 and not before. A word count's words cost 10 bytes each in it, not 55, and neither side
-draws, writes, parses or XORs an id per tuple. docs/design.md, "Packs".
+draws, writes, parses or XORs an id per tuple. docs/design.md, "Runs".
 
 An **epoch marker**, ``[5, source_component, [task, ...], epoch]``, is the first record a new
 life of an executor writes to each partition it may write (:func:`encode_marker`): it holds no
@@ -230,7 +230,7 @@ def run_envelope(head: bytes, root: int, edge: int, values: bytes, batch: tuple[
 
 
 def _decode_rooted(msg: list[Any]) -> list[Envelope]:
-    """The tuples of a version 6 pack, in order; a run's tuples get edge ids whose XOR is its edge. Raises ValueError or TypeError."""
+    """The tuples of a version 6 pack, in order; a run's tuples share one :class:`RunAnchors` (untracked: one empty map). Raises ValueError or TypeError."""
     if len(msg) < 2:
         raise ValueError("a version 6 pack holds at least one segment")
     out: list[Envelope] = []
