@@ -95,6 +95,17 @@ class PendingRecord:
     """The root ids of every tree of this record that failed, oldest first."""
 
 
+@dataclass(slots=True)
+class PendingTree:
+    """A tree of several records waiting for its outcome: one entry for all of them (split into :class:`PendingRecord` s if it fails).
+
+    ``msgs`` and ``items`` (``(stream, values)``) are in the order of the tree's offsets.
+    """
+
+    msgs: list[Message]
+    items: list[tuple[str, list[Any]]]
+
+
 class RecordTranslator:
     """Turns a record into ``(stream, values)``, or ``None`` to skip it.
 
@@ -175,7 +186,9 @@ class KafkaSpout(Spout):
         self._retry = RetryQueue(retry or RetryPolicy(), self.clock)
         self._buffer: deque[Message] = deque()
         self._pending: dict[tuple[str, int, int], PendingRecord] = {}
-        """Tracked records by message id (:class:`KafkaMessageId`, or the equal plain tuple)."""
+        """Tracked records alone by message id (:class:`KafkaMessageId`, or the equal plain tuple): trees of one, replays, records of a failed tree."""
+        self._trees: dict[tuple[str, int, int], PendingTree] = {}
+        """Tracked trees of several records by ``(topic, partition, first offset)``: one entry per tree, not per record."""
         self._trackers: dict[TP, OffsetTracker] = {}
         self._resumed: dict[TP, deque[tuple[int, int]]] = {}
         """Per partition: ``[start, end)`` ranges its last life finished above the committed offset, not passed yet (:meth:`resume_finished`)."""
@@ -229,6 +242,7 @@ class KafkaSpout(Spout):
         self.tree_records = config.tree_records
         self._buffer = deque()
         self._pending = {}
+        self._trees = {}
         self._trackers = {}
         self._resumed = {}
         self.tree_size = {}
@@ -287,8 +301,7 @@ class KafkaSpout(Spout):
             return False
         if off < skip[0][0]:
             return False
-        tracker.emitted(off)
-        tracker.finished(off)
+        tracker.passed(off)
         self.counters.resumed_finished += 1
         return True
 
@@ -341,9 +354,11 @@ class KafkaSpout(Spout):
         task past ``topology.max.spout.pending`` by less than one tree.
 
         The spout's hot path (every record of a reliable spout passes here): the partition,
-        its tracker and the pending map are looked up once per tree, not once per record,
-        and pending records are keyed by plain ``(topic, partition, offset)`` tuples (equal
-        to, and hashed as, their :class:`KafkaMessageId`).
+        its tracker and the pending map are looked up once per tree, not once per record; a
+        tree of several records is one :class:`PendingTree` and one entry of its
+        :class:`~streams.kafka.offsets.OffsetTracker`. A record the tracker has already
+        been handed (below its :attr:`~streams.kafka.offsets.OffsetTracker.next`) is dropped:
+        its first copy is in flight or finished.
         """
         buffer = self._buffer
         if not buffer:
@@ -355,39 +370,45 @@ class KafkaSpout(Spout):
         if tracker is None:
             tracker = self._trackers[(topic, partition)] = OffsetTracker(head.offset() or 0)
         most = self.tree_size.get((topic, partition), self.tree_records)
-        translate, pending, popleft = self.translator.translate, self._pending, buffer.popleft
+        translate, popleft = self.translator.translate, buffer.popleft
         skip = self._resumed.get((topic, partition)) if self._resumed else None
         items: list[tuple[str, list[Any]]] = []
+        msgs: list[Message] = []
         offsets: list[int] = []
+        nxt = tracker.next
         while buffer and len(offsets) < most:
             msg = buffer[0]
             if msg.partition() != raw_partition or msg.topic() != raw_topic:
                 break
             popleft()
             off = msg.offset() or 0
+            if off < nxt:
+                continue  # handed twice: the first copy is tracked
+            nxt = off + 1
             if skip is not None:
                 if self._finished_before((topic, partition), skip, off, tracker):
                     continue
                 if not skip:
                     skip = None
-            tracker.emitted(off)
             try:
                 out = translate(msg)
-            except Exception as exc:  # a poison record: dead-letter it and go on
+            except Exception as exc:  # a poison record: dead-letter it and go on (the tracker takes it as finished)
                 self._poison(msg, KafkaMessageId(topic, partition, off), exc)
                 continue
             if out is None:
-                tracker.finished(off)
-                continue
-            stream, values = out[0], out[1]
-            pending[(topic, partition, off)] = PendingRecord(msg, stream, values)
-            items.append((stream, values))
+                continue  # skipped: finished as the tracker passes it
+            items.append(out)
+            msgs.append(msg)
             offsets.append(off)
+        tracker.emitted_tree(offsets, nxt)
         if not offsets:
             return
         if len(offsets) == 1:
-            collector.emit(items[0][1], msg_id=KafkaMessageId(topic, partition, offsets[0]), stream=items[0][0])
+            stream, values = items[0]
+            self._pending[(topic, partition, offsets[0])] = PendingRecord(msgs[0], stream, values)
+            collector.emit(values, msg_id=KafkaMessageId(topic, partition, offsets[0]), stream=stream)
         else:
+            self._trees[(topic, partition, offsets[0])] = PendingTree(msgs, items)
             collector.emit_tree(items, KafkaRecordsId(topic, partition, tuple(offsets)))
 
     def _next_at_most_once(self) -> None:
@@ -439,17 +460,21 @@ class KafkaSpout(Spout):
         size = self.tree_size.get(tp)
         if size is not None and size < self.tree_records:  # additive increase after a failure
             self.tree_size[tp] = size + 1
+        tracker = self._trackers.get(tp)
         if isinstance(msg_id, KafkaRecordsId):
             topic, partition = tp
-            pending, tracker = self._pending, self._trackers.get(tp)
+            first = msg_id.offsets[0]
+            if self._trees.pop((topic, partition, first), None) is not None:
+                if tracker is not None:
+                    tracker.finished_tree(first)
+                return
+            pending = self._pending  # split by an earlier failure: its records are pending alone
             for off in msg_id.offsets:
                 if pending.pop((topic, partition, off), None) is not None and tracker is not None:
                     tracker.finished(off)
             return
-        if self._pending.pop(msg_id, None) is not None:
-            tracker = self._trackers.get(msg_id.tp)
-            if tracker is not None:
-                tracker.finished(msg_id.offset)
+        if self._pending.pop(msg_id, None) is not None and tracker is not None:
+            tracker.finished(msg_id.offset)
 
     def fail(self, msg_id: KafkaMessageId | KafkaRecordsId) -> None:
         """A tree failed: replay its record (each record of a :class:`KafkaRecordsId`, on its own) after the backoff, or dead-letter it once out of retries."""
@@ -457,6 +482,7 @@ class KafkaSpout(Spout):
         if self.tree_records > 1:  # multiplicative decrease: half the failed tree's size
             self.tree_size[msg_id.tp] = max(1, min(self.tree_size.get(msg_id.tp, self.tree_records), size) // 2)
         if isinstance(msg_id, KafkaRecordsId):
+            self._split(msg_id)
             for mid in msg_id.members():
                 self._fail_one(mid)
         else:
@@ -465,12 +491,28 @@ class KafkaSpout(Spout):
     def note_failure(self, msg_id: KafkaMessageId | KafkaRecordsId, cause: str, root: int, why: str = "") -> None:
         """Remember why and when each record of ``msg_id`` failed (its dead letter says so; :class:`~streams.kafka.source.FailureNotes`)."""
         now = self.wall()
+        if isinstance(msg_id, KafkaRecordsId):
+            self._split(msg_id)
         for mid in msg_id.members() if isinstance(msg_id, KafkaRecordsId) else (msg_id,):
             entry = self._pending.get(mid)
             if entry is not None:
                 entry.first_failure = entry.first_failure or now
                 entry.last_failure, entry.last_cause, entry.last_root, entry.last_why = now, cause, root, why
                 entry.roots.append(root)
+
+    def _split(self, msg_id: KafkaRecordsId) -> None:
+        """A tree of several records failed: from now on each record is pending, replayed and finished alone."""
+        topic, partition = msg_id.tp
+        first = msg_id.offsets[0]
+        tree = self._trees.pop((topic, partition, first), None)
+        if tree is None:
+            return  # split already (note_failure comes before fail)
+        pending = self._pending
+        for msg, (stream, values), off in zip(tree.msgs, tree.items, msg_id.offsets, strict=True):
+            pending[(topic, partition, off)] = PendingRecord(msg, stream, values)
+        tracker = self._trackers.get(msg_id.tp)
+        if tracker is not None:
+            tracker.split(first)
 
     def _fail_one(self, msg_id: KafkaMessageId) -> None:
         entry = self._pending.get(msg_id)

@@ -1,5 +1,11 @@
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from streams import RetryPolicy
 from streams.kafka.offsets import OffsetTracker
 from streams.kafka.retry import RetryQueue
@@ -43,3 +49,81 @@ def test_exponential_backoff_with_injected_clock() -> None:
     now[0] = 2.0
     assert q.pop_due() == "b"
     assert not policy.exhausted(4) and policy.exhausted(5)
+
+
+class Model:
+    """The tracker's contract, one offset at a time: what is unfinished, and how far offsets were handed."""
+
+    def __init__(self, start: int) -> None:
+        self.unfinished: set[int] = set()
+        self.next = start
+
+    def committable(self) -> int:
+        return min(self.unfinished, default=self.next)
+
+    def ranges(self) -> list[tuple[int, int]]:
+        done = [off for off in range(self.committable(), self.next) if off not in self.unfinished]
+        out: list[tuple[int, int]] = []
+        for off in done:
+            if out and out[-1][1] == off:
+                out[-1] = (out[-1][0], off + 1)
+            else:
+                out.append((off, off + 1))
+        return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    runs=st.lists(st.tuples(st.integers(1, 8), st.integers(0, 3), st.booleans()), min_size=1, max_size=15),
+    skipped=st.sets(st.integers(0, 200)),
+    order=st.randoms(use_true_random=False),
+    fail=st.sets(st.integers(0, 15)),
+)
+def test_trees_as_one_entry_finish_and_commit_as_their_records_would(runs: list[tuple[int, int, bool]], skipped: set[int], order: Any, fail: set[int]) -> None:
+    """Trees (some with skipped records inside and gaps after), records alone, trees split by a
+    failure and finished record by record, in any order: the tracker commits and reports
+    finished ranges exactly as a tracker of single offsets would."""
+    t, model = OffsetTracker(5), Model(5)
+    off = 5
+    trees: list[tuple[int, ...]] = []
+    for size, gap, alone in runs:
+        handed = list(range(off, off + size))
+        members = tuple(o for o in handed if o not in skipped) if size > 1 else tuple(handed)
+        if alone or len(members) <= 1:
+            for o in handed:
+                t.emitted(o) if o in members else t.passed(o)
+            trees += [(o,) for o in members]
+        else:
+            t.emitted_tree(members, handed[-1] + 1)
+            trees.append(members)
+        model.unfinished |= set(members)
+        model.next = handed[-1] + 1
+        off = handed[-1] + 1 + gap  # a gap: offsets the partition does not have
+        assert (t.committable, t.finished_ranges(100), t.next) == (model.committable(), model.ranges(), model.next)
+    steps: list[tuple[str, int]] = []
+    for i, members in enumerate(trees):
+        if i in fail and len(members) > 1:
+            steps.append(("split", members[0]))
+            steps += [("one", o) for o in members]
+        else:
+            steps.append(("tree", members[0]) if len(members) > 1 else ("one", members[0]))
+    order.shuffle(steps)
+    for kind, o in steps:  # a split after its members finished alone is a no-op: those were finished alone
+        if kind == "split":
+            t.split(o)
+            continue
+        if kind == "tree":
+            t.finished_tree(o)
+            model.unfinished -= set(next(m for m in trees if m[0] == o))
+        else:
+            t.finished(o)
+            model.unfinished.discard(o)
+        assert (t.committable, t.finished_ranges(100), t.in_flight) == (model.committable(), model.ranges(), len(model.unfinished))
+    assert t.committable == model.next and t.in_flight == 0
+
+
+def test_a_tree_is_tracked_from_above_the_last_offset_only() -> None:
+    t = OffsetTracker(0)
+    t.emitted_tree((0, 1, 2), end=3)
+    with pytest.raises(ValueError, match="offset 2 is below the next expected offset 3"):
+        t.emitted_tree((2, 3), end=4)

@@ -292,3 +292,17 @@ def test_runs_of_any_shape_emit_every_good_record_once_and_commit_to_the_end(run
     assert sorted(emitted) == sorted(good) and len(emitted) == len(good)  # each good record once
     assert len(letters) == i - len(good) - sum(1 for k in (kinds[j % len(kinds)] for j in range(i)) if k == "header")
     assert spout.committable() == {("t", p): n for p, n in enumerate(next_off) if n}
+
+
+def test_a_record_handed_twice_is_emitted_once_and_a_failed_tree_s_dead_letter_says_why() -> None:
+    spout, rec, letters = open_spout(tree_records=10, max_retries=0)
+    spout.on_records([Msg("t", 0, off, f"r{off}".encode()) for off in (0, 1, 2, 1, 2, 3)])  # 1 and 2 again
+    spout.next_tuple()
+    spout.next_tuple()
+    rid = KafkaRecordsId("t", 0, (0, 1, 2, 3))
+    assert [(kind, mid) for kind, mid, _ in rec.calls] == [("tree", rid)]
+    spout.note_failure(rid, "timeout", 77, "[lines] no ack within the message timeout of 30 s")
+    spout.fail(rid)  # no retries: each record is dead-lettered alone, saying why
+    assert [(off, attempts) for off, _, attempts in letters] == [(0, 1), (1, 1), (2, 1), (3, 1)]
+    assert all("(the last: timeout: [lines] no ack within the message timeout of 30 s)" in reason for _, reason, _ in letters)
+    assert spout.committable() == {("t", 0): 4} and spout.counters.dead_lettered == 4
