@@ -280,12 +280,15 @@ class BoltExecutor(Executor):
         now = time.perf_counter()
         tracer = self.tracer
         handoff = task.handoff
+        sender = epoch = -1  # the sender task and life the fence took last in this record: a run's tuples share them
         for t in tuples:  # every tuple of a pack executes before the offset moves past its record
             if handoff is not None and not handoff.executes(t, off):
                 continue  # the other life's (streams.runtime.handoff)
-            if not self.fence.admit(p, t.source_task, t.epoch, off):
-                self._fenced(task, t)
-                continue
+            if t.source_task != sender or t.epoch != epoch:
+                if not self.fence.admit(p, t.source_task, t.epoch, off):
+                    self._fenced(task, t)
+                    continue
+                sender, epoch = t.source_task, t.epoch
             self._sampled += 1
             if self._sampled % LATENCY_SAMPLE == 1:  # timed: execute and process latency (weight LATENCY_SAMPLE)
                 t.received_at = now

@@ -29,10 +29,15 @@ def record_tuples(topology: Topology, component: str, topic: str, value: bytes |
     pack of them (the caller dead-letters it).
     """
     out = []
+    fields_of = topology.field_index
+    index: dict[str, int] = {}
+    last_source = last_stream = None  # a run's tuples share its head's strings: one lookup per run
     for stream, source, source_task, epoch, values, anchors, batch, tid in decode_tuples(
         value, component=component, topic=topic, partition=partition, offset=offset
     ):
-        t = Tuple(values, stream, source, source_task, anchors, topology.field_index(source, stream), topic, partition, offset)
+        if source is not last_source or stream is not last_stream:
+            index, last_source, last_stream = fields_of(source, stream), source, stream
+        t = Tuple(values, stream, source, source_task, anchors, index, topic, partition, offset)
         t.epoch = epoch
         if batch is not None:
             t.batch = batch

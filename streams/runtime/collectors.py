@@ -63,6 +63,10 @@ def source_tids(msg_id: Any, n: int) -> list[tuple[int, int, int]] | None:
     return out if len(out) == n else None
 
 
+_UNKNOWN: Any = object()
+"""Not looked up yet (a stream's entry in ``_Emitter._single``)."""
+
+
 class _Emitter:
     def __init__(self, router: Router, task_id: int, produce: ProduceFn, epoch: int, hooks: list[TaskHook] | None) -> None:
         self.router = router
@@ -86,6 +90,8 @@ class _Emitter:
         self.runs: TupleTransfer | None = None
         """Set by the executor: the transfer its ``produce`` packs into; tuples then go out in runs (see the module docstring)."""
         self._heads: dict[str, bytes] = {}
+        self._single: dict[str, Route | None] = {}
+        """Per stream: its one route if an emit may take the bolt's hot path, else None (:meth:`BoltOutputCollectorImpl._single_route`)."""
 
     def _head(self, stream: str) -> bytes:
         """This task's run head on ``stream`` (:func:`~streams.wire.codec.encode_head`), made once."""
@@ -223,7 +229,48 @@ class BoltOutputCollectorImpl(_Emitter):
 
         Returns the global task ids it was sent to. Raises FatalError on an undeclared or
         direct stream.
+
+        The hot path (a bolt's emit anchored to its one input, as a BasicBolt's every emit is): a
+        stream with one subscriber and no output topic, one anchor in at most one tree, runs on,
+        no hooks, tracing or tuple ids. Its values are encoded once (not once per target task),
+        and its routing is looked up once per stream (:meth:`_single_route`).
         """
+        route = self._single.get(stream, _UNKNOWN)
+        if route is _UNKNOWN:
+            route = self._single_route(stream)
+        runs = self.runs
+        if route is not None and runs is not None and type(anchors) is Tuple and not self.hooks and not self.tuple_ids:
+            a = anchors
+            roots = a.anchors
+            if not (a.traced and self.tracer is not None) and len(roots) <= 1:
+                root = 0
+                if roots and self.acks is not None:
+                    (root,) = roots
+                if root or a.batch is None:
+                    head = self._heads.get(stream) or self._head(stream)
+                    data = encode_values(values)
+                    topic, base, batch = route.topic, route.base, a.batch
+                    tasks = []
+                    for local in route.grouping.choose(values):
+                        e = runs.emit_run(topic, local, head, root, data, batch)
+                        if e:
+                            a.ack_val ^= e
+                        tasks.append(base + local)
+                    self.emitted += 1
+                    self.transferred += len(tasks)
+                    return tasks
+        return self._emit(values, anchors, stream)
+
+    def _single_route(self, stream: str) -> Route | None:
+        """``stream``'s one route if an emit on it may take :meth:`emit`'s hot path (one subscriber, not direct, no output topic), else None."""
+        router = self.router
+        routes = router.routes.get(stream)
+        route = routes[0] if routes is not None and len(routes) == 1 and not router.direct.get(stream) and not router.outputs.get(stream) else None
+        self._single[stream] = route
+        return route
+
+    def _emit(self, values: list[Any], anchors: Anchors, stream: str) -> list[int]:
+        """:meth:`emit`, every case."""
         if self.router.direct.get(stream):
             self._check_direct(stream, False)
         anchor_list = self._anchor_list(anchors)

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+from unittest.mock import patch
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acker.ledger import Ledger
 from streams import Tuple
+from streams.model.grouping import AllGrouping, FieldsGrouping, GlobalGrouping
+from streams.monitoring.trace import Tracer
 from streams.runtime.acks import AckBuffer
+from streams.runtime.collectors import BoltOutputCollectorImpl
+from streams.runtime.routing import Output, Route
+from streams.runtime.transfer import TupleTransfer
 from streams.wire.acker import acker_partition
+from streams.wire.codec import RunAnchors
 from tests.unit.sim import Capture, apply_ops, as_tuple, collector
 
 
@@ -123,3 +132,79 @@ def test_acker_partition_is_kafkas_murmur2_of_the_8_byte_key(root: int, ackers: 
 
     assert murmur2_root(root) == murmur2(root.to_bytes(8, "big"))
     assert acker_partition(root, ackers) == (murmur2(root.to_bytes(8, "big")) & 0x7FFFFFFF) % ackers
+
+
+class Streams:
+    """Router stand-in with the stream shapes :meth:`BoltOutputCollectorImpl.emit` tells apart: one route to 3 tasks by
+    field (its hot path), one to every task of 2 (all grouping), two routes, and a stream with an output topic."""
+
+    component = "b"
+    tuple_ids = False
+
+    def __init__(self) -> None:
+        def route(n: int, grouping: Any, target: str = "c") -> Route:
+            return Route(target, "t-" + target, n, 10, grouping, False)
+
+        self.routes = {
+            "default": [route(3, FieldsGrouping(3, [0]))],
+            "all": [route(2, AllGrouping(2))],
+            "two": [route(3, FieldsGrouping(3, [0])), route(1, GlobalGrouping(), "d")],
+            "out": [route(3, FieldsGrouping(3, [0]))],
+        }
+        self.direct = dict.fromkeys(self.routes, False)
+        self.outputs: dict[str, list[Any]] = {s: [] for s in self.routes}
+        self.outputs["out"] = [Output("squall.x.out", 0, ("w",))]
+
+    def stream(self, stream: str) -> list[Route]:
+        return self.routes[stream]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    emits=st.lists(
+        st.tuples(
+            st.sampled_from(["default", "all", "two", "out"]),
+            st.sampled_from(["run", "tree", "untracked", "batch", "untracked-batch", "traced", "two-roots", "none"]),
+            st.text("abcdef", min_size=1, max_size=3),
+        ),
+        min_size=1,
+        max_size=25,
+    ),
+    acked=st.booleans(),
+)
+def test_the_emit_hot_path_sends_and_anchors_what_the_general_path_does(emits: list[tuple[str, str, str]], acked: bool) -> None:
+    """Every shape of emit (stream, anchors, batch, tracing, with and without ackers): the same packs, the same
+    target tasks, the same ack vals and acker ops as the general path (edge ids drawn alike)."""
+
+    def run(hot: bool) -> tuple[Any, ...]:
+        ids = iter(range(1, 10_000))
+        with patch("streams.runtime.transfer.new_id", lambda: next(ids)), patch("streams.runtime.collectors.new_id", lambda: next(ids)):
+            cap, acks = Capture(), AckBuffer("acker", 1) if acked else None
+            transfer = TupleTransfer(cap, {"t-c", "t-d"}, max_tuples=8)
+            c = BoltOutputCollectorImpl(Streams(), 1, transfer.produce, acks)  # type: ignore[arg-type]
+            c.runs = transfer
+            c.tracer = Tracer("b", "x", 1.0, lambda k, v: None)
+            inputs = {kind: anchor_of(kind) for kind in ("run", "tree", "untracked", "batch", "untracked-batch", "traced", "two-roots")}
+            tasks = []
+            for stream, kind, word in emits:
+                anchors = None if kind == "none" else inputs[kind]
+                tasks.append((c.emit if hot else c._emit)([word], anchors, stream))
+            transfer.flush()
+            return cap.records, cap.partitions, tasks, {k: t.ack_val for k, t in inputs.items()}, acks.drain() if acks is not None else None
+
+    assert run(hot=True) == run(hot=False)
+
+
+def anchor_of(kind: str) -> Tuple:
+    anchors: dict[int, int] = {
+        "run": RunAnchors(7, 70, 3),
+        "tree": {8: 80},
+        "two-roots": {8: 80, 9: 90},
+        "batch": {6: 60},
+        "traced": {5: 50},
+    }.get(kind, {})
+    t = Tuple(["x"], "default", "a", 0, anchors, {"w": 0})
+    if kind in ("batch", "untracked-batch"):
+        t.batch = (3, 1)
+    t.traced = kind == "traced"
+    return t

@@ -26,7 +26,7 @@ from streams.runtime.executor import ExecutorEnv
 from streams.runtime.fencing import EpochFence
 from streams.testing.memlog import Record
 from streams.wire.acker import OP_ACK, OP_INIT, encode_ops, from_header
-from streams.wire.codec import Envelope, decode_tuples, encode_rooted
+from streams.wire.codec import Envelope, decode_tuples, encode_head, encode_rooted, encode_run, encode_values
 from streams.wire.naming import acker_topic
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -169,3 +169,20 @@ def test_an_acker_starts_past_a_replaced_owners_late_commit_and_records_where_it
     acker._flush(None)
     progress = [(k, decode_progress(v, component="t", topic=t, partition=0, offset=0)) for t, v, k in sent if t.endswith("__progress")]
     assert progress == [(b"__acker:0:500", Progress(900, acker.place, 500, 900))]  # the next life starts past a late commit too
+
+
+def test_in_one_pack_the_fence_judges_each_run_by_its_own_sender_and_life() -> None:
+    """The bolt asks the fence once per run of one sender's life, not once per tuple: a pack whose runs
+    come from a newer life, an older life of the same task and another task fences exactly the older life's."""
+    ex, sent = bolt("split")
+    ex._process(Record(ex.topic, 0, 0, encode_rooted("default", "lines", 0, 200, ["new"], 1, 77)))
+
+    def run(task: int, epoch: int, root: int, texts: list[str]) -> bytes:
+        return encode_run(encode_head("default", "lines", task, epoch), root, 88, [encode_values([t]) for t in texts])
+
+    pack = b"[6," + b",".join([run(0, 200, 2, ["a", "b"]), run(0, 100, 3, ["zombie", "again"]), run(1, 100, 4, ["other"])]) + b"]"
+    ex._process(Record(ex.topic, 0, 1, pack))
+    ex.transfer.flush()
+    assert sorted(e[4][0] for e in envelopes(sent)) == ["a", "b", "new", "other"]
+    assert ex.stats.counters["fenced_tuples"] == 2 and ex.by_partition[0].next_offset == 2
+    assert ex.acks is not None and list(dict(ex.acks.fails)) == [3]
