@@ -89,6 +89,11 @@ def main(argv: list[str] | None = None) -> None:
     tc.add_argument("--chunk", type=int, default=1_000, help="lines per chunk: the variants alternate chunk by chunk")
     tc.add_argument("--repeats", type=int, default=1, help="passes over the lines")
     tc.add_argument("--json", default=None, help="write results as JSON here")
+    ac = sub.add_parser("ack-cpu", help="the CPU acking adds per record, hop by hop, on the real executor paths, no broker (issue 49)")
+    ac.add_argument("--workloads", nargs="+", choices=["wordcount", "flights"], default=["wordcount", "flights"])
+    ac.add_argument("--records", type=int, default=100_000, help="input records per workload")
+    ac.add_argument("--chunk", type=int, default=10_000, help="records per chunk: the variants alternate chunk by chunk")
+    ac.add_argument("--json", default=None, help="write results as JSON here")
     sk = sub.add_parser("soak", help="the broker's disk and Squall's memory under a steady feed on Apache Kafka (issue 51)")
     sk.add_argument("--minutes", type=float, default=10.0, help="how long to feed")
     sk.add_argument("--rate", type=float, default=800.0, help="lines/s fed to the word count")
@@ -179,6 +184,10 @@ def main(argv: list[str] | None = None) -> None:
         from bench import state
 
         state.run(args)
+    elif args.command == "ack-cpu":
+        from bench import ack_cpu
+
+        ack_cpu.run(args)
     elif args.command == "trace-cpu":
         from bench import trace_cpu
 

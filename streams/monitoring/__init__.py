@@ -14,10 +14,11 @@ from streams.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from streams.monitoring.board import StatsBoard
+    from streams.monitoring.spout_ledger import TaskLedger
     from streams.monitoring.stats import ExecutorStats, LogHistogram
     from streams.monitoring.trace import Tracer, decode_batch
 
-__all__ = ["ExecutorStats", "LogHistogram", "StatsBoard", "Tracer", "decode_batch"]
+__all__ = ["ExecutorStats", "LogHistogram", "StatsBoard", "TaskLedger", "Tracer", "decode_batch"]
 
 __getattr__ = lazy_exports(
     __name__,
@@ -25,6 +26,7 @@ __getattr__ = lazy_exports(
         "ExecutorStats": "streams.monitoring.stats",
         "LogHistogram": "streams.monitoring.stats",
         "StatsBoard": "streams.monitoring.board",
+        "TaskLedger": "streams.monitoring.spout_ledger",
         "Tracer": "streams.monitoring.trace",
         "decode_batch": "streams.monitoring.trace",
     },

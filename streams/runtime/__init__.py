@@ -18,9 +18,24 @@ if TYPE_CHECKING:
     from streams.runtime.bolt import BoltExecutor
     from streams.runtime.collectors import SpoutOutputCollectorImpl
     from streams.runtime.executor import Executor, ExecutorEnv
+    from streams.runtime.inflight import InFlightTrees
+    from streams.runtime.pending_bound import FixedBound
     from streams.runtime.routing import Router
+    from streams.runtime.spout_tasks import SpoutTask, SpoutTasks
+    from streams.runtime.transfer import TupleTransfer
 
-__all__ = ["BoltExecutor", "Executor", "ExecutorEnv", "Router", "SpoutOutputCollectorImpl"]
+__all__ = [
+    "BoltExecutor",
+    "Executor",
+    "ExecutorEnv",
+    "FixedBound",
+    "InFlightTrees",
+    "Router",
+    "SpoutOutputCollectorImpl",
+    "SpoutTask",
+    "SpoutTasks",
+    "TupleTransfer",
+]
 
 __getattr__ = lazy_exports(
     __name__,
@@ -30,5 +45,10 @@ __getattr__ = lazy_exports(
         "Executor": "streams.runtime.executor",
         "ExecutorEnv": "streams.runtime.executor",
         "Router": "streams.runtime.routing",
+        "InFlightTrees": "streams.runtime.inflight",
+        "FixedBound": "streams.runtime.pending_bound",
+        "SpoutTask": "streams.runtime.spout_tasks",
+        "SpoutTasks": "streams.runtime.spout_tasks",
+        "TupleTransfer": "streams.runtime.transfer",
     },
 )

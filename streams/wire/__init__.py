@@ -14,16 +14,17 @@ from typing import TYPE_CHECKING
 from streams.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from streams.wire.acker import OP_ACK, OP_INIT, decode_list, encode_ops
+    from streams.wire.acker import OP_ACK, OP_INIT, RESULT_ACK, decode_list, encode_ops
     from streams.wire.naming import ACKER_COMPONENT, ack_result_topic, acker_topic, component_group
 
-__all__ = ["ACKER_COMPONENT", "OP_ACK", "OP_INIT", "ack_result_topic", "acker_topic", "component_group", "decode_list", "encode_ops"]
+__all__ = ["ACKER_COMPONENT", "OP_ACK", "OP_INIT", "RESULT_ACK", "ack_result_topic", "acker_topic", "component_group", "decode_list", "encode_ops"]
 
 __getattr__ = lazy_exports(
     __name__,
     {
         "OP_ACK": "streams.wire.acker",
         "OP_INIT": "streams.wire.acker",
+        "RESULT_ACK": "streams.wire.acker",
         "decode_list": "streams.wire.acker",
         "encode_ops": "streams.wire.acker",
         "ACKER_COMPONENT": "streams.wire.naming",

@@ -9,7 +9,7 @@ import pytest
 
 from bench.__main__ import main
 
-VERBS = ["acker", "acker-cpu", "kit", "all", "spark", "trace", "pairs", "idle", "state", "trace-cpu", "ops"]
+VERBS = ["acker", "acker-cpu", "ack-cpu", "kit", "all", "spark", "trace", "pairs", "idle", "state", "trace-cpu", "ops"]
 
 
 @pytest.mark.parametrize("verb", [None, *VERBS])
