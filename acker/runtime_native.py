@@ -199,7 +199,16 @@ class AckerExecutor(Executor):
         if self.delivery.failures != before:
             raise FatalError(f"[{ACKER_COMPONENT}] {what} not confirmed by the broker; stopping so that a restart replays")
 
-    def _flush(self, consumer: Consumer, final: bool = False) -> None:
+    def _flush(self, consumer: Consumer, final: bool = False, commit: bool = True) -> None:
+        """Send the ack results (confirmed), then the changelog (confirmed), then (``commit``) commit the input offsets and write what follows a commit.
+
+        A flush because the input is drained sends the results at once, for latency, but commits
+        only on the flush interval: a commit is a synchronous round trip and a write to the
+        broker's offsets topic, and a drained acker at full speed flushed hundreds of times a
+        second. Committing later only widens what a restart replays, which the changelog's tags
+        already make safe (docs/design.md, "Acker crash safety"); the commit already lags the
+        young trees by up to ``squall.acker.persist.after.secs``.
+        """
         produce = self.produce
         if self.results:
             for task, results in self.results.items():
@@ -214,6 +223,9 @@ class AckerExecutor(Executor):
                 wrote = True
         if wrote:
             self._confirm("changelog records")
+        if not (commit or final):
+            self.producer.poll(0)
+            return
         offsets = []
         for p, off in self.next_offset.items():
             owner = self.ledgers.get(p)
@@ -278,8 +290,9 @@ class AckerExecutor(Executor):
                 if expiry.due(now):
                     self._tick()
                 drained = conf.flush_when_idle and len(msgs) < conf.batch_size and bool(self.results)
-                if drained or flush.due(now):
-                    self._flush(consumer)
+                due = flush.due(now)
+                if drained or due:
+                    self._flush(consumer, commit=due)
                 if self.reopen_due:
                     consumer = self._reopen(consumer, cfg, gaps)
                 self._maybe_stats(now)

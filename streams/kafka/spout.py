@@ -10,7 +10,8 @@
   each ``next_tuple`` sends the run of buffered records of one source partition, up to that
   many, as **one** tree (:meth:`~streams.runtime.collectors.SpoutOutputCollector.emit_tree`, message id
   :class:`~streams.kafka.source.KafkaRecordsId`): one acker ``init``, ack ops coalesced per root,
-  one result, one tree in flight, instead of one of each per record. Each record is still its
+  one result, one tree in flight, instead of one of each per record; the spout keeps one
+  pending entry (:class:`PendingTree`) and one offset-tracker entry for it. Each record is still its
   own tuple, counted, committed and dead-lettered on its own. If the tree fails (a bolt failed
   one of its tuples, or it timed out), **each** of its records is replayed as a tree of its own
   (a :class:`~streams.kafka.source.KafkaMessageId`), so a bad record costs its tree-mates one replay
