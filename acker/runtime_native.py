@@ -223,7 +223,7 @@ class AckerExecutor(Executor):
                 wrote = True
         if wrote:
             self._confirm("changelog records")
-        if not (commit or final):
+        if not commit:
             self.producer.poll(0)
             return
         offsets = []

@@ -90,19 +90,20 @@ class OffsetTracker:
     def emitted_tree(self, offsets: Sequence[int], end: int) -> None:
         """Track ``offsets`` (ascending, all at or above :attr:`next`) as one tree; every other offset below ``end`` is finished.
 
-        ``end``: one past the last offset of the run the tree came from (records of it that
-        were skipped or dead-lettered are finished).
+        ``end``: one past the last offset of the run the tree came from, so above every member
+        (records of the run that were skipped or dead-lettered are finished).
 
         Raises:
-          ValueError: an offset below :attr:`next` (already handed to the tracker).
+          ValueError: an offset below :attr:`next` (already handed to the tracker), or ``end``
+          not above the last one.
         """
         if offsets:
-            if offsets[0] < self._next:
-                raise ValueError(f"offset {offsets[0]} is below the next expected offset {self._next}")
+            if offsets[0] < self._next or end <= offsets[-1]:
+                raise ValueError(f"offsets {offsets[0]}..{offsets[-1]} must lie in [{self._next}, {end})")
             block = _Block(tuple(offsets))
             self._blocks.append(block)
             self._index[offsets[0]] = block
-        self._next = max(self._next, end, offsets[-1] + 1 if offsets else 0)
+        self._next = max(self._next, end)
 
     def passed(self, offset: int) -> None:
         """``offset`` was handed and is finished at once (skipped, poison, or finished by an earlier life)."""

@@ -64,7 +64,7 @@ def source_tids(msg_id: Any, n: int) -> list[tuple[int, int, int]] | None:
 
 
 _UNKNOWN: Any = object()
-"""Not looked up yet (a stream's entry in ``_Emitter._single``)."""
+"""Not looked up yet (a stream's entry in ``BoltOutputCollectorImpl._single``)."""
 
 
 class _Emitter:
@@ -90,8 +90,6 @@ class _Emitter:
         self.runs: TupleTransfer | None = None
         """Set by the executor: the transfer its ``produce`` packs into; tuples then go out in runs (see the module docstring)."""
         self._heads: dict[str, bytes] = {}
-        self._single: dict[str, Route | None] = {}
-        """Per stream: its one route if an emit may take the bolt's hot path, else None (:meth:`BoltOutputCollectorImpl._single_route`)."""
 
     def _head(self, stream: str) -> bytes:
         """This task's run head on ``stream`` (:func:`~streams.wire.codec.encode_head`), made once."""
@@ -146,6 +144,8 @@ class BoltOutputCollectorImpl(_Emitter):
         """How many tuples a timed one stands for (the executor's sample: :data:`streams.runtime.bolt.LATENCY_SAMPLE`)."""
         self.errors: ErrorLog | None = None
         """When set (by the executor): where :meth:`report_error` and a fail's reason go."""
+        self._single: dict[str, Route | None] = {}
+        """Per stream: its one route if an emit may take :meth:`emit`'s hot path, else None (:meth:`_single_route`)."""
 
     @staticmethod
     def _anchor_list(anchors: Anchors) -> Sequence[Tuple]:
@@ -182,17 +182,34 @@ class BoltOutputCollectorImpl(_Emitter):
         assert first is not None
         return (first[0], first[1], path)
 
+    def _run_root(self, a: Tuple) -> int:
+        """The root a tuple anchored to ``a`` alone travels in a run under: ``a``'s one root, 0 if untracked; -1 if it cannot travel in a run.
+
+        It cannot when ``a`` is in several trees, or in a batch but no tree, or its tree is
+        traced (a traced emit is an event of its own). The one rule for both :meth:`emit`'s hot
+        path and :meth:`_send`.
+        """
+        roots = a.anchors
+        if len(roots) > 1 or (a.traced and self.tracer is not None):
+            return -1
+        if roots and self.acks is not None:
+            (root,) = roots
+            return root
+        return 0 if a.batch is None else -1
+
     def _send(self, route: Route, local: int, stream: str, values: list[Any], anchors: Sequence[Tuple], tid: tuple[int, int, int] | None = None) -> None:
-        if len(anchors) == 1 and self.acks is not None:  # the hot path: one anchor in one tree
+        runs = self.runs
+        if runs is not None and tid is None and len(anchors) == 1:  # one anchor: a run if :meth:`_run_root` allows
+            a = anchors[0]
+            root = self._run_root(a)
+            if root >= 0:
+                e = runs.emit_run(route.topic, local, self._head(stream), root, encode_values(values), a.batch)
+                if e:
+                    a.ack_val ^= e
+                return
+        if len(anchors) == 1 and self.acks is not None:  # packing without runs: one anchor in one tree
             a = anchors[0]
             if len(a.anchors) == 1 and (a.batch is None or tid is None):
-                runs = self.runs
-                if runs is not None and tid is None and not (a.traced and self.tracer is not None):
-                    (root,) = a.anchors
-                    e = runs.emit_run(route.topic, local, self._head(stream), root, encode_values(values), a.batch)
-                    if e:
-                        a.ack_val ^= e
-                    return
                 e = new_id()
                 a.ack_val ^= e
                 (root,) = a.anchors
@@ -241,24 +258,20 @@ class BoltOutputCollectorImpl(_Emitter):
         runs = self.runs
         if route is not None and runs is not None and type(anchors) is Tuple and not self.hooks and not self.tuple_ids:
             a = anchors
-            roots = a.anchors
-            if not (a.traced and self.tracer is not None) and len(roots) <= 1:
-                root = 0
-                if roots and self.acks is not None:
-                    (root,) = roots
-                if root or a.batch is None:
-                    head = self._heads.get(stream) or self._head(stream)
-                    data = encode_values(values)
-                    topic, base, batch = route.topic, route.base, a.batch
-                    tasks = []
-                    for local in route.grouping.choose(values):
-                        e = runs.emit_run(topic, local, head, root, data, batch)
-                        if e:
-                            a.ack_val ^= e
-                        tasks.append(base + local)
-                    self.emitted += 1
-                    self.transferred += len(tasks)
-                    return tasks
+            root = self._run_root(a)
+            if root >= 0:
+                head = self._heads.get(stream) or self._head(stream)
+                data = encode_values(values)
+                topic, base, batch = route.topic, route.base, a.batch
+                tasks = []
+                for local in route.grouping.choose(values):
+                    e = runs.emit_run(topic, local, head, root, data, batch)
+                    if e:
+                        a.ack_val ^= e
+                    tasks.append(base + local)
+                self.emitted += 1
+                self.transferred += len(tasks)
+                return tasks
         return self._emit(values, anchors, stream)
 
     def _single_route(self, stream: str) -> Route | None:

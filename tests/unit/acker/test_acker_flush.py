@@ -5,8 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import TopicPartition
-
 from acker.durable import DurableLedger
 from acker.ledger import Ledger
 from acker.runtime_native import AckerExecutor
@@ -16,18 +14,9 @@ from streams.runtime.executor import ExecutorEnv
 from streams.testing.memlog import Record
 from streams.wire.acker import OP_ACK, OP_INIT, encode_ops
 from streams.wire.naming import ack_result_topic, acker_topic
+from tests.unit.runtime.test_fencing import Committer
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-
-
-class Committer:
-    """A consumer's ``commit``, recorded: ``[(partition, offset), ...]`` per call."""
-
-    def __init__(self) -> None:
-        self.commits: list[list[tuple[int, int]]] = []
-
-    def commit(self, offsets: list[TopicPartition], asynchronous: bool = True) -> None:
-        self.commits.append([(tp.partition, tp.offset) for tp in offsets])
 
 
 def test_a_drained_flush_sends_the_results_and_the_interval_s_flush_commits() -> None:
@@ -43,5 +32,5 @@ def test_a_drained_flush_sends_the_results_and_the_interval_s_flush_commits() ->
     assert [t for t, _ in sent] == [ack_result_topic(topology.name)] and group.commits == []
     sent.clear()
     acker._flush(group)  # the interval's flush: the commit, then what follows it
-    assert group.commits == [[(0, 1)]] and acker.committed == {0: 1}
+    assert [[(p, off) for _, p, off, _ in c] for c in group.commits] == [[(0, 1)]] and acker.committed == {0: 1}
     assert ack_result_topic(topology.name) not in [t for t, _ in sent]  # sent once

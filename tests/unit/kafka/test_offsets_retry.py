@@ -125,5 +125,7 @@ def test_trees_as_one_entry_finish_and_commit_as_their_records_would(runs: list[
 def test_a_tree_is_tracked_from_above_the_last_offset_only() -> None:
     t = OffsetTracker(0)
     t.emitted_tree((0, 1, 2), end=3)
-    with pytest.raises(ValueError, match="offset 2 is below the next expected offset 3"):
+    with pytest.raises(ValueError, match=r"offsets 2\.\.3 must lie in \[3, 4\)"):
         t.emitted_tree((2, 3), end=4)
+    with pytest.raises(ValueError, match=r"offsets 3\.\.5 must lie in \[3, 5\)"):
+        t.emitted_tree((3, 5), end=5)
