@@ -43,7 +43,7 @@ from typing import Any
 
 from acker.ledger import SKIP, Ledger, Outcome, PendingTree
 from streams.exceptions import DecodeError
-from streams.wire.acker import OP_ACK, OP_FAIL, OP_INIT, OP_RESET, U64, decode_list
+from streams.wire.acker import MAX_SPOUT_TASK, OP_ACK, OP_FAIL, OP_INIT, OP_RESET, U64, decode_list
 from streams.wire.codec import encode_json, exact
 
 TAG_BITS = 20
@@ -53,8 +53,6 @@ MAX_EARLY_WHYS = 10_000
 """Fails' reasons kept for trees whose init has not arrived (~100 bytes each at most ~300 characters: a few MB at worst)."""
 
 
-MAX_SPOUT_TASK = 0xFFFD
-"""The largest spout task a pending tree may name (:meth:`acker.table.CompactTable.pack_task`: 16 bits, two values reserved)."""
 MAX_START_S = 2**48 / 1000
 """A changelog record's start (seconds on the acker's clock) fits in 48 bits of milliseconds: up to the year 10889.
 

@@ -293,8 +293,13 @@ class KafkaSpout(Spout):
         if ranges and self.processing_guarantee == "at_least_once":
             self._resumed[tp] = deque(ranges)
 
-    def _finished_before(self, tp: TP, skip: deque[tuple[int, int]], off: int, tracker: OffsetTracker) -> bool:
-        """True (and ``off`` finished at once) when ``off`` is in a range the last life finished; passed ranges are dropped."""
+    def _finished_before(self, tp: TP, skip: deque[tuple[int, int]], off: int) -> bool:
+        """True when ``off`` is in a range the last life finished (counted); passed ranges are dropped.
+
+        The caller passes ``off`` in its tracker: at once for a record alone, or as part of
+        the run its tree comes from (a tree's members are handed to the tracker after the
+        whole run is read, so passing ``off`` here would put it before them).
+        """
         while skip and skip[0][1] <= off:
             skip.popleft()
         if not skip:
@@ -302,7 +307,6 @@ class KafkaSpout(Spout):
             return False
         if off < skip[0][0]:
             return False
-        tracker.passed(off)
         self.counters.resumed_finished += 1
         return True
 
@@ -387,8 +391,8 @@ class KafkaSpout(Spout):
                 continue  # handed twice: the first copy is tracked
             nxt = off + 1
             if skip is not None:
-                if self._finished_before((topic, partition), skip, off, tracker):
-                    continue
+                if self._finished_before((topic, partition), skip, off):
+                    continue  # finished: emitted_tree passes it with the run (``end``)
                 if not skip:
                     skip = None
             try:
@@ -434,7 +438,8 @@ class KafkaSpout(Spout):
         if tracker is None:
             tracker = self._trackers[mid.tp] = OffsetTracker(mid.offset)
         skip = self._resumed.get(mid.tp) if self._resumed else None
-        if skip is not None and self._finished_before(mid.tp, skip, mid.offset, tracker):
+        if skip is not None and self._finished_before(mid.tp, skip, mid.offset):
+            tracker.passed(mid.offset)
             return None
         tracker.emitted(mid.offset)
         try:

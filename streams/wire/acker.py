@@ -42,6 +42,8 @@ OP_FAIL = 2
 OP_RESET = 3
 
 MAX_WHY_CHARS = 300
+MAX_SPOUT_TASK = 0xFFFD
+"""The largest spout task an init may name (the acker's table packs a task in 16 bits, two values reserved: :meth:`acker.table.CompactTable.pack_task`)."""
 """The longest ``why`` of a fail op or result, in characters (a longer one is cut, with ``...``)."""
 
 ACKER_TIMEOUT = "[__acker] timeout"
@@ -151,8 +153,8 @@ def _op_problem(op: Any) -> str | None:
         return f"op {op[0]} takes {_OP_LEN[op[0]]} items, got {len(op)}"
     if not all(_u64(x) for x in op[1:3]):
         return "root and ack val must be unsigned 64-bit integers"
-    if op[0] == OP_INIT and not (type(op[3]) is int and op[3] >= 0):
-        return "the spout task must be an integer >= 0"
+    if op[0] == OP_INIT and not (type(op[3]) is int and 0 <= op[3] <= MAX_SPOUT_TASK):
+        return f"the spout task must be an integer in 0..{MAX_SPOUT_TASK}"
     return None
 
 
@@ -196,7 +198,7 @@ def _ops_ok(ops: list[Any]) -> bool:
                 val = op[2]
                 if type(val) is not int or val < 0 or val >= U64:
                     return False
-                if code == OP_INIT and (type(op[3]) is not int or op[3] < 0):
+                if code == OP_INIT and (type(op[3]) is not int or not 0 <= op[3] <= MAX_SPOUT_TASK):
                     return False
     except (KeyError, TypeError, IndexError):
         return False

@@ -287,7 +287,24 @@ def worker_lines(tmp: Path, sid: str, name: str) -> dict[str, list[str]]:
 
 
 def finish_and_check(cluster: NetCluster, run: Run, feeders: list[subprocess.Popen[bytes]], marks: dict[str, float], hosts: list[str]) -> dict[str, Any]:
-    """Wait for both topologies to commit the whole feed; print the timeline; check counts; return what the caller asserts on."""
+    """Wait for both topologies to commit the whole feed; print the timeline; check counts; return what the caller asserts on.
+
+    Both topologies are killed at the end, and also when a check fails (after printing what
+    their supervisors and workers logged last): the next test on the cluster starts clean.
+    """
+    try:
+        return _finish_and_check(cluster, run, feeders, marks, hosts)
+    except BaseException:
+        for name in (run.alo, run.eo):
+            print(diagnosis(cluster, name, hosts, "a check failed"))
+            try:
+                cluster.squall("kill", name, "-w", "1")
+            except AssertionError as exc:  # killed already (the checks kill both at the end)
+                print(f"kill {name}: {exc}")
+        raise
+
+
+def _finish_and_check(cluster: NetCluster, run: Run, feeders: list[subprocess.Popen[bytes]], marks: dict[str, float], hosts: list[str]) -> dict[str, Any]:
     for f in feeders:
         assert f.wait(240) == 0
     for name in (run.alo, run.eo):
@@ -356,7 +373,7 @@ def finish_and_check(cluster: NetCluster, run: Run, feeders: list[subprocess.Pop
         try:
             cluster.squall("kill", name, "-w", "1")
         except AssertionError:
-            print(kill_diagnosis(cluster, name, hosts))
+            print(diagnosis(cluster, name, hosts, "did not stop"))
             raise
     print(f"late writes of replaced workers dropped (tuples, acker ops, commits undone): {fenced}")
     # No reader took a record of an older life after its successor's record or epoch marker
@@ -474,15 +491,18 @@ def fenced_records(tmp: Path, hosts: list[str], names: tuple[str, ...]) -> set[t
     return out
 
 
-def kill_diagnosis(cluster: NetCluster, name: str, hosts: list[str]) -> str:
-    """What the supervisors and the workers of ``name`` logged last, for a kill that did not finish."""
-    out = [f"--- why [{name}] did not stop: the supervisors' last lines about it, and each worker log's tail"]
+def diagnosis(cluster: NetCluster, name: str, hosts: list[str], what: str) -> str:
+    """What the supervisors and the workers of ``name`` logged last (a kill that did not finish, a check that failed)."""
+    out = [f"--- [{name}] {what}: the supervisors' last lines about it, and each worker log's tail"]
     for h in hosts:
         serve = cluster.tmp / f"serve-{h}.log"
         lines = [line[:300] for line in serve.read_text(errors="replace").splitlines() if name in line or "Traceback" in line or "supervisor" in line]
         out += [f"  serve-{h}: {line}" for line in lines[-25:]]
         for p in sorted((cluster.tmp / h / "supervisors" / h / "logs").glob(f"{name}-*.log")):
-            out += [f"  {h} {p.name}: {line[:300]}" for line in p.read_text(errors="replace").splitlines()[-12:]]
+            text = p.read_text(errors="replace").splitlines()
+            errors = [line for line in text[:-12] if "Error" in line or "Traceback" in line]
+            out += [f"  {h} {p.name} (an earlier error): {line[:300]}" for line in errors[-6:]]
+            out += [f"  {h} {p.name}: {line[:300]}" for line in text[-12:]]
     return "\n".join(out)
 
 

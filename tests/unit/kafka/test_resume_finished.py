@@ -35,17 +35,27 @@ def emit_all(spout: Any, rec: Any) -> list[Any]:
     return [mid for _, mid, _ in rec.calls[before:]]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     n=st.integers(1, 120),
     tree_records=st.integers(1, 8),
+    next_tree_records=st.integers(1, 8),
+    fetches=st.lists(st.integers(1, 20), min_size=1, max_size=30),
     acked=st.lists(st.booleans(), min_size=1, max_size=120),
     order=st.randoms(use_true_random=False),
 )
-def test_the_next_life_emits_exactly_what_the_last_did_not_finish(n: int, tree_records: int, acked: list[bool], order: Any) -> None:
+def test_the_next_life_emits_exactly_what_the_last_did_not_finish(
+    n: int, tree_records: int, next_tree_records: int, fetches: list[int], acked: list[bool], order: Any
+) -> None:
+    """Each life makes its own trees (its tree size, and what each fetch brought): a range the last life finished may start inside the next life's run."""
     first, rec1, _ = open_spout(tree_records)
-    first.on_records([Msg("t", 0, off, f"l{off}".encode()) for off in range(n)])
-    trees = emit_all(first, rec1)
+    trees: list[Any] = []
+    at, i = 0, 0
+    while at < n:  # fetched in chunks: a tree never spans two fetches' records here
+        size = min(fetches[i % len(fetches)], n - at)
+        first.on_records([Msg("t", 0, off, f"l{off}".encode()) for off in range(at, at + size)])
+        trees += emit_all(first, rec1)
+        at, i = at + size, i + 1
     done = [mid for i, mid in enumerate(trees) if acked[i % len(acked)]]
     order.shuffle(done)
     for mid in done:
@@ -60,7 +70,7 @@ def test_the_next_life_emits_exactly_what_the_last_did_not_finish(n: int, tree_r
     jsonschema.validate(record, schema("ledger.schema.json"))
     kept = TaskLedger.from_json(record).next_life().resumable(("t", 0), committed)
     # the next life: from the committed offset, told what the ledger kept
-    second, rec2, _ = open_spout(tree_records)
+    second, rec2, _ = open_spout(next_tree_records)
     second.resume_finished(("t", 0), kept)
     second.on_records([Msg("t", 0, off, f"l{off}".encode()) for off in range(committed, n)])
     replayed = emit_all(second, rec2)

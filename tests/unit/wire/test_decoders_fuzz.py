@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -47,6 +48,8 @@ def decoded_or_named(fn: Any, *args: Any) -> Any:
 
 @settings(max_examples=600, deadline=None)
 @given(raw_bytes)
+@example(b"[[0, 5, 9, 65534]]")  # a spout task the acker's table cannot hold (found by this test)
+@example(b"[[0, 5, 9, 65533]]")
 def test_acker_ops_decode_or_name_the_record_and_apply_safely(raw: bytes | None) -> None:
     ops = decoded_or_named(decode_ops, raw)
     if ops is None:
@@ -143,3 +146,10 @@ def test_the_fast_op_check_agrees_with_the_named_one(ops: list[Any]) -> None:
     from streams.wire.acker import _op_problem, _ops_ok
 
     assert _ops_ok(ops) == all(_op_problem(op) is None for op in ops)
+
+
+def test_an_init_naming_a_spout_task_beyond_the_acker_s_table_is_named_not_applied() -> None:
+    assert decode_ops(b"[[0, 5, 9, 65533]]", **WHERE) == [[0, 5, 9, 65533]]
+    with pytest.raises(DecodeError) as exc:
+        decode_ops(b"[[0, 5, 9, 65534]]", **WHERE)
+    assert str(exc.value) == NAMED + "op 0: the spout task must be an integer in 0..65533"
