@@ -50,7 +50,7 @@ class BasicOutputCollector:
 
     def emit(self, values: list[Any], stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit ``values`` on ``stream`` anchored to the input being executed; returns the target tasks."""
-        return self._collector.emit(values, anchors=self._input, stream=stream)
+        return self._collector.emit(values, self._input, stream)
 
     def emit_direct(self, task: int, values: list[Any], stream: str = DEFAULT_STREAM) -> None:
         """Emit to one global ``task`` on a direct stream, anchored to the input being executed."""

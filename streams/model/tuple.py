@@ -71,6 +71,7 @@ class Tuple:
         partition: int = -1,
         offset: int = -1,
         batch: tuple[int, int] | None = None,
+        epoch: int = 0,
     ) -> None:
         self.values = values
         self.stream = stream
@@ -84,7 +85,7 @@ class Tuple:
         self.offset = offset
         self.settled = False  # acked or failed: a second ack or fail is ignored
         self.batch = batch
-        self.epoch = 0  # the sending task's life (streams.runtime.fencing)
+        self.epoch = epoch  # the sending task's life (streams.runtime.fencing)
         self.received_at = 0.0  # time.perf_counter() when the executor read it (0: unknown)
         self.tid: tuple[int, int, int] | None = None
         self.emits = 0

@@ -43,7 +43,7 @@ from streams.model.tuple import Tuple, tick_tuple
 from streams.monitoring.bolt_progress import Progress, encode_progress, progress_key, reexecution_window
 from streams.monitoring.progress_store import TaskLives, read_progress
 from streams.runtime.acks import AckBuffer
-from streams.runtime.bolt_task import BoltTask, execute_guarded, record_tuples
+from streams.runtime.bolt_task import BoltTask, execute_guarded, record_tuples, settle_raised
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.executor import Every, Executor, ExecutorEnv
 from streams.runtime.fencing import FENCE_LOG_LIMIT, EpochFence
@@ -280,7 +280,14 @@ class BoltExecutor(Executor):
         now = time.perf_counter()
         tracer = self.tracer
         handoff = task.handoff
+        collector = task.collector
+        execute = task.bolt.execute
+        plain = tracer is None and not collector.hooks  # may call execute itself (below)
         sender = epoch = -1  # the sender task and life the fence took last in this record: a run's tuples share them
+        stream: str | None = None
+        system = False
+        sampled = self._sampled
+        executed = 0
         for t in tuples:  # every tuple of a pack executes before the offset moves past its record
             if handoff is not None and not handoff.executes(t, off):
                 continue  # the other life's (streams.runtime.handoff)
@@ -289,8 +296,20 @@ class BoltExecutor(Executor):
                     self._fenced(task, t)
                     continue
                 sender, epoch = t.source_task, t.epoch
-            self._sampled += 1
-            if self._sampled % LATENCY_SAMPLE == 1:  # timed: execute and process latency (weight LATENCY_SAMPLE)
+            if t.stream is not stream:
+                stream = t.stream
+                system = stream.startswith("__")
+            sampled += 1
+            if plain and not system and sampled % LATENCY_SAMPLE != 1:
+                # The common tuple (not timed, traced or hooked; not a system tuple): execute_guarded's
+                # work without its calls, as _execute would do it.
+                try:
+                    execute(t)
+                except Exception as exc:
+                    self._raised(task, t, settle_raised(collector, t, exc))
+                executed += 1
+                continue
+            if sampled % LATENCY_SAMPLE == 1:  # timed: execute and process latency (weight LATENCY_SAMPLE)
                 t.received_at = now
             if tracer is not None:
                 limit = tracer.limit
@@ -300,6 +319,8 @@ class BoltExecutor(Executor):
                         tracer.events_of(t, "receive", task.task_id)
                         break
             self._execute(task, t)
+        self._sampled = sampled
+        self._executed += executed
         task.next_offset = off + 1
         if handoff is not None and handoff.mode == 0:
             task.handoff = None  # taking: past the last life's records
@@ -339,11 +360,7 @@ class BoltExecutor(Executor):
         system = t.stream[:2] == "__"  # ticks, batch markers, commits: not counted, as in Storm's UI
         timed = system or t.received_at
         start = time.perf_counter() if timed else 0.0
-        exc = execute_guarded(task.bolt, task.collector, t)
-        if exc is not None:
-            self.stats.inc("errors")
-            self.errors.report("exception", task.task_id, exc=exc, where=t.where, roots=t.anchors)
-            log.error("[%s] task %d failed on %s: %s", self.component, task.task_id, t.where, exc, exc_info=exc)
+        self._raised(task, t, execute_guarded(task.bolt, task.collector, t))
         if t.traced and self.tracer is not None:  # execute returned: its time is this event's minus the receive's
             self.tracer.events_of(t, "execute", task.task_id)
         if not system:
@@ -355,6 +372,16 @@ class BoltExecutor(Executor):
             else:
                 self._busy_s += took * LATENCY_SAMPLE
                 self._exec_hist.record(took, LATENCY_SAMPLE)
+
+    def _raised(self, task: BoltTask, t: Tuple, exc: Exception | None) -> None:
+        """Count, report and log ``exc``, raised by ``execute`` on ``t``, which is failed already (:func:`~streams.runtime.bolt_task.settle_raised`).
+
+        ``exc`` None (no exception, or a FailedException): nothing to do.
+        """
+        if exc is not None:
+            self.stats.inc("errors")
+            self.errors.report("exception", task.task_id, exc=exc, where=t.where, roots=t.anchors)
+            log.error("[%s] task %d failed on %s: %s", self.component, task.task_id, t.where, exc, exc_info=exc)
 
     def _flush(self, drained: bool = False) -> None:
         """Seal what was produced since the last flush, with the acker ops buffered now and each task's input position.

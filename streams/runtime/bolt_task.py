@@ -18,7 +18,7 @@ from streams.model.spec import Topology
 from streams.model.tuple import Tuple
 from streams.runtime.collectors import BoltOutputCollectorImpl
 from streams.runtime.handoff import TaskHandoff
-from streams.wire.codec import decode_tuples
+from streams.wire.codec import decode_runs
 
 
 def record_tuples(topology: Topology, component: str, topic: str, value: bytes | None, partition: int, offset: int) -> list[Tuple]:
@@ -28,22 +28,23 @@ def record_tuples(topology: Topology, component: str, topic: str, value: bytes |
     naming the component, topic, partition and offset for a record that is not a tuple or a
     pack of them (the caller dead-letters it).
     """
-    out = []
+    out: list[Tuple] = []
+    append = out.append
     fields_of = topology.field_index
     index: dict[str, int] = {}
-    last_source = last_stream = None  # a run's tuples share its head's strings: one lookup per run
-    for stream, source, source_task, epoch, values, anchors, batch, tid in decode_tuples(
+    last_source = last_stream = None  # a pack's runs of one sender share their heads' strings: one lookup per change
+    for stream, source, source_task, epoch, anchors, batch, tid, items in decode_runs(
         value, component=component, topic=topic, partition=partition, offset=offset
     ):
         if source is not last_source or stream is not last_stream:
             index, last_source, last_stream = fields_of(source, stream), source, stream
-        t = Tuple(values, stream, source, source_task, anchors, index, topic, partition, offset)
-        t.epoch = epoch
-        if batch is not None:
-            t.batch = batch
-        if tid is not None:
-            t.tid = tid
-        out.append(t)
+        if tid is None:  # a run's tuples share every field but their values (decode_runs)
+            for values in items:
+                append(Tuple(values, stream, source, source_task, anchors, index, topic, partition, offset, batch, epoch))
+        else:
+            t = Tuple(items[0], stream, source, source_task, anchors, index, topic, partition, offset, batch, epoch)
+            t.tid = tid  # only an envelope carries a tuple id: a segment of one
+            append(t)
     return out
 
 
@@ -60,16 +61,26 @@ def execute_guarded(bolt: Bolt, collector: BoltOutputCollectorImpl, t: Tuple) ->
     error: Exception | None = None
     try:
         bolt.execute(t)
-    except FailedException as exc:
-        collector.fail(t, str(exc) or None)
     except Exception as exc:
-        collector.fail_because(t, f"{type(exc).__name__}: {exc}")
-        error = exc
+        error = settle_raised(collector, t, exc)
     if hooks:
         info = BoltExecuteInfo(t, collector.task_id, time.perf_counter() - started, error)
         for hook in hooks:
             hook.bolt_execute(info)
     return error
+
+
+def settle_raised(collector: BoltOutputCollectorImpl, t: Tuple, exc: Exception) -> Exception | None:
+    """Fail ``t``, whose ``execute`` raised ``exc``; return ``exc`` unless it was a FailedException (a fail the bolt asked for, not an error).
+
+    :func:`execute_guarded`'s handling, shared with the bolt executor's loop, which calls
+    ``execute`` itself for most tuples (:meth:`streams.runtime.bolt.BoltExecutor._process`).
+    """
+    if isinstance(exc, FailedException):
+        collector.fail(t, str(exc) or None)
+        return None
+    collector.fail_because(t, f"{type(exc).__name__}: {exc}")
+    return exc
 
 
 @dataclass(slots=True)

@@ -146,6 +146,9 @@ class BoltOutputCollectorImpl(_Emitter):
         """When set (by the executor): where :meth:`report_error` and a fail's reason go."""
         self._single: dict[str, Route | None] = {}
         """Per stream: its one route if an emit may take :meth:`emit`'s hot path, else None (:meth:`_single_route`)."""
+        self._last_anchor: Tuple | None = None
+        """The anchor of the last emit that took the hot path, and its :meth:`_run_root` (an input's emits come together)."""
+        self._last_root = -1
 
     @staticmethod
     def _anchor_list(anchors: Anchors) -> Sequence[Tuple]:
@@ -258,7 +261,11 @@ class BoltOutputCollectorImpl(_Emitter):
         runs = self.runs
         if route is not None and runs is not None and type(anchors) is Tuple and not self.hooks and not self.tuple_ids:
             a = anchors
-            root = self._run_root(a)
+            if a is self._last_anchor:  # a split's words: one input, many emits
+                root = self._last_root
+            else:
+                root = self._last_root = self._run_root(a)
+                self._last_anchor = a
             if root >= 0:
                 head = self._heads.get(stream) or self._head(stream)
                 data = encode_values(values)

@@ -98,6 +98,11 @@ Envelope = tuple[str, str, int, int, list[Any], dict[int, int], tuple[int, int] 
 """``(stream, source_component, source_task, epoch, values, anchors, batch, tid)``; ``batch`` is
 ``(txid, attempt)`` or None; ``tid`` is ``(source, offset, path)`` or None."""
 
+Segment = tuple[str, str, int, int, dict[int, int], tuple[int, int] | None, tuple[int, int, int] | None, list[list[Any]]]
+"""``(stream, source_component, source_task, epoch, anchors, batch, tid, [values, ...])``: the
+tuples of one run (:func:`encode_run`), or one envelope's tuple; its tuples share every field but
+their values (:func:`decode_runs`)."""
+
 
 def encode_tuple(
     stream: str,
@@ -166,6 +171,26 @@ def decode_tuples(raw: bytes | None, *, component: str, topic: str, partition: i
     All or nothing: raises :class:`DecodeError` (naming component, topic, partition, offset)
     if the record, or any envelope in it, is malformed, so the caller dead-letters the record.
     """
+    return [
+        (stream, source, task, epoch, values, anchors, batch, tid)
+        for stream, source, task, epoch, anchors, batch, tid, items in decode_runs(raw, component=component, topic=topic, partition=partition, offset=offset)
+        for values in items
+    ]
+
+
+def decode_runs(raw: bytes | None, *, component: str, topic: str, partition: int, offset: int) -> list[Segment]:
+    """The tuples of one input record grouped as they came: a run's tuples in one :data:`Segment`, an envelope's tuple alone in one.
+
+    :func:`decode_tuples` without a tuple of fields per tuple: a bolt executor builds each
+    :class:`~streams.model.tuple.Tuple` of a run from the run's shared fields
+    (:func:`streams.runtime.bolt_task.record_tuples`). Raises :class:`DecodeError` as
+    :func:`decode_tuples` does (all or nothing).
+
+    >>> head = encode_head("default", "split", 3, 7)
+    >>> raw = b"[6," + encode_run(head, 5, 9, [encode_values(["a"]), encode_values(["b"])]) + b"]"
+    >>> [(s[0], s[2], s[-1]) for s in decode_runs(raw, component="count", topic="t", partition=0, offset=0)]
+    [('default', 3, [['a'], ['b']])]
+    """
     try:
         if raw is None:
             raise ValueError("null value")
@@ -174,17 +199,22 @@ def decode_tuples(raw: bytes | None, *, component: str, topic: str, partition: i
             if msg[0] == ROOTED_PACK_VERSION:
                 return _decode_rooted(msg)
             if msg[0] == HEADED_PACK_VERSION:
-                return _decode_headed(msg)
+                return [_alone(e) for e in _decode_headed(msg)]
             if msg[0] == EPOCH_MARKER_VERSION:
                 _marker_fields(msg)
                 return []
             if msg[0] == PACK_VERSION:
                 if len(msg) < 2:
                     raise ValueError("a pack holds at least one envelope")
-                return [_decode_msg(m) for m in msg[1:]]
-        return [_decode_msg(msg)]
+                return [_alone(_decode_msg(m)) for m in msg[1:]]
+        return [_alone(_decode_msg(msg))]
     except (ValueError, TypeError, UnicodeDecodeError, RecursionError) as exc:
         raise DecodeError(str(exc), component=component, topic=topic, partition=partition, offset=offset) from exc
+
+
+def _alone(e: Envelope) -> Segment:
+    """One envelope's tuple as a segment of its own."""
+    return e[0], e[1], e[2], e[3], e[5], e[6], e[7], [e[4]]
 
 
 def encode_head(stream: str, component: str, task: int, epoch: int) -> bytes:
@@ -229,16 +259,16 @@ def run_envelope(head: bytes, root: int, edge: int, values: bytes, batch: tuple[
     return b"[2," + head[1:-1] + b"," + values + b"," + anchors + tail
 
 
-def _decode_rooted(msg: list[Any]) -> list[Envelope]:
-    """The tuples of a version 6 pack, in order; a run's tuples share one :class:`RunAnchors` (untracked: one empty map). Raises ValueError or TypeError."""
+def _decode_rooted(msg: list[Any]) -> list[Segment]:
+    """The segments of a version 6 pack, in order; a run's tuples share one :class:`RunAnchors` (untracked: one empty map). Raises ValueError or TypeError."""
     if len(msg) < 2:
         raise ValueError("a version 6 pack holds at least one segment")
-    out: list[Envelope] = []
+    out: list[Segment] = []
     for seg in msg[1:]:
         if type(seg) is not list or not seg:
             raise ValueError("a version 6 pack's segment is a run [head, root, edge, [values, ...]] or an envelope")
         if type(seg[0]) is not list:
-            out.append(_decode_msg(seg))
+            out.append(_alone(_decode_msg(seg)))
             continue
         if len(seg) == 4:
             head, root, edge, items = seg
@@ -260,11 +290,10 @@ def _decode_rooted(msg: list[Any]) -> list[Envelope]:
             raise ValueError("a run's head has the wrong types: [stream, component, task, epoch]")
         if type(root) is not int or type(edge) is not int or not 0 <= root < _U64 or not 0 <= edge < _U64 or (root == 0) != (edge == 0):
             raise ValueError("a run's root and edge are unsigned 64-bit ids, both 0 when untracked")
-        anchors = RunAnchors(root, edge, len(items)) if root else {}
         for values in items:
             if type(values) is not list:
                 raise ValueError("a run's tuple is its values, a list")
-            out.append((stream, source, task, epoch, values, anchors, batch, None))
+        out.append((stream, source, task, epoch, RunAnchors(root, edge, len(items)) if root else {}, batch, None, items))
     return out
 
 
