@@ -54,9 +54,17 @@ class _Counting:
         self._owner = owner
 
     def emit(self, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> list[int]:
-        """Emit through the real collector and count it against the anchors' batch."""
-        tasks = self._c.emit(values, anchors=anchors, stream=stream)
-        self._owner._count(anchors, tasks)
+        """Emit through the real collector and count it against the anchors' batch.
+
+        :meth:`CoordinatedBolt._count`, inlined: every word a split emits comes here.
+        """
+        tasks = self._c.emit(values, anchors, stream)
+        owner = self._owner
+        b = owner._current or owner._batch_of(anchors)
+        if b is not None:
+            sent = b.sent
+            for t in tasks:
+                sent[t] = sent.get(t, 0) + 1
         return tasks
 
     def emit_direct(self, task: int, values: list[Any], anchors: Anchors = None, stream: str = DEFAULT_STREAM) -> None:
@@ -115,7 +123,9 @@ class CoordinatedBolt(DelegatingBolt):
         self._me = "?"
         """The component id, for log lines (set by :meth:`prepare`)."""
         self.collector: OutputCollector = _UNPREPARED
-        self._anchors: list[Tuple] = []
+        self._anchors: Tuple | list[Tuple] | None = None
+        """What a BatchBolt's emits are anchored to: the tuple it executes (a Tuple, so the
+        collector's emit hot path takes them), or the markers or the commit its finish_batch answers."""
         self._current: TaskBatch | None = None
         self.clock: Callable[[], float] = time.monotonic
         """Monotonic seconds, for ``finish_batch_latency`` (injectable)."""
@@ -194,7 +204,21 @@ class CoordinatedBolt(DelegatingBolt):
             elif b.broken:
                 self._broken(b, tuple)
             else:
-                self._data(b, tuple)
+                bolt = b.bolt if self.batch_bolt else None
+                if bolt is not None:  # a BatchBolt's data tuple, the usual case: _data's work without the call
+                    self._anchors = tuple
+                    try:
+                        bolt.execute(tuple)
+                    except FatalError:
+                        raise
+                    except Exception as exc:
+                        self._data_failed(b, tuple, exc)
+                    else:
+                        self.collector.ack(tuple)
+                    finally:
+                        self._anchors = None
+                else:
+                    self._data(b, tuple)
                 if len(b.expected) >= len(self.tracker.upstream):  # only once every marker is in can the input be complete
                     self._progress(b, None)
         if self.tracker.superseded:
@@ -210,21 +234,23 @@ class CoordinatedBolt(DelegatingBolt):
                 self._current = None
             return
         bolt = self._bolt_of(b)
-        self._anchors = [t]
+        self._anchors = t
         try:
             bolt.execute(t)
-        except FailedException:
-            self.collector.fail(t)
-            return
         except FatalError:
             raise
         except Exception as exc:
-            log.exception("[%s] batch %d.%d failed on %s: %s", self._me, b.txid, b.attempt, t.where, exc)
-            self.collector.fail(t)
+            self._data_failed(b, t, exc)
             return
         finally:
-            self._anchors = []
+            self._anchors = None
         self.collector.ack(t)
+
+    def _data_failed(self, b: TaskBatch, t: Tuple, exc: Exception) -> None:
+        """A BatchBolt's ``execute`` raised on ``t``: fail it (the batch replays); logged unless it was a FailedException."""
+        if not isinstance(exc, FailedException):
+            log.exception("[%s] batch %d.%d failed on %s: %s", self._me, b.txid, b.attempt, t.where, exc)
+        self.collector.fail(t)
 
     def _bolt_of(self, b: TaskBatch) -> BatchBolt:
         if b.bolt is None:
@@ -328,7 +354,7 @@ class CoordinatedBolt(DelegatingBolt):
             self.tracker.finished(b)
             return
         finally:
-            self._anchors = []
+            self._anchors = None
         for a in anchors:
             self.collector.ack(a)
         self.tracker.finished(b)
