@@ -94,6 +94,10 @@ def run_size(
 HOP_FIELDS = ("component", "tuples_in", "cpu_s", "cpu_us_per_tuple", "cpu_us_per_line", "lines_per_cpu_s")
 
 
+PER_COMPONENT_SMOKE_LINES = 5_000
+"""Lines of the smoke test's one-component-per-worker run: at 300, a worker's CPU could round to 0 in /proc's ticks."""
+
+
 def per_component(row: dict[str, Any], lines: int, words: int) -> list[dict[str, Any]]:
     """Each hop kind's CPU from a run with one component per worker: per tuple it took in, per line, and lines per CPU second."""
     took_in = {"lines": lines, "split": lines, "count": words, ACKER_COMPONENT: row["acker_ops"]}
@@ -134,10 +138,13 @@ def run(args: Any) -> dict[str, Any]:
     )
     if args.per_component:
         print("[bench] scale: one component per worker ...", file=sys.stderr, flush=True)
+        if args.smoke:  # enough input that each worker's CPU shows in /proc's 10 ms ticks
+            lines = load_input("wordcount", False)[:PER_COMPONENT_SMOKE_LINES]
+            exp = normalise("wordcount", expected("wordcount", lines))
         with broker(args.bootstrap, "kafka", args.broker_warmup) as bootstrap:
             row = run_size(bootstrap, 4, 4, lines, exp, workdir, args.smoke, executors=1)
         words = sum(v[0] for v in exp.values())
-        result["per_component"] = {"run": row, "words": words, "hops": per_component(row, len(lines), words)}
+        result["per_component"] = {"run": row, "lines": len(lines), "words": words, "hops": per_component(row, len(lines), words)}
         rest = {"broker (Apache Kafka)": row["broker_cpu_s"], "bench (feeder and checker)": row["bench_cpu_s"]}
         result["per_component"]["outside"] = {k: {"cpu_s": v, "cpu_us_per_line": v / len(lines) * 1e6} for k, v in rest.items()}
         print_table(
