@@ -204,19 +204,8 @@ class CoordinatedBolt(DelegatingBolt):
             elif b.broken:
                 self._broken(b, tuple)
             else:
-                bolt = b.bolt if self.batch_bolt else None
-                if bolt is not None:  # a BatchBolt's data tuple, the usual case: _data's work without the call
-                    self._anchors = tuple
-                    try:
-                        bolt.execute(tuple)
-                    except FatalError:
-                        raise
-                    except Exception as exc:
-                        self._data_failed(b, tuple, exc)
-                    else:
-                        self.collector.ack(tuple)
-                    finally:
-                        self._anchors = None
+                if self.batch_bolt:  # the usual case: one call a data tuple
+                    self._batch_data(b, b.bolt if b.bolt is not None else self._bolt_of(b), tuple)
                 else:
                     self._data(b, tuple)
                 if len(b.expected) >= len(self.tracker.upstream):  # only once every marker is in can the input be complete
@@ -225,32 +214,33 @@ class CoordinatedBolt(DelegatingBolt):
             self._settle_superseded()
 
     def _data(self, b: TaskBatch, t: Tuple) -> None:
-        if not self.batch_bolt:
-            assert isinstance(self.inner, Bolt)
-            self._current = b
-            try:
-                self.inner.execute(t)
-            finally:
-                self._current = None
-            return
-        bolt = self._bolt_of(b)
+        """An ordinary bolt's data tuple: its emits count against ``b`` (:class:`_Counting`)."""
+        assert isinstance(self.inner, Bolt)
+        self._current = b
+        try:
+            self.inner.execute(t)
+        finally:
+            self._current = None
+
+    def _batch_data(self, b: TaskBatch, bolt: BatchBolt, t: Tuple) -> None:
+        """A BatchBolt's data tuple: ``bolt`` (the batch's copy) executes it, anchoring its emits to it; acked, or failed if it raised.
+
+        A FailedException fails ``t`` quietly (the batch replays); any other exception fails it
+        and is logged; a FatalError leaves (no tuple's fail).
+        """
         self._anchors = t
         try:
             bolt.execute(t)
         except FatalError:
             raise
         except Exception as exc:
-            self._data_failed(b, t, exc)
+            if not isinstance(exc, FailedException):
+                log.exception("[%s] batch %d.%d failed on %s: %s", self._me, b.txid, b.attempt, t.where, exc)
+            self.collector.fail(t)
             return
         finally:
             self._anchors = None
         self.collector.ack(t)
-
-    def _data_failed(self, b: TaskBatch, t: Tuple, exc: Exception) -> None:
-        """A BatchBolt's ``execute`` raised on ``t``: fail it (the batch replays); logged unless it was a FailedException."""
-        if not isinstance(exc, FailedException):
-            log.exception("[%s] batch %d.%d failed on %s: %s", self._me, b.txid, b.attempt, t.where, exc)
-        self.collector.fail(t)
 
     def _bolt_of(self, b: TaskBatch) -> BatchBolt:
         if b.bolt is None:

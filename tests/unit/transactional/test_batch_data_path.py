@@ -1,8 +1,8 @@
 """A BatchBolt's data tuples through the bolt executor and its CoordinatedBolt: acked when ``execute`` returns, failed when it raises.
 
-``CoordinatedBolt.execute`` runs a BatchBolt's data tuple itself once the batch's bolt copy
-exists (the first tuple of a batch makes it, through ``_data``). Both ways must ack, fail and
-log alike: a FailedException fails the tuple quietly (its batch replays), any other exception
+``CoordinatedBolt.execute`` hands a BatchBolt's data tuple to ``_batch_data`` with the batch's
+bolt copy (the first tuple of a batch makes it). Whether the copy was new or not, it must ack,
+fail and log alike: a FailedException fails the tuple quietly (its batch replays), any other exception
 fails it and is logged, a FatalError leaves the CoordinatedBolt (it is no tuple's fail). Driven through a real
 :class:`BoltExecutor` of the exactly-once word count's ``count``, with packs of batched tuples.
 """
@@ -89,7 +89,7 @@ def test_each_data_tuple_is_acked_or_failed_once_and_only_errors_are_logged(kind
 
 @pytest.mark.parametrize("made", [False, True])
 def test_a_fatal_error_in_a_batch_bolt_leaves_the_coordinated_bolt(made: bool) -> None:
-    """Not a tuple's fail: the CoordinatedBolt lets it through, whether the batch's bolt copy exists (the inline path) or not (``_data``)."""
+    """Not a tuple's fail: the CoordinatedBolt lets it through, whether the batch's bolt copy existed or is made for it."""
     ex, coordinated, collector = executor()
     if made:
         feed(ex, ["ok", "ok"])
