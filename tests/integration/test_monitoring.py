@@ -198,8 +198,10 @@ def test_every_dashboard_query_returns_data_and_quantiles_match_squall_run(binar
         assert job.cluster is not None
         targets = [f"127.0.0.1:{http}"] + [f"127.0.0.1:{metrics_port + i}" for i in range(len(job.cluster.workers))]
         prom = Prometheus(binaries["prometheus"], tmp_path, targets)
-        # fed while Prometheus scrapes: the batch panels' rates need samples before and after
-        cluster.feed(f"squall.{eo}.lines", corpus_slice(corpus, tmp_path / "eo.txt", 5_000), seconds=5)
+        # fed while Prometheus scrapes: the batch panels' rates need samples before and after.
+        # Over 20 s: fed in 5 s, the exactly-once word count finished every batch between two of
+        # its stats' publications, and the batch histograms never rose between two scrapes (NaN).
+        cluster.feed(f"squall.{eo}.lines", corpus_slice(corpus, tmp_path / "eo.txt", 5_000), seconds=20)
         job.wait_ready(180)
         job.produce_input()
         deadline = time.monotonic() + 300
