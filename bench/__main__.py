@@ -16,6 +16,17 @@ def parse_setting(kv: str) -> tuple[str, object]:
         return key, raw
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (argparse prints the error and exits 2 otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -52,6 +63,13 @@ def main(argv: list[str] | None = None) -> None:
         default=3.0,
         metavar="SECONDS",
         help="latency workload: seconds at half rate before its latency is counted (a new topology's start is not its steady state)",
+    )
+    c.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="each contender's throughput run N times, in a new order each round (bench/rounds.py); its row is its median run",
     )
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a topology config key for squall-acked/-unacked (JSON value), repeatable")
     c.add_argument("--set-eo", action="append", default=[], metavar="KEY=VALUE", help="a topology config key for squall-exactly-once (JSON value), repeatable")

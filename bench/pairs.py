@@ -29,6 +29,7 @@ from typing import Any
 
 from bench.common import broker, print_table, write_json
 from bench.compare import expected, load_input, normalise, repeated, run_contender
+from bench.procs import wait_quiet
 
 Row = dict[str, Any]
 Pair = dict[str, Row]
@@ -117,6 +118,8 @@ def run(args: Any) -> dict[str, Any]:
     with broker(args.bootstrap, args.broker, args.broker_warmup) as bootstrap:
 
         def run_one(pair: int, name: str) -> Row:
+            if not args.smoke:
+                wait_quiet()  # as bench all: each run starts on a quiet machine
             row = run_contender(name, bootstrap, args.workload, lines, exp, None, quiet_s, limit_s, workdir, on_kafka=args.broker != "tansu")
             if "note" in row:
                 raise SystemExit(f"[bench] {name}: {row['note']}")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bench.common import proc_status_bytes
@@ -74,3 +76,37 @@ def descendants(pid: int) -> list[int]:
 def tree_cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of ``pid`` and its descendants (0 for those gone)."""
     return sum(cpu_seconds(q) or 0.0 for q in (pid, *descendants(pid)))
+
+
+def machine_busy() -> tuple[int, int]:
+    """``(busy, total)`` clock ticks of all CPUs since boot, from the first line of ``/proc/stat`` (iowait counts as idle)."""
+    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
+
+
+def wait_quiet(
+    busy_below: float = 0.10,
+    window_s: float = 1.0,
+    timeout_s: float = 30.0,
+    read: Callable[[], tuple[int, int]] = machine_busy,
+    sleep: Callable[[float], None] = time.sleep,
+) -> float:
+    """Flush dirty pages (``os.sync``), then wait until the machine was busy under ``busy_below`` of all its CPUs for a ``window_s``-second window.
+
+    A benchmark run starts on a quiet machine this way, not while the broker still writes out
+    what the run before it produced. Returns the seconds waited (whole windows; at most
+    ``timeout_s``, after which it returns anyway: a machine busy with something else is the
+    run's to report, not a reason to stall the bench). ``read`` and ``sleep`` are injected for tests.
+    """
+    os.sync()
+    waited = 0.0
+    last = read()
+    while waited < timeout_s:
+        sleep(window_s)
+        waited += window_s
+        now = read()
+        busy, total = now[0] - last[0], now[1] - last[1]
+        last = now
+        if total > 0 and busy / total < busy_below:
+            break
+    return waited
