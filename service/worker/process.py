@@ -30,6 +30,7 @@ from service.worker.drain import draining_elsewhere
 from service.worker.metrics import StatsCollector, serve
 from service.worker.sockets import abort_tcp_connections
 from service.worker.status_watch import StatusWatcher
+from service.worker.thread_names import os_named
 from streams.config import TopologyConfig, resolve
 from streams.kafka.clients import at_high_watermarks
 from streams.model.checks import check_confs
@@ -277,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         me = me_from_env(plan.name, set(task_refs(plan.executors_of(index))))
         claim_watch = ClaimWatch(plan.bootstrap, ControlTopics(plan.control_namespace), me, lease, plan.kafka.get("consumer"))
         claim_watch.start()
-    threads = [threading.Thread(target=e.run, name=f"{e.component}-{i}", daemon=True) for i, e in enumerate(executors)]
+    threads = [threading.Thread(target=os_named(e.run, f"{e.component}-{i}"), name=f"{e.component}-{i}", daemon=True) for i, e in enumerate(executors)]
     for t in threads:
         t.start()
     log.info("[%s] worker w%d running %s", plan.name, index, [e.component for e in executors])
