@@ -95,6 +95,7 @@ RESERVED = frozenset(
         "batch_last_txid",
         "lag",
         "worker_cpu_seconds",
+        "worker_gc_seconds",
         "supervisor_cpu_seconds",
     }
 )
@@ -219,6 +220,12 @@ class StatsCollector(Collector):
         lag = GaugeMetricFamily("squall_lag", "Source records not yet committed, per partition", labels=[*LABELS, "partition"])
         cpu = CounterMetricFamily("squall_worker_cpu_seconds", "CPU time of the worker process (user + system)", labels=["topology", "worker"])
         rss = GaugeMetricFamily("squall_worker_resident_memory_bytes", "Resident memory of the worker process", labels=["topology", "worker"])
+        gc_s = CounterMetricFamily(
+            "squall_worker_gc_seconds",
+            "Seconds Python's cyclic GC ran in the worker process (no Python thread runs meanwhile; squall.worker.gc.threshold)",
+            labels=["topology", "worker"],
+        )
+        gc_by: dict[tuple[str, str], float] = {}
         hists: dict[str, HistogramMetricFamily] = {k: HistogramMetricFamily(f"squall_{k}_seconds", v, labels=LABELS) for k, v in HISTS.items()}
         workers: dict[tuple[str, str], tuple[float, float]] = {}
         registered: dict[str, CounterMetricFamily] = {}
@@ -267,12 +274,16 @@ class StatsCollector(Collector):
                 key = (s.topology, s.worker)
                 old = workers.get(key, (0.0, 0.0))
                 workers[key] = (max(old[0], g["process_cpu_seconds"]), max(old[1], g.get("process_rss_bytes", 0.0)))
+                if "process_gc_seconds" in g:
+                    gc_by[key] = max(gc_by.get(key, 0.0), g["process_gc_seconds"])
         for (topology, worker), (c, r) in workers.items():
             cpu.add_metric([topology, worker], c)
             rss.add_metric([topology, worker], r)
+        for (topology, worker), seconds in gc_by.items():
+            gc_s.add_metric([topology, worker], seconds)
         yield from counters.values()
         yield from registered.values()
-        yield from (by_type, reexecutions, replays, pending, limit, capacity, tasks, last_txid, lag, cpu, rss)
+        yield from (by_type, reexecutions, replays, pending, limit, capacity, tasks, last_txid, lag, cpu, rss, gc_s)
         yield from hists.values()
         yield from latencies.values()
 

@@ -38,6 +38,7 @@ from streams.model.context import LocalTasks
 from streams.model.loader import load_topology
 from streams.model.spec import Topology
 from streams.monitoring.board import StatsBoard
+from streams.monitoring.gc_time import PROCESS_GC
 from streams.runtime.executor import Executor, ExecutorEnv
 from streams.runtime.fencing import new_epoch
 from streams.runtime.handoff import Handing, WorkerHandoff
@@ -196,6 +197,7 @@ def tune_gc(threshold: int) -> None:
     if threshold > 0:
         _, older, oldest = gc.get_threshold()
         gc.set_threshold(threshold, older, oldest)
+    PROCESS_GC.install()  # what the collections cost: squall_worker_gc_seconds_total, and the worker's last log line
 
 
 def request_trace(executors: list[Any], rate: float) -> None:
@@ -323,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         e.stop()
     for t in threads:
         t.join(30)
+    log.info("[%s] worker w%d: cyclic GC %s, threshold %s", plan.name, index, PROCESS_GC.summary(), gc.get_threshold())
     if failed or any(e.error is not None for e in executors):
         log.error("[%s] worker w%d stopping: an executor failed", plan.name, index)
         return 1

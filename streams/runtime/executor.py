@@ -43,6 +43,7 @@ from streams.model.context import LocalTasks, TopologyContext
 from streams.model.io import DeadLetterWriter, ExecutorIO
 from streams.model.spec import Topology
 from streams.monitoring.errors import ErrorLog, ErrorThrottle
+from streams.monitoring.gc_time import PROCESS_GC
 from streams.monitoring.stats import ExecutorStats, process_usage
 from streams.monitoring.trace import Tracer, threshold
 from streams.runtime.acks import AckBuffer
@@ -481,6 +482,8 @@ class Executor(DeadLetterWriter):
         cpu, rss = process_usage()
         self.stats.gauges["process_cpu_seconds"] = cpu
         self.stats.gauges["process_rss_bytes"] = rss
+        if PROCESS_GC.installed:
+            self.stats.gauges["process_gc_seconds"] = PROCESS_GC.total_seconds
 
     def _update_gauges(self) -> None:
         """Refresh gauges before a snapshot."""

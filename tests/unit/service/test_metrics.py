@@ -131,3 +131,19 @@ def test_a_metric_name_prometheus_would_mangle_is_refused_naming_the_component()
     for bad in ("Late", "late-flights", "late_total", "9late"):
         with pytest.raises(TopologyError, match=r"\[rows\] metric name"):
             ctx.register_metric(bad, lambda: 1.0)
+
+
+def test_each_workers_gc_seconds_are_exposed_once_per_worker() -> None:
+    count = ExecutorStats("wc", "count", "bolt", "w1")
+    split = ExecutorStats("wc", "split", "bolt", "w1")
+    for s, gc_s in ((count, 0.25), (split, 0.5)):  # snapshots of one process taken at different moments: the later total wins
+        s.gauges["process_cpu_seconds"] = 3.0
+        s.gauges["process_gc_seconds"] = gc_s
+    lines = ExecutorStats("wc", "lines", "spout", "w0")
+    lines.gauges["process_cpu_seconds"] = 1.0  # a worker that does not measure its GC exports no GC sample
+    registry = CollectorRegistry()
+    registry.register(StatsCollector(lambda: [count, split, lines]))
+    got = samples(registry)
+    assert got[("squall_worker_gc_seconds_total", frozenset({"topology": "wc", "worker": "w1"}.items()))] == 0.5
+    assert not any(name == "squall_worker_gc_seconds_total" and ("worker", "w0") in labels for name, labels in got)
+    assert got[("squall_worker_cpu_seconds_total", frozenset({"topology": "wc", "worker": "w0"}.items()))] == 1.0
