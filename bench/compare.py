@@ -585,10 +585,7 @@ def run_squall(
         correct, dups = verdict(watcher.state, exp, at_least_once=not (state or keyvalue))
         watcher.close()
         acker_ops = int(job.board.total("spout", "acker_ops") + job.board.total("bolt", "acker_ops"))
-        gc_s: dict[str, float] = {}  # each worker's cyclic GC seconds since it started (streams.monitoring.gc_time)
-        for snap in job.board.latest.values():
-            if "process_gc_seconds" in snap["gauges"]:
-                gc_s[snap["worker"]] = max(gc_s.get(snap["worker"], 0.0), snap["gauges"]["process_gc_seconds"])
+        gc_s = job.board.per_worker("process_gc_seconds")  # each worker's cyclic GC seconds since it started (streams.monitoring.gc_time)
         return {
             **measured(end - start, peak, cpu_s, correct, dups, peak_pss),
             "p50_s": p50,
@@ -596,7 +593,7 @@ def run_squall(
             "acker_ops": acker_ops,
             "workers": workers,
             "gc_s": sum(gc_s.values()),
-            "gc_s_by_worker": dict(sorted(gc_s.items())),
+            "gc_s_by_worker": gc_s,
             "hops": hop_breakdown(job),
             "produced_bytes": produced_bytes(job),
             "trees": int(job.board.total("acker", "complete")),

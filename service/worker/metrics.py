@@ -101,6 +101,9 @@ RESERVED = frozenset(
 )
 """Family names the collector builds itself: a registered metric by one of these names is not exported (it would clash)."""
 
+PROCESS_GAUGES = ("process_cpu_seconds", "process_rss_bytes", "process_gc_seconds")
+"""The worker process's gauges, in every executor's snapshot (streams.runtime.executor): exported once per worker, the largest value seen."""
+
 KIND_COUNTERS = {
     "spout": (
         "held_back_seconds",
@@ -225,9 +228,8 @@ class StatsCollector(Collector):
             "Seconds Python's cyclic GC ran in the worker process (no Python thread runs meanwhile; squall.worker.gc.threshold)",
             labels=["topology", "worker"],
         )
-        gc_by: dict[tuple[str, str], float] = {}
         hists: dict[str, HistogramMetricFamily] = {k: HistogramMetricFamily(f"squall_{k}_seconds", v, labels=LABELS) for k, v in HISTS.items()}
-        workers: dict[tuple[str, str], tuple[float, float]] = {}
+        workers: dict[tuple[str, str], dict[str, float]] = {}  # (topology, worker) -> process gauge -> its latest (largest) value
         registered: dict[str, CounterMetricFamily] = {}
         latencies: dict[str, HistogramMetricFamily] = {}
         for s in stats:
@@ -271,16 +273,15 @@ class StatsCollector(Collector):
                     latency = latencies[k] = HistogramMetricFamily(f"squall_{k}_seconds", what, labels=LABELS)
                 latency.add_metric(labels, _buckets(s.hists[k]), s.hists[k].total)
             if "process_cpu_seconds" in g:
-                key = (s.topology, s.worker)
-                old = workers.get(key, (0.0, 0.0))
-                workers[key] = (max(old[0], g["process_cpu_seconds"]), max(old[1], g.get("process_rss_bytes", 0.0)))
-                if "process_gc_seconds" in g:
-                    gc_by[key] = max(gc_by.get(key, 0.0), g["process_gc_seconds"])
-        for (topology, worker), (c, r) in workers.items():
-            cpu.add_metric([topology, worker], c)
-            rss.add_metric([topology, worker], r)
-        for (topology, worker), seconds in gc_by.items():
-            gc_s.add_metric([topology, worker], seconds)
+                mine = workers.setdefault((s.topology, s.worker), {})
+                for name in PROCESS_GAUGES:
+                    if name in g:
+                        mine[name] = max(mine.get(name, 0.0), g[name])
+        for (topology, worker), mine in workers.items():
+            cpu.add_metric([topology, worker], mine["process_cpu_seconds"])
+            rss.add_metric([topology, worker], mine.get("process_rss_bytes", 0.0))
+            if "process_gc_seconds" in mine:  # a worker that measures its GC (service/worker/process.py)
+                gc_s.add_metric([topology, worker], mine["process_gc_seconds"])
         yield from counters.values()
         yield from registered.values()
         yield from (by_type, reexecutions, replays, pending, limit, capacity, tasks, last_txid, lag, cpu, rss, gc_s)

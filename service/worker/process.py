@@ -197,7 +197,6 @@ def tune_gc(threshold: int) -> None:
     if threshold > 0:
         _, older, oldest = gc.get_threshold()
         gc.set_threshold(threshold, older, oldest)
-    PROCESS_GC.install()  # what the collections cost: squall_worker_gc_seconds_total, and the worker's last log line
 
 
 def request_trace(executors: list[Any], rate: float) -> None:
@@ -244,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     if executors:
         e = executors[0]  # a topology-level setting: every executor has it
         tune_gc(gc_threshold(e.conf, e.topology.hold().checkpointed))
+        PROCESS_GC.install()  # what the collections cost: squall_worker_gc_seconds_total, and the worker's last log line
     faust = [e for e in executors if hasattr(e, "run_blocking")]
     if faust:
         log.info("[%s] worker w%d running the faust acker", plan.name, index)

@@ -171,6 +171,14 @@ class StatsBoard:
         """``gauge`` summed over ``kind``'s live executors (final snapshots left out)."""
         return float(sum(s["gauges"].get(gauge, 0) for s in self.latest.values() if s["kind"] == kind and not s.get("final")))
 
+    def per_worker(self, gauge: str) -> dict[str, float]:
+        """A process gauge (``process_gc_seconds``, ``process_cpu_seconds``) per worker, the largest seen: each executor's snapshot carries its process's."""
+        out: dict[str, float] = {}
+        for s in self.latest.values():
+            if gauge in s["gauges"]:
+                out[s["worker"]] = max(out.get(s["worker"], 0.0), float(s["gauges"][gauge]))
+        return dict(sorted(out.items()))
+
     def hist(self, kind: str, name: str, component: str | None = None) -> LogHistogram:
         """Histogram ``name`` merged over ``kind``'s executors (of ``component``, if given)."""
         h = LogHistogram()
