@@ -90,6 +90,13 @@ def main(argv: list[str] | None = None) -> None:
     pr.add_argument("--target", type=float, default=None, help="the least median ratio B/A that is good enough")
     pr.add_argument("--smoke", action="store_true", help="tiny input, correctness only")
     pr.add_argument(
+        "--set-b",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a topology config key (JSON value) for B's runs only, repeatable: B may then be A itself (what a setting changes, in ABBA pairs)",
+    )
+    pr.add_argument(
         "--input-copies", type=int, default=1, metavar="N", help="word count and flights: the input N times over (a sustained rate, as in bench all)"
     )
     i = sub.add_parser("idle", help="the CPU of topologies with no input, per worker (issue 28)")
@@ -162,6 +169,8 @@ def main(argv: list[str] | None = None) -> None:
         args.workdir = tempfile.mkdtemp(prefix="squall-bench-")
     if hasattr(args, "set"):
         args.set = dict(parse_setting(kv) for kv in args.set)
+    if hasattr(args, "set_b"):
+        args.set_b = dict(parse_setting(kv) for kv in args.set_b)
     if hasattr(args, "set_eo"):
         args.set_eo = dict(parse_setting(kv) for kv in args.set_eo)
     if args.command == "scale":

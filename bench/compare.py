@@ -597,6 +597,7 @@ def run_squall(
             "hops": hop_breakdown(job),
             "produced_bytes": produced_bytes(job),
             "trees": int(job.board.total("acker", "complete")),
+            "held_back_s": job.board.total("spout", "held_back_seconds"),  # summed over spout executors: the bound, not the input, set their pace
             **(inspect(job) if inspect is not None else {}),
         }
     finally:

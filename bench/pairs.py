@@ -16,10 +16,15 @@ trace`` does for tracing's cost:
 writes them.
 
 Example: ``python -m bench pairs squall-acked squall-stateful --runs 6 --target 0.8``.
+
+``--set-b KEY=VALUE`` (repeatable) runs B with those topology settings, so B may be A itself:
+``python -m bench pairs squall-acked squall-acked --set-b squall.transfer.batch.size=500`` is
+what that setting changes, measured the same way.
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 import sys
 import tempfile
@@ -42,6 +47,17 @@ def order(pair: int, a: str, b: str) -> list[str]:
     (['squall-acked', 'squall-stateful'], ['squall-stateful', 'squall-acked'])
     """
     return [a, b] if pair % 2 == 0 else [b, a]
+
+
+def labelled(name: str, settings: dict[str, Any]) -> str:
+    """Contender ``name`` as the table shows it when its runs use ``settings`` (``--set-b``): its settings follow it.
+
+    >>> labelled("squall-acked", {}), labelled("squall-acked", {"squall.transfer.batch.size": 500})
+    ('squall-acked', 'squall-acked [squall.transfer.batch.size=500]')
+    """
+    if not settings:
+        return name
+    return f"{name} [{', '.join(f'{k}={json.dumps(v)}' for k, v in settings.items())}]"
 
 
 def run_pairs(runs: int, a: str, b: str, run_one: Callable[[int, str], Row]) -> list[Pair]:
@@ -109,7 +125,8 @@ def summarise(pairs: list[Pair], a: str, b: str, target: float | None = None) ->
 
 def run(args: Any) -> dict[str, Any]:
     """``--runs`` ABBA pairs of ``args.a`` and ``args.b`` on ``--workload``, one broker; prints the runs and the summary, writes ``--json``."""
-    a, b = args.a, args.b
+    set_b: dict[str, Any] = getattr(args, "set_b", None) or {}
+    a, b = args.a, labelled(args.b, set_b)
     workdir = Path(tempfile.mkdtemp(prefix="squall-bench-"))
     quiet_s, limit_s = (20.0, 300.0) if args.smoke else (60.0, 1800.0)
     lines = repeated(args.workload, load_input(args.workload, args.smoke), getattr(args, "input_copies", 1))
@@ -120,7 +137,8 @@ def run(args: Any) -> dict[str, Any]:
         def run_one(pair: int, name: str) -> Row:
             if not args.smoke:
                 wait_quiet()  # as bench all: each run starts on a quiet machine
-            row = run_contender(name, bootstrap, args.workload, lines, exp, None, quiet_s, limit_s, workdir, on_kafka=args.broker != "tansu")
+            contender, settings = (args.b, set_b) if name == b else (name, None)
+            row = run_contender(contender, bootstrap, args.workload, lines, exp, None, quiet_s, limit_s, workdir, settings, on_kafka=args.broker != "tansu")
             if "note" in row:
                 raise SystemExit(f"[bench] {name}: {row['note']}")
             return checked(row, pair, name, args.workload, records)
@@ -154,5 +172,6 @@ def run(args: Any) -> dict[str, Any]:
         f"{cpu_text}; ratio of the medians {summary['ratio_of_medians']:.3f}){verdict}"
     )
     result = {"broker": args.broker, "workload": args.workload, "records": records, "pairs": pairs, "summary": summary, "smoke": bool(args.smoke)}
+    result["set_b"] = set_b
     write_json(args.json, result)
     return result

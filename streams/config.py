@@ -261,11 +261,11 @@ class TopologyConfig(BaseModel):
     )
     batch_size: int = Field(500, alias="squall.consume.batch", ge=1, description="records per consume call (count; default 500)")
     transfer_batch_size: int = Field(
-        100,
+        500,
         alias="squall.transfer.batch.size",
         ge=1,
-        description="tuples a task sends one partition of a bolt's topic in one Kafka record, at most (count; default 100; "
-        "1: a record per tuple). Storm's topology.transfer.batch.size (see docs/design.md, 'Packs')",
+        description="tuples a task sends one partition of a bolt's topic in one Kafka record, at most (count; default 500, "
+        "was 100; 1: a record per tuple). Storm's topology.transfer.batch.size (see docs/design.md, 'Packs')",
     )
     transfer_runs: bool = Field(
         True,

@@ -170,6 +170,8 @@ class SpoutExecutor(Executor):
     # -- loop pieces -------------------------------------------------------------------
     def _results(self, msgs: list[Message]) -> int:
         """Apply ack results: ``spout.ack``/``spout.fail`` for each tree still in flight (:meth:`SpoutTasks.settle`)."""
+        if not msgs:
+            return 0
         n = 0
         wall = time.time()
         transit = self.stats.hist("transit_latency")

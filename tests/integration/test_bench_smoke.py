@@ -86,5 +86,6 @@ def test_bench_smoke_every_contender_runs_and_is_correct(bootstrap: str, broker_
         assert rows["squall-unacked"]["acker_ops"] == 0 and rows["squall-acked"]["acker_ops"] > 0
         acked = rows["squall-acked"]  # every worker measures its cyclic GC (streams.monitoring.gc_time), read per worker from the stats
         assert set(acked["gc_s_by_worker"]) == {f"w{i}" for i in range(len(acked["workers"]))} and acked["gc_s"] >= 0
+        assert acked["held_back_s"] >= 0 and rows["squall-unacked"]["held_back_s"] == 0  # no bound without ackers
         assert rows["squall-exactly-once"]["duplicates"] == 0  # exact, read from its committed state
         assert sum(r["cpu_s"] for n, r in rows.items() if n.startswith("squall")) > 0  # Squall's workers ran for longer than a tick

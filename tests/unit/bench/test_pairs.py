@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import doctest
+import json
+from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -75,3 +78,30 @@ def test_a_contender_without_cpu_the_limit_row_gives_ratios_of_throughput_only()
     assert limit["cpu_us_per_record"] is None and acked["cpu_us_per_record"] == 30.0
     s = summarise([{"limit": limit, "squall-acked": acked}], "limit", "squall-acked", 0.5)
     assert s["pair_ratios"] == [0.5] and s["pair_cpu_ratios"] == [None] and s["median_pair_cpu_ratio"] is None and s["within_target"]
+
+
+def test_set_b_runs_b_with_its_settings_and_a_without_so_b_may_be_a_itself(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``bench pairs squall-acked squall-acked --set-b K=V``: what a setting changes, in ABBA pairs."""
+    calls: list[tuple[str, dict[str, Any] | None]] = []
+
+    def fake_run(name: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        settings = args[8] if len(args) > 8 else kwargs.get("settings")
+        calls.append((name, settings))
+        return {"correct": True, "seconds": 1.0 if settings else 2.0, "cpu_s": 1.0, "duplicates": 0, "peak_rss_bytes": 1}
+
+    monkeypatch.setattr(pairs, "run_contender", fake_run)
+    argv = ["pairs", "squall-acked", "squall-acked", "--set-b", "squall.transfer.batch.size=500", "--smoke", "--runs", "2", "--bootstrap", "x:1"]
+    argv += ["--json", str(tmp_path / "p.json")]
+    from bench.__main__ import main
+
+    main(argv)
+    assert calls == [
+        ("squall-acked", None),
+        ("squall-acked", {"squall.transfer.batch.size": 500}),
+        ("squall-acked", {"squall.transfer.batch.size": 500}),
+        ("squall-acked", None),
+    ]
+    result = json.loads((tmp_path / "p.json").read_text())
+    assert result["set_b"] == {"squall.transfer.batch.size": 500}
+    assert result["summary"]["b"] == "squall-acked [squall.transfer.batch.size=500]"
+    assert result["summary"]["pair_ratios"] == [2.0, 2.0]
