@@ -44,7 +44,7 @@ from streams.monitoring.errors import ErrorLog
 from streams.monitoring.stats import LogHistogram
 from streams.monitoring.trace import Tracer
 from streams.runtime.acks import AckBuffer, ProduceFn
-from streams.runtime.routing import Route, Router
+from streams.runtime.routing import Output, Route, Router
 from streams.runtime.transfer import TupleTransfer
 from streams.wire.acker import why_text
 from streams.wire.codec import RunAnchors, encode_batched, encode_head, encode_json, encode_rooted, encode_tuple, encode_values
@@ -104,9 +104,16 @@ class _Emitter:
             hook.emit(info)
 
     def _outputs(self, stream: str, values: list[Any]) -> None:
-        for out in self.router.outputs[stream]:
-            record = dict(zip(out.fields, values, strict=False))
-            self.produce(out.topic, encode_json(record), key=str(values[out.key_index]).encode())
+        self._to_outputs(self.router.outputs[stream], values)
+
+    def _to_outputs(self, outputs: list[Output], values: list[Any]) -> None:
+        """Write ``values`` to each external output (``set_output``): a JSON object of its fields, keyed by its key field's text."""
+        produce = self.produce
+        for out in outputs:
+            key = values[out.key_index]
+            # zip without strict=: the keyword alone made dict(zip(...)) take 0.64 us instead of 0.37 (a word count's every count)
+            record = dict(zip(out.fields, values))  # noqa: B905 (strict=False is the default: the shorter one ends it)
+            produce(out.topic, encode_json(record), key=(key if type(key) is str else str(key)).encode())
 
     def _check_direct(self, stream: str, direct_call: bool) -> None:
         is_direct = self.router.direct.get(stream)
@@ -146,6 +153,8 @@ class BoltOutputCollectorImpl(_Emitter):
         """When set (by the executor): where :meth:`report_error` and a fail's reason go."""
         self._single: dict[str, Route | None] = {}
         """Per stream: its one route if an emit may take :meth:`emit`'s hot path, else None (:meth:`_single_route`)."""
+        self._sink_only: dict[str, list[Output]] = {}
+        """Per stream whose emits go only to external outputs (no subscriber, not direct): those outputs (:meth:`_single_route`)."""
         self._last_anchor: Tuple | None = None
         """The anchor of the last emit that took the hot path, and its :meth:`_run_root` (an input's emits come together)."""
         self._last_root = -1
@@ -279,14 +288,23 @@ class BoltOutputCollectorImpl(_Emitter):
                 self.emitted += 1
                 self.transferred += len(tasks)
                 return tasks
+        elif route is None and not self.hooks and not self.tuple_ids:
+            outputs = self._sink_only.get(stream)
+            if outputs is not None:  # a stream only users' topics read, such as the word count's "counts"
+                self._to_outputs(outputs, values)
+                self.emitted += 1
+                return []
         return self._emit(values, anchors, stream)
 
     def _single_route(self, stream: str) -> Route | None:
         """``stream``'s one route if an emit on it may take :meth:`emit`'s hot path (one subscriber, not direct, no output topic), else None."""
         router = self.router
         routes = router.routes.get(stream)
-        route = routes[0] if routes is not None and len(routes) == 1 and not router.direct.get(stream) and not router.outputs.get(stream) else None
+        outputs = router.outputs.get(stream)
+        route = routes[0] if routes is not None and len(routes) == 1 and not router.direct.get(stream) and not outputs else None
         self._single[stream] = route
+        if routes is not None and not routes and not router.direct.get(stream) and outputs:
+            self._sink_only[stream] = outputs
         return route
 
     def _emit(self, values: list[Any], anchors: Anchors, stream: str) -> list[int]:

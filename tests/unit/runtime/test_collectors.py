@@ -150,10 +150,12 @@ class Streams:
             "all": [route(2, AllGrouping(2))],
             "two": [route(3, FieldsGrouping(3, [0])), route(1, GlobalGrouping(), "d")],
             "out": [route(3, FieldsGrouping(3, [0]))],
+            "sink": [],
         }
         self.direct = dict.fromkeys(self.routes, False)
         self.outputs: dict[str, list[Any]] = {s: [] for s in self.routes}
         self.outputs["out"] = [Output("squall.x.out", 0, ("w",))]
+        self.outputs["sink"] = [Output("squall.x.sink", 0, ("w",)), Output("squall.x.show", 0, ("w",))]  # read by users only
 
     def stream(self, stream: str) -> list[Route]:
         return self.routes[stream]
@@ -163,7 +165,7 @@ class Streams:
 @given(
     emits=st.lists(
         st.tuples(
-            st.sampled_from(["default", "all", "two", "out"]),
+            st.sampled_from(["default", "all", "two", "out", "sink"]),
             st.sampled_from(["run", "tree", "untracked", "batch", "untracked-batch", "traced", "two-roots", "none"]),
             st.text("abcdef", min_size=1, max_size=3),
         ),
@@ -179,7 +181,7 @@ def test_the_emit_hot_path_sends_and_anchors_what_the_general_path_does(emits: l
     def run(hot: bool) -> tuple[Any, ...]:
         ids = iter(range(1, 10_000))
         with patch("streams.runtime.transfer.new_id", lambda: next(ids)), patch("streams.runtime.collectors.new_id", lambda: next(ids)):
-            cap, acks = Capture(), AckBuffer("acker", 1) if acked else None
+            cap, acks = KeyedCapture(), AckBuffer("acker", 1) if acked else None
             transfer = TupleTransfer(cap, {"t-c", "t-d"}, max_tuples=8)
             c = BoltOutputCollectorImpl(Streams(), 1, transfer.produce, acks)  # type: ignore[arg-type]
             c.runs = transfer
@@ -190,9 +192,34 @@ def test_the_emit_hot_path_sends_and_anchors_what_the_general_path_does(emits: l
                 anchors = None if kind == "none" else inputs[kind]
                 tasks.append((c.emit if hot else c._emit)([word], anchors, stream))
             transfer.flush()
-            return cap.records, cap.partitions, tasks, {k: t.ack_val for k, t in inputs.items()}, acks.drain() if acks is not None else None
+            counts = (c.emitted, c.transferred)
+            return cap.records, cap.partitions, cap.keys, tasks, counts, {k: t.ack_val for k, t in inputs.items()}, acks.drain() if acks is not None else None
 
     assert run(hot=True) == run(hot=False)
+
+
+class KeyedCapture(Capture):
+    """:class:`~tests.unit.sim.Capture` that keeps each record's key too (outputs are keyed)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.keys: list[bytes | None] = []
+
+    def __call__(self, topic: str, value: bytes, key: bytes | None = None, partition: int = -1, headers: Any = None) -> None:
+        super().__call__(topic, value, key, partition, headers)
+        self.keys.append(key)
+
+
+def test_an_emit_read_only_by_users_writes_each_output_keyed_by_its_key_fields_text() -> None:
+    """A stream with outputs and no subscriber (the word count's ``counts``) takes a path of its own: a JSON
+    object of the declared fields per output, keyed by the key field's text, and no task."""
+    router = Streams()
+    router.outputs["sink"] = [Output("squall.x.sink", 1, ("n", "w"))]
+    cap = KeyedCapture()
+    c = BoltOutputCollectorImpl(router, 1, cap, None)  # type: ignore[arg-type]
+    assert c.emit([3, "to"], stream="sink") == [] and c.emit(["x", 4], stream="sink") == []
+    assert cap.records == [("squall.x.sink", b'{"n":3,"w":"to"}'), ("squall.x.sink", b'{"n":"x","w":4}')]
+    assert cap.keys == [b"to", b"4"] and c.emitted == 2 and c.transferred == 0
 
 
 def anchor_of(kind: str) -> Tuple:
