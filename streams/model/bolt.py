@@ -138,7 +138,8 @@ class BasicBoltExecutor(DelegatingBolt):
     """Adapts a :class:`BasicBolt` to :class:`Bolt`: anchor, ack, fail on FailedException.
 
     Any other exception propagates to the executor, which fails the tuple and logs it
-    with the component id and the record's topic/partition/offset.
+    with the component id and the record's topic/partition/offset; a FatalError stops the
+    executor instead (:func:`streams.runtime.bolt_task.settle_raised`).
     """
 
     def __init__(self, inner: BasicBolt) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from streams.exceptions import FailedException
+from streams.exceptions import FailedException, FatalError
 from streams.model.bolt import Bolt
 from streams.model.hooks import BoltExecuteInfo
 from streams.model.spec import Topology
@@ -53,7 +53,8 @@ def execute_guarded(bolt: Bolt, collector: BoltOutputCollectorImpl, t: Tuple) ->
 
     A raised FailedException fails ``t`` (Storm's ``FailedException``: replay, no error; its
     message, if any, is the fail's reason); any other exception fails it too and is
-    returned, for the caller to count, report and log. The task's hooks, if any, see
+    returned, for the caller to count, report and log. A FatalError is no tuple's fail: it
+    propagates, and stops the executor (:func:`settle_raised`). The task's hooks, if any, see
     ``bolt_execute`` with the latency (seconds) and the exception.
     """
     hooks = collector.hooks
@@ -75,7 +76,16 @@ def settle_raised(collector: BoltOutputCollectorImpl, t: Tuple, exc: Exception) 
 
     :func:`execute_guarded`'s handling, shared with the bolt executor's loop, which calls
     ``execute`` itself for most tuples (:meth:`streams.runtime.bolt.BoltExecutor._process`).
+
+    Raises ``exc`` again, failing nothing, when it is a FatalError (:mod:`streams.exceptions`:
+    *stop*, not *fail this tuple*): a committer fenced by a newer owner of its state
+    (StateFencedError), an emit on a stream the bolt never declared. Replaying the tuple would
+    only raise it again; the executor stops, its worker exits non-zero and the error is
+    published (``squall errors``, cause ``fatal``), and the tuple's tree is replayed by the next
+    owner (it was never acked).
     """
+    if isinstance(exc, FatalError):
+        raise exc
     if isinstance(exc, FailedException):
         collector.fail(t, str(exc) or None)
         return None
