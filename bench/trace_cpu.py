@@ -44,7 +44,7 @@ from streams.monitoring import Tracer, decode_batch
 from streams.runtime import BoltExecutor, Executor, ExecutorEnv, Router, SpoutOutputCollectorImpl
 from streams.testing import Record
 
-TREE = 50
+TREE = resolve().tree_records
 """Lines per tree, as a KafkaSpout sends them (``squall.spout.tree.records``' default)."""
 TICK_EVERY = 1000
 """Tuples per count task between ticks."""

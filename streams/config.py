@@ -67,10 +67,10 @@ class TopologyConfig(BaseModel):
         "memory is at most this many records per task, plus one tree of records",
     )
     tree_records: int = Field(
-        50,
+        200,
         alias="squall.spout.tree.records",
         ge=1,
-        description="records of one source partition a KafkaSpout sends per tree, at least once (count; default 50; "
+        description="records of one source partition a KafkaSpout sends per tree, at least once (count; default 200; "
         "1: a tree per record, as in Storm). A failed tree replays each of its records as a tree of its own",
     )
     tick_tuple_freq_secs: float | None = Field(None, alias="topology.tick.tuple.freq.secs", gt=0, description="tick tuple period (seconds; default off)")

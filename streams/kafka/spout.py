@@ -6,7 +6,7 @@
   partition always lands on the same task. With no ``topics``, the spout reads its own
   topic, and each task owns exactly one partition.
 * **Message id** = ``(topic, partition, offset)``.
-* **Trees of several records** (``squall.spout.tree.records``, default 50). At least once,
+* **Trees of several records** (``squall.spout.tree.records``, default 200). At least once,
   each ``next_tuple`` sends the run of buffered records of one source partition, up to that
   many, as **one** tree (:meth:`~streams.runtime.collectors.SpoutOutputCollector.emit_tree`, message id
   :class:`~streams.kafka.source.KafkaRecordsId`): one acker ``init``, ack ops coalesced per root,

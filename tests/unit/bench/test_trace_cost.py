@@ -54,11 +54,14 @@ def test_the_median_cost_lies_between_the_pairs_costs(runs: list[tuple[float, fl
 def test_the_trace_cpu_bench_completes_every_tree_of_both_variants_and_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "trace-cpu.json"
     main(["trace-cpu", "--lines", "1200", "--chunk", "400", "--json", str(out)])  # (each chunk asserts every tree completed)
+    from bench.trace_cpu import TREE
+
     result = json.loads(out.read_text())
-    assert result["lines"] == 1200 and result["trees"] == 24  # 50 lines a tree
+    trees = 3 * -(-400 // TREE)  # each chunk of 400 lines in trees of TREE (squall.spout.tree.records' default)
+    assert result["lines"] == 1200 and result["trees"] == trees
     assert result["untraced_cpu_s"] > 0 and result["traced_cpu_s"] > 0
     assert result["events"] >= 0 and result["sampled_trees"] <= result["trees"]
-    assert result["sample_share"] == result["sampled_trees"] / 24
+    assert result["sample_share"] == result["sampled_trees"] / trees
 
 
 def test_a_traced_pipeline_publishes_every_event_of_its_sampled_trees() -> None:
