@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="a topology config key (JSON value) for B's runs only, repeatable: B may then be A itself (what a setting changes, in ABBA pairs)",
+        help="a topology config key (JSON value) for B's runs only (squall-acked, -unacked, -traced and -exactly-once), repeatable: "
+        "B may then be A itself (what a setting changes, in ABBA pairs)",
     )
     pr.add_argument(
         "--input-copies", type=int, default=1, metavar="N", help="word count and flights: the input N times over (a sustained rate, as in bench all)"

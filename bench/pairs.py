@@ -138,7 +138,9 @@ def run(args: Any) -> dict[str, Any]:
             if not args.smoke:
                 wait_quiet()  # as bench all: each run starts on a quiet machine
             contender, settings = (args.b, set_b) if name == b else (name, None)
-            row = run_contender(contender, bootstrap, args.workload, lines, exp, None, quiet_s, limit_s, workdir, settings, on_kafka=args.broker != "tansu")
+            eo = settings if contender == "squall-exactly-once" else None  # --set-b reaches a transactional topology too
+            kafka = args.broker != "tansu"
+            row = run_contender(contender, bootstrap, args.workload, lines, exp, None, quiet_s, limit_s, workdir, settings, on_kafka=kafka, eo_settings=eo)
             if "note" in row:
                 raise SystemExit(f"[bench] {name}: {row['note']}")
             return checked(row, pair, name, args.workload, records)

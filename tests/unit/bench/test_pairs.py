@@ -105,3 +105,20 @@ def test_set_b_runs_b_with_its_settings_and_a_without_so_b_may_be_a_itself(monke
     assert result["set_b"] == {"squall.transfer.batch.size": 500}
     assert result["summary"]["b"] == "squall-acked [squall.transfer.batch.size=500]"
     assert result["summary"]["pair_ratios"] == [2.0, 2.0]
+
+
+def test_set_b_reaches_the_exactly_once_topology_as_its_own_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``run_contender`` takes squall-exactly-once's keys apart (``eo_settings``, as ``bench all --set-eo``): ``--set-b`` must reach them."""
+    calls: list[tuple[str, dict[str, Any] | None]] = []
+
+    def fake_run(name: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        eo = kwargs.get("eo_settings")
+        calls.append((name, eo))
+        return {"correct": True, "seconds": 1.0 if eo else 2.0, "cpu_s": 1.0, "duplicates": 0, "peak_rss_bytes": 1}
+
+    monkeypatch.setattr(pairs, "run_contender", fake_run)
+    argv = ["pairs", "squall-exactly-once", "squall-exactly-once", "--set-b", "squall.batch.records=20000", "--smoke", "--runs", "1", "--bootstrap", "x:1"]
+    from bench.__main__ import main
+
+    main([*argv, "--json", str(tmp_path / "p.json")])
+    assert calls == [("squall-exactly-once", None), ("squall-exactly-once", {"squall.batch.records": 20000})]
