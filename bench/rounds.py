@@ -36,6 +36,25 @@ def round_orders(contenders: list[str], rounds: int) -> list[list[str]]:
     return orders
 
 
+def schedule(contenders: list[str], rounds: int, warm: bool = False) -> list[tuple[int | None, list[str]]]:
+    """Every round's ``(index, order)``: :func:`round_orders`' rounds, after a warm-up round (index None) if ``warm``.
+
+    The warm-up round runs every contender once, in the order given, and is not measured: on a
+    fresh Apache Kafka the broker's JIT still compiles through the first runs after the neutral
+    warm-up traffic (:mod:`bench.warmup`), because each contender's requests take paths of their
+    own (bench/README.md, "The first run after the warm-up is still slow"). After one run of
+    every contender, every measured run finds those paths compiled. Raises ValueError for
+    ``rounds < 1``.
+
+    >>> schedule(["a", "b"], 1, warm=True)
+    [(None, ['a', 'b']), (0, ['a', 'b'])]
+    >>> schedule(["a", "b"], 1)
+    [(0, ['a', 'b'])]
+    """
+    measured: list[tuple[int | None, list[str]]] = list(enumerate(round_orders(contenders, rounds)))
+    return [(None, list(contenders)), *measured] if warm else measured
+
+
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One contender's row from its rounds' rows (each as ``run_contender`` returned it, with ``records_per_s`` where it ran).
 

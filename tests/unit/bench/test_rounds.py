@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from bench.__main__ import main
 from bench.procs import machine_busy, wait_quiet
-from bench.rounds import median_run, round_orders
+from bench.rounds import median_run, round_orders, schedule
 
 NAMES = st.lists(st.text("abcdefgh", min_size=1, max_size=6), min_size=1, max_size=9, unique=True)
 
@@ -83,3 +84,35 @@ def test_a_bad_rounds_value_is_one_line_and_exit_2(value: str, capsys: pytest.Ca
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "--rounds" in err and "Traceback" not in err
+
+
+@given(names=NAMES, rounds=st.integers(1, 4))
+def test_a_warm_up_round_runs_every_contender_once_before_the_measured_rounds(names: list[str], rounds: int) -> None:
+    plan = schedule(names, rounds, warm=True)
+    assert plan[0] == (None, names)
+    assert plan[1:] == list(enumerate(round_orders(names, rounds)))
+    assert schedule(names, rounds) == plan[1:]
+
+
+def test_the_warm_up_round_is_run_and_shown_but_never_in_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bench all --warm-round``: the first run of each contender is thrown away; the row is the median of the measured rounds."""
+    from types import SimpleNamespace
+
+    from bench import compare
+
+    speeds = iter([100.0, 1.0, 3.0, 2.0])  # the warm-up run is the slowest by far, as on a compiling broker
+    calls: list[str] = []
+
+    def fake_run(name: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        calls.append(name)
+        return {"correct": True, "duplicates": 0, "seconds": next(speeds)}
+
+    monkeypatch.setattr(compare, "run_contender", fake_run)
+    args = SimpleNamespace(smoke=True, contenders=["squall-acked"], rounds=3, warm_round=True, input_copies=1, set_eo=None, latency_seconds=0.0)
+    rows = compare.run_workload(args, "kafka", "x:1", "wordcount", {}, 1.0, 1.0, Path("."))
+    row = rows["squall-acked"]
+    assert calls == ["squall-acked"] * 4
+    records = 300  # the smoke input
+    assert row["rounds_records_per_s"] == [records / 1.0, records / 3.0, records / 2.0]
+    assert row["records_per_s"] == records / 2.0  # the median of the measured three, not of four
+    assert row["warm_round_records_per_s"] == records / 100.0
