@@ -94,6 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     pr.add_argument("--broker", choices=["kafka", "tansu"], default="tansu")
     pr.add_argument("--target", type=float, default=None, help="the least median ratio B/A that is good enough")
     pr.add_argument("--smoke", action="store_true", help="tiny input, correctness only")
+    pr.add_argument("--warm-round", action="store_true", help="first run A and B once each, unmeasured: a fresh broker's JIT compiles their paths then")
     pr.add_argument(
         "--set-b",
         action="append",

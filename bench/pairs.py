@@ -145,6 +145,11 @@ def run(args: Any) -> dict[str, Any]:
                 raise SystemExit(f"[bench] {name}: {row['note']}")
             return checked(row, pair, name, args.workload, records)
 
+        warm: dict[str, float] = {}
+        if getattr(args, "warm_round", False):  # a fresh broker's JIT compiles each contender's paths in its first run (bench/rounds.py::schedule)
+            for name in (a, b):
+                print(f"[bench] warm-up: {name} (not measured) ...", file=sys.stderr, flush=True)
+                warm[name] = run_one(-1, name)["records_per_s"]
         pairs = run_pairs(args.runs, a, b, run_one)
     summary = summarise(pairs, a, b, args.target)
     print_table(
@@ -175,5 +180,6 @@ def run(args: Any) -> dict[str, Any]:
     )
     result = {"broker": args.broker, "workload": args.workload, "records": records, "pairs": pairs, "summary": summary, "smoke": bool(args.smoke)}
     result["set_b"] = set_b
+    result["warm_round_records_per_s"] = warm
     write_json(args.json, result)
     return result

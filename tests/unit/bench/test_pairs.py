@@ -122,3 +122,23 @@ def test_set_b_reaches_the_exactly_once_topology_as_its_own_settings(monkeypatch
 
     main([*argv, "--json", str(tmp_path / "p.json")])
     assert calls == [("squall-exactly-once", None), ("squall-exactly-once", {"squall.batch.records": 20000})]
+
+
+def test_a_warm_up_round_runs_a_and_b_once_before_the_pairs_and_counts_in_no_ratio(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``--warm-round``: A then B, unmeasured, then the ABBA pairs; the slow warm-up runs change no pair's ratio."""
+    calls: list[str] = []
+    seconds = iter([50.0, 60.0, 2.0, 1.0, 1.0, 2.0])  # the warm-up runs are far slower, as on a compiling broker
+
+    def fake_run(name: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        calls.append(name)
+        return {"correct": True, "seconds": next(seconds), "cpu_s": 1.0, "duplicates": 0, "peak_rss_bytes": 1}
+
+    monkeypatch.setattr(pairs, "run_contender", fake_run)
+    from bench.__main__ import main
+
+    main(["pairs", "limit", "squall-acked", "--warm-round", "--smoke", "--runs", "2", "--bootstrap", "x:1", "--json", str(tmp_path / "p.json")])
+    assert calls == ["limit", "squall-acked", "limit", "squall-acked", "squall-acked", "limit"]
+    result = json.loads((tmp_path / "p.json").read_text())
+    assert result["summary"]["pair_ratios"] == [2.0, 2.0]
+    records = result["records"]
+    assert result["warm_round_records_per_s"] == {"limit": records / 50.0, "squall-acked": records / 60.0}
