@@ -132,6 +132,7 @@ def run(args: Any) -> dict[str, Any]:
     lines = repeated(args.workload, load_input(args.workload, args.smoke), getattr(args, "input_copies", 1))
     exp = normalise(args.workload, expected(args.workload, lines))
     records = len(lines) - (0 if args.workload == "wordcount" else 1)  # a header is no record
+    kafka = args.broker != "tansu"
     with broker(args.bootstrap, args.broker, args.broker_warmup) as bootstrap:
 
         def run_one(pair: int, name: str) -> Row:
@@ -139,7 +140,6 @@ def run(args: Any) -> dict[str, Any]:
                 wait_quiet()  # as bench all: each run starts on a quiet machine
             contender, settings = (args.b, set_b) if name == b else (name, None)
             eo = settings if contender == "squall-exactly-once" else None  # --set-b reaches a transactional topology too
-            kafka = args.broker != "tansu"
             row = run_contender(contender, bootstrap, args.workload, lines, exp, None, quiet_s, limit_s, workdir, settings, on_kafka=kafka, eo_settings=eo)
             if "note" in row:
                 raise SystemExit(f"[bench] {name}: {row['note']}")
