@@ -125,11 +125,11 @@ class TopologyConfig(BaseModel):
         description="how often a bolt commits the offsets of its input it has flushed (seconds; default 1): a crashed bolt re-reads at most this much",
     )
     batch_records: int = Field(
-        10_000,
+        30_000,
         alias="squall.batch.records",
         ge=1,
         description=(
-            "a transactional spout's records per source partition per batch, at most (count; default 10000): "
+            "a transactional spout's records per source partition per batch, at most (count; default 30000): "
             "a batch takes what has arrived, so batches grow to it only under load"
         ),
     )

@@ -45,11 +45,21 @@ class Grouping:
 
 
 class ShuffleGrouping(Grouping):
-    """Balanced: a random permutation of the tasks, taken round-robin, reshuffled per cycle."""
+    """Balanced: the tasks in one random order, taken round-robin (Storm 2.x's ``ShuffleGrouping``).
+
+    The order is drawn once, per emitting task and subscription, as Storm's ``prepare`` does:
+    each emitting task starts its cycle at a different task, and a cycle of ``n`` emits
+    reaches each of the ``n`` tasks once. Storm 1.x reshuffled at the end of each cycle;
+    that bought nothing the one random start does not, and cost a ``random.shuffle`` every
+    ``n`` emits (measured: 2.8% of the exactly-once word count's spout worker, whose two
+    ``split`` tasks made it a shuffle every second line).
+    """
 
     def __init__(self, n: int) -> None:
-        self.order = list(range(n))
-        random.shuffle(self.order)
+        order = list(range(n))
+        random.shuffle(order)
+        self.choices: list[tuple[int]] = [(t,) for t in order]
+        """Each task as the one-element answer :meth:`choose` returns (made once, not per emit)."""
         self.i = 0
         self.n = n
 
@@ -57,11 +67,9 @@ class ShuffleGrouping(Grouping):
     def choose(self, values: list[Any]) -> Sequence[int]:
         i = self.i
         if i >= self.n:
-            if self.n > 1:  # one task: nothing to shuffle (a shuffle per tuple cost ~3% of a spout's CPU)
-                random.shuffle(self.order)
             i = 0
         self.i = i + 1
-        return (self.order[i],)
+        return self.choices[i]
 
 
 class FieldsGrouping(Grouping):

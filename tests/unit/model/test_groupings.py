@@ -11,6 +11,17 @@ def test_shuffle_is_balanced() -> None:
     assert set(counts) == {0, 1, 2, 3} and set(counts.values()) == {1000}
 
 
+def test_shuffle_is_round_robin_over_one_random_order_as_storm_2() -> None:
+    g = ShuffleGrouping(5)
+    chosen = [g.choose(["x"])[0] for _ in range(50)]
+    cycle = chosen[:5]
+    assert sorted(cycle) == [0, 1, 2, 3, 4]  # every task once a cycle
+    assert chosen == cycle * 10  # the same order every cycle: drawn once, not per cycle
+    starts = {ShuffleGrouping(5).choose(["x"])[0] for _ in range(200)}
+    assert starts == {0, 1, 2, 3, 4}  # emitting tasks start their cycles at random tasks
+    assert ShuffleGrouping(1).choose(["x"]) == (0,)
+
+
 def test_fields_same_values_same_task_and_spread() -> None:
     g = FieldsGrouping(5, [1])
     seen: dict[str, int] = {}
