@@ -48,11 +48,10 @@ class ShuffleGrouping(Grouping):
     """Balanced: the tasks in one random order, taken round-robin (Storm 2.x's ``ShuffleGrouping``).
 
     The order is drawn once, per emitting task and subscription, as Storm's ``prepare`` does:
-    each emitting task starts its cycle at a different task, and a cycle of ``n`` emits
-    reaches each of the ``n`` tasks once. Storm 1.x reshuffled at the end of each cycle;
-    that bought nothing the one random start does not, and cost a ``random.shuffle`` every
-    ``n`` emits (measured: 2.8% of the exactly-once word count's spout worker, whose two
-    ``split`` tasks made it a shuffle every second line).
+    each emitting task starts its cycles at a random task, and a cycle of ``n`` emits reaches
+    each of the ``n`` tasks once. Squall used to reshuffle at the end of each cycle; that cost
+    a ``random.shuffle`` every ``n`` emits (measured: 2.8% of the exactly-once word count's
+    spout worker, whose two ``split`` tasks made it a shuffle every second line).
     """
 
     def __init__(self, n: int) -> None:
