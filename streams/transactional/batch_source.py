@@ -67,7 +67,8 @@ class KafkaBatchSource:
         base = consumer_config(bootstrap, group, config, kafka.get("consumer"))
         self.group: Consumer = new_consumer(base)
         self.partitions = self._partitions(topics)
-        self.reader = RangeReader({**base, "group.id": group + ".__ranges"}, self.partitions, component)
+        # a partition's read-ahead is bounded at two full batches (squall.batch.records), at least 100,000 records
+        self.reader = RangeReader({**base, "group.id": group + ".__ranges"}, self.partitions, component, max_ahead=max(100_000, 2 * config.batch_records))
 
     def _partitions(self, topics: list[str]) -> list[TP]:
         deadline = time.monotonic() + 30

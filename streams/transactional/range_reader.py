@@ -5,6 +5,15 @@ consumer is usually where the next range starts and simply reads on; a replay se
 Records fetched beyond a range's end are kept for the next range (:class:`ReadAhead`). High
 watermarks come from Fetch responses, which the client's fetcher keeps receiving in the
 background (ListOffsets can under-report on the embedded broker).
+
+librdkafka hands over one partition's prefetched records in long runs, so while a read waits
+for a partition that lags, another can run far ahead: on three copies of the flights (two
+partitions, the embedded broker) one ran ~350,000 records ahead of its range. A partition
+whose read-ahead passes ``max_ahead`` records is paused until a read needs it again or its
+read-ahead falls below half of that (librdkafka drops what it prefetched for a paused partition
+and, on resume, fetches from the record after the last one it handed over), so the reader's
+memory is bounded by ``max_ahead`` records a partition (plus one consume call), not by the
+backlog.
 """
 
 from __future__ import annotations
@@ -104,16 +113,23 @@ class ReadAhead:
 class RangeReader:
     """Args: consumer_config: the consumer's settings (a ``group.id`` is required by the client; nothing is committed through this consumer).
 
-    partitions: the source partitions. component: names errors. Not thread-safe.
+    partitions: the source partitions. component: names errors. max_ahead: the most records a
+    partition keeps read ahead before it is paused (see the module docstring). Not thread-safe.
+
+    Attributes:
+      pauses: how many times a partition was paused for running ahead.
     """
 
-    def __init__(self, consumer_config: dict[str, Any], partitions: list[TP], component: str) -> None:
+    def __init__(self, consumer_config: dict[str, Any], partitions: list[TP], component: str, max_ahead: int = 100_000) -> None:
         self.component = component
         self.partitions = list(partitions)
+        self.max_ahead = max_ahead
         self.consumer = new_consumer(consumer_config)
         self.consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in self.partitions])
         self.ahead = ReadAhead(self.partitions)
         self.lows: dict[TP, int] = {}
+        self.paused: set[TP] = set()
+        self.pauses = 0
 
     def highs(self) -> dict[TP, int]:
         """Each partition's high watermark as last seen in a Fetch response (partitions not fetched yet are absent)."""
@@ -142,12 +158,17 @@ class RangeReader:
             kept = self.ahead.take(tp, first, end)
             have_from = (kept[0].offset() or 0) if kept else None
             if have_from != first and not (have_from is None and self._position(tp) == first):
+                self._resume(tp)  # before the seek: a resume fetches from where the partition paused
                 self.consumer.seek(TopicPartition(tp[0], tp[1], first))
                 self.ahead.clear(tp)
                 kept = []
             out[tp] = kept
             if not kept or (kept[-1].offset() or 0) < end - 1:
                 missing[tp] = (first, end)
+                self._resume(tp)
+        for tp in list(self.paused):
+            if self.ahead.size(tp) < self.max_ahead // 2:
+                self._resume(tp)
         deadline = time.monotonic() + timeout_s
         last = {tp: (got[-1].offset() or 0) if got else -1 for tp, got in out.items()}
         while missing:
@@ -174,10 +195,19 @@ class RangeReader:
                     got.append(msg)
             for tp, got in later.items():
                 self.ahead.add(tp, got)
+                if tp not in missing and tp not in self.paused and self.ahead.size(tp) > self.max_ahead:
+                    self.consumer.pause([TopicPartition(tp[0], tp[1])])  # far ahead: fetch the partitions still missing
+                    self.paused.add(tp)
+                    self.pauses += 1
             if missing and time.monotonic() > deadline:
                 where = ", ".join(f"{t}[{p}] {r[0]}..{r[1]}" for (t, p), r in missing.items())
                 raise FatalError(f"[{self.component}] could not read {where} within {timeout_s:g} s")
         return out
+
+    def _resume(self, tp: TP) -> None:
+        if tp in self.paused:
+            self.consumer.resume([TopicPartition(tp[0], tp[1])])
+            self.paused.discard(tp)
 
     def _position(self, tp: TP) -> int | None:
         pos = self.consumer.position([TopicPartition(tp[0], tp[1])])[0].offset

@@ -23,16 +23,21 @@ B: TP = ("t", 1)
 
 class RunsConsumer:
     """Serves ``sizes[tp]`` records per partition from each partition's position; each call
-    hands over up to ``run`` records of one partition (the one furthest behind comes last),
-    so one partition's records arrive well before the other's."""
+    hands over up to ``run`` records of one partition, and ``burst`` calls in a row go to the
+    same partition, so one partition's records arrive well before the other's. A paused
+    partition hands over nothing (librdkafka drops what it prefetched for it; here nothing is
+    prefetched, so it resumes where it stopped)."""
 
-    def __init__(self, sizes: dict[TP, int], run: int) -> None:
+    def __init__(self, sizes: dict[TP, int], run: int, burst: int = 1) -> None:
         self.sizes = sizes
         self.run = run
+        self.burst = burst
         self.pos: dict[TP, int] = {}
-        self.turn = 0
+        self.calls = 0
         self.seeks: list[tuple[TP, int]] = []
         self.consumed = 0
+        self.paused: set[TP] = set()
+        self.pauses = 0
 
     def assign(self, tps: list[TopicPartition]) -> None:
         self.pos = {(tp.topic, tp.partition): 0 for tp in tps}
@@ -44,13 +49,23 @@ class RunsConsumer:
     def position(self, tps: list[TopicPartition]) -> list[TopicPartition]:
         return [TopicPartition(tp.topic, tp.partition, self.pos[(tp.topic, tp.partition)]) for tp in tps]
 
+    def pause(self, tps: list[TopicPartition]) -> None:
+        for tp in tps:
+            self.paused.add((tp.topic, tp.partition))
+            self.pauses += 1
+
+    def resume(self, tps: list[TopicPartition]) -> None:
+        for tp in tps:
+            self.paused.discard((tp.topic, tp.partition))
+
     def consume(self, n: int, timeout: float) -> list[FakeRecord]:
         tps = sorted(self.pos)
+        turn = self.calls // self.burst
+        self.calls += 1
         for i in range(len(tps)):
-            tp = tps[(self.turn + i) % len(tps)]
+            tp = tps[(turn + i) % len(tps)]
             at = self.pos[tp]
-            if at < self.sizes[tp]:
-                self.turn += 1
+            if at < self.sizes[tp] and tp not in self.paused:
                 take = min(n, self.run, self.sizes[tp] - at)
                 self.pos[tp] = at + take
                 self.consumed += take
@@ -68,9 +83,9 @@ class RunsConsumer:
         pass
 
 
-def reader(monkeypatch: pytest.MonkeyPatch, consumer: RunsConsumer) -> RangeReader:
+def reader(monkeypatch: pytest.MonkeyPatch, consumer: RunsConsumer, max_ahead: int = 100_000) -> RangeReader:
     monkeypatch.setattr(range_reader, "new_consumer", lambda conf: consumer)
-    return RangeReader({"group.id": "g"}, [A, B], "rows")
+    return RangeReader({"group.id": "g"}, [A, B], "rows", max_ahead=max_ahead)
 
 
 def offsets(got: dict[TP, list[Any]]) -> dict[TP, list[int]]:
@@ -78,13 +93,30 @@ def offsets(got: dict[TP, list[Any]]) -> dict[TP, list[int]]:
 
 
 def test_consecutive_batches_read_each_record_once_though_a_partition_runs_far_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
-    consumer = RunsConsumer({A: 5000, B: 5000}, run=1000)
+    consumer = RunsConsumer({A: 5000, B: 5000}, run=1000, burst=4)
     r = reader(monkeypatch, consumer)
+    most = 0
     for first in range(0, 5000, 250):
         got = r.read({A: (first, first + 250), B: (first, first + 250)})
         assert offsets(got) == {A: list(range(first, first + 250)), B: list(range(first, first + 250))}
-    assert consumer.seeks == []  # batches follow each other: the consumer only read on
+        most = max(most, r.ahead.size(A), r.ahead.size(B))
+    assert most >= 3000  # a partition ran thousands of records ahead of its range
+    assert consumer.seeks == [] and consumer.pauses == r.pauses == 0  # batches follow each other: the consumer only read on
     assert consumer.consumed == 10000  # nothing fetched twice
+
+
+def test_a_partition_far_ahead_is_paused_until_a_read_needs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    consumer = RunsConsumer({A: 20000, B: 20000}, run=500, burst=10)
+    r = reader(monkeypatch, consumer, max_ahead=1500)
+    most = 0
+    for first in range(0, 20000, 400):
+        got = r.read({A: (first, first + 400), B: (first, first + 400)})
+        assert offsets(got) == {A: list(range(first, first + 400)), B: list(range(first, first + 400))}
+        most = max(most, r.ahead.size(A), r.ahead.size(B))
+    assert r.pauses == consumer.pauses > 0
+    assert most <= 1500 + 1000  # the bound, plus one consume call (1,000 records) past it
+    assert consumer.consumed == 40000 and consumer.seeks == []
+    assert not consumer.paused or all(r.ahead.size(tp) > 0 for tp in consumer.paused)
 
 
 def test_a_replay_seeks_back_and_reads_the_same_records_again(monkeypatch: pytest.MonkeyPatch) -> None:
