@@ -70,10 +70,13 @@ class ReadAhead:
         """Each partition's highest offset kept (-1: none)."""
 
     def add(self, tp: TP, records: list[Record]) -> None:
-        """Keep ``records`` of partition ``tp`` (in fetch order) whose offsets are above every kept one.
+        """Keep ``records`` of partition ``tp`` whose offsets are above every kept one.
 
-        A run of consecutive offsets above the kept ones (what a fetch brings) is kept whole,
-        without a look at each record.
+        ``records`` come in increasing offset order, as a consumer hands over one partition's
+        records between seeks (gaps allowed: transaction markers, compaction). A run of
+        consecutive offsets above the kept ones (what a fetch brings) is kept whole, without a
+        look at each record; otherwise each record is looked at, and those at or below the
+        highest kept (fetched again) are dropped.
         """
         if not records:
             return

@@ -151,12 +151,13 @@ def test_read_ahead_example_and_duplicates() -> None:
 )
 def test_take_returns_the_kept_records_of_a_range_in_order(fetches: list[list[int]], ranges: list[tuple[int, int]]) -> None:
     """Against a model: keep offsets above the highest kept; a take returns the kept ones in
-    [first, end) and drops the ones below ``end``."""
+    [first, end) and drops the ones below ``end``. Each fetch is in increasing offset order (as a
+    consumer hands a partition over), with gaps, and may overlap what came before."""
     ra = ReadAhead([A])
     model: list[int] = []
     top = -1
     it = iter(ranges)
-    for fetch in fetches:
+    for fetch in (sorted(set(f)) for f in fetches):
         ra.add(A, [FakeRecord("t", 0, o) for o in fetch])
         for o in fetch:
             if o > top:
