@@ -48,8 +48,9 @@ class ReadAhead:
     """Per partition, the records fetched past the range being read, kept for the next ranges.
 
     Each partition's records are kept in increasing offset order (a record at or below the
-    last kept one is dropped: fetched twice), so :meth:`take` finds a range by bisection and
-    costs O(log n) plus the records it returns, however far ahead the fetcher ran. It once
+    last kept one is dropped: fetched twice), so :meth:`take` finds a range by bisection
+    (O(log n) calls of ``offset()``) and slices it off (the rest is kept by one slice, a copy of
+    pointers in C), however far ahead the fetcher ran. It once
     rescanned the whole buffer every batch: librdkafka hands over one partition's prefetched
     records in long runs, so on three copies of the flights a partition ran ~350,000 records
     ahead of its range, and rescanning them took ~17% of the transactional spout's worker (py-spy,
