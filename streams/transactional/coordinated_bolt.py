@@ -192,20 +192,26 @@ class CoordinatedBolt(DelegatingBolt):
                 self._broken(b, tuple)
             else:
                 bolt = b.bolt
-                if bolt is not None:  # a BatchBolt's copy for the batch: _batch_data's usual case, inlined (one call less a tuple)
+                if bolt is None and self.batch_bolt:  # the batch's first tuple here: its copy is made
+                    bolt = self._bolt_of(b)
+                if bolt is not None:
+                    # A BatchBolt's data tuple, inline (no call of its own: every tuple comes here). The
+                    # batch's copy executes it, its emits anchored to it; acked, or failed if it raised:
+                    # a FailedException quietly (the batch replays), any other exception logged, and a
+                    # FatalError leaves (no tuple's fail).
                     self._anchors = tuple
                     try:
                         bolt.execute(tuple)
                     except FatalError:
                         raise
                     except Exception as exc:
-                        self._batch_failed(b, tuple, exc)
+                        if not isinstance(exc, FailedException):
+                            log.exception("[%s] batch %d.%d failed on %s: %s", self._me, b.txid, b.attempt, tuple.where, exc)
+                        self.collector.fail(tuple)
                     else:
                         self.collector.ack(tuple)
                     finally:
                         self._anchors = None
-                elif self.batch_bolt:  # the batch's first tuple here: its copy is made
-                    self._batch_data(b, self._bolt_of(b), tuple)
                 else:
                     self._data(b, tuple)
                 if len(b.expected) >= len(tracker.upstream):  # only once every marker is in can the input be complete
@@ -235,30 +241,6 @@ class CoordinatedBolt(DelegatingBolt):
             self.inner.execute(t)
         finally:
             self._current = None
-
-    def _batch_data(self, b: TaskBatch, bolt: BatchBolt, t: Tuple) -> None:
-        """A BatchBolt's data tuple: ``bolt`` (the batch's copy) executes it, anchoring its emits to it; acked, or failed if it raised.
-
-        A FailedException fails ``t`` quietly (the batch replays); any other exception fails it
-        and is logged; a FatalError leaves (no tuple's fail).
-        """
-        self._anchors = t
-        try:
-            bolt.execute(t)
-        except FatalError:
-            raise
-        except Exception as exc:
-            self._batch_failed(b, t, exc)
-        else:
-            self.collector.ack(t)
-        finally:
-            self._anchors = None
-
-    def _batch_failed(self, b: TaskBatch, t: Tuple, exc: Exception) -> None:
-        """A BatchBolt raised ``exc`` on ``t``: fail it (the batch replays); logged unless a FailedException."""
-        if not isinstance(exc, FailedException):
-            log.exception("[%s] batch %d.%d failed on %s: %s", self._me, b.txid, b.attempt, t.where, exc, exc_info=exc)
-        self.collector.fail(t)
 
     def _bolt_of(self, b: TaskBatch) -> BatchBolt:
         if b.bolt is None:

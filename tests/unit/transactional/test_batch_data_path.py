@@ -1,6 +1,6 @@
 """A BatchBolt's data tuples through the bolt executor and its CoordinatedBolt: acked when ``execute`` returns, failed when it raises.
 
-``CoordinatedBolt.execute`` hands a BatchBolt's data tuple to ``_batch_data`` with the batch's
+``CoordinatedBolt.execute`` runs a BatchBolt's data tuple inline with the batch's
 bolt copy (the first tuple of a batch makes it). Whether the copy was new or not, it must ack,
 fail and log alike: a FailedException fails the tuple quietly (its batch replays), any other exception
 fails it and is logged, a FatalError leaves the CoordinatedBolt (it is no tuple's fail). Driven through a real
