@@ -31,10 +31,12 @@ class HoldingSplit(Bolt):
 
     def execute(self, tuple: Tuple) -> None:  # noqa: A002
         if tuple.is_tick:
-            due = [t for release, t in self.held if release.exists()]
-            self.held = [(release, t) for release, t in self.held if not release.exists()]
-            for t in due:
-                self.collector.ack(t)
+            held, self.held = self.held, []
+            for release, t in held:  # one look at each file: one that appeared between two looks lost its tuple
+                if release.exists():
+                    self.collector.ack(t)
+                else:
+                    self.held.append((release, t))
             return
         line = tuple[0]
         for word in words(line):
