@@ -5,8 +5,9 @@ Two checks, because a hang can stop either side:
 * **in the worker** (:func:`stalled`): every executor marks each round of its loop
   (``Executor.beat``); the worker's main thread finds those that have not come round for
   ``squall.worker.hang.timeout.secs`` once they are running (a bolt stuck in ``execute``, a
-  client call that never returns). The worker then exits with :data:`HUNG_EXIT_CODE`, naming
-  them, and its supervisor restarts it as after a crash (backoff, events, give up);
+  client call that never returns). The worker then logs each one's name and Python stack (the
+  line it is blocked on: ``service.worker.process.stack_of``), exits with :data:`HUNG_EXIT_CODE`,
+  and its supervisor restarts it as after a crash (backoff, events, give up);
 * **in the supervisor** (:func:`heartbeat_stale`): the worker's main thread touches a heartbeat
   file every round; a file older than the timeout means the whole process stopped (deadlocked,
   SIGSTOPped, swapping), and the supervisor SIGKILLs it, which is then a crash too.

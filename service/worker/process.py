@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -206,6 +207,16 @@ def request_trace(executors: list[Any], rate: float) -> None:
             e.request_trace(rate)
 
 
+def stack_of(thread: threading.Thread) -> str:
+    """Where ``thread`` is now: its Python stack, innermost call last (``traceback.format_stack``), for a hung executor's last log line.
+
+    A thread blocked in a C call (a librdkafka flush, a socket read) shows the Python line that
+    made the call. Empty once the thread has ended.
+    """
+    frame = sys._current_frames().get(thread.ident) if thread.ident is not None else None
+    return "".join(traceback.format_stack(frame)) if frame is not None else ""
+
+
 def keep_lease(topology: str, index: int, lease: WorkerLease, now: float) -> None:
     """The main thread's part of the lease (:mod:`streams.runtime.lease`), every round: lapse it when due; exit the process once it is fenced.
 
@@ -297,9 +308,8 @@ def main(argv: list[str] | None = None) -> int:
         if not ready.exists() and all(e.assigned.is_set() for e in executors):
             ready.write_text(str(os.getpid()))
         heartbeat.touch()
-        hung = stalled(
-            {f"{e.component} ({t.name})": e.beat for e, t in zip(executors, threads, strict=True) if e.assigned.is_set()}, time.monotonic(), hang_timeout
-        )
+        named = {f"{e.component} ({t.name})": (e, t) for e, t in zip(executors, threads, strict=True)}
+        hung = stalled({name: e.beat for name, (e, _) in named.items() if e.assigned.is_set()}, time.monotonic(), hang_timeout)
         if hung:
             log.error(
                 "[%s] worker w%d: executor %s has not come round for %.0f s (squall.worker.hang.timeout.secs): hung; exiting to be restarted",
@@ -308,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
                 " and ".join(hung),
                 hang_timeout,
             )
+            for name in hung:
+                e, t = named[name]
+                log.error("[%s] worker w%d: executor %s hung at:\n%s", e.component, index, name, stack_of(t))
             logging.shutdown()
             os._exit(HUNG_EXIT_CODE)  # the hung thread cannot be joined
     if lease is not None and not lease.held:

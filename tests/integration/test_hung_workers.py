@@ -36,6 +36,8 @@ def test_an_executor_stuck_in_execute_restarts_its_worker(settings: ServiceSetti
     w = job.cluster.worker_of("split")
     log = job.cluster.log_path(w).read_text()
     assert "has not come round for 5 s (squall.worker.hang.timeout.secs): hung" in log and "[split (" in log
+    where = log[log.index("hung at:") :]  # the hung executor's stack: the line it is stuck on, in the bolt's execute
+    assert "hanging_split.py" in where and "in execute" in where and "time.sleep(1)" in where
     assert summary.worker_restarts >= 1
     assert_at_least(json.loads(out.read_text()), direct_count(src))
 

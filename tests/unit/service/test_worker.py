@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from service.control.scheduling import worker_plan
-from service.worker.process import EXECUTOR_KINDS, build_executors, executor_class, executor_kind
+from service.worker.process import EXECUTOR_KINDS, build_executors, executor_class, executor_kind, stack_of
 from streams.config import resolve
 from streams.model.loader import load_topology
 from streams.runtime.bolt import BoltExecutor
@@ -62,3 +64,25 @@ def test_build_executors_gives_each_one_its_tasks_config_and_worker(tmp_path: Pa
                 e.results.close()
                 if e.feed is not None:
                     e.feed.close()
+
+
+def test_stack_of_a_blocked_thread_names_the_call_it_waits_in() -> None:
+    """What a hung executor's last log line shows: the Python line its thread is blocked on."""
+    release = threading.Event()
+
+    def stuck_in_execute() -> None:
+        release.wait(30)
+
+    t = threading.Thread(target=stuck_in_execute, name="split-0", daemon=True)
+    t.start()
+    try:
+        deadline = time.monotonic() + 5
+        while "release.wait(30)" not in stack_of(t) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        stack = stack_of(t)
+        assert "in stuck_in_execute" in stack and "release.wait(30)" in stack
+        assert "waiter.acquire(" in stack.rstrip().splitlines()[-1]  # innermost call last: threading.Condition.wait
+    finally:
+        release.set()
+        t.join(5)
+    assert stack_of(t) == ""  # an ended thread has no stack
