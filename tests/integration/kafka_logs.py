@@ -8,6 +8,7 @@ check the records of the segments still on disk, e.g. that no batch was written 
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections import Counter
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from service.brokers.apache_kafka import kafka_jars
+from streams.wire.acker import OP_FAIL
 
 _BATCH = re.compile(r"^baseOffset: \d+ .* producerId: (-?\d+) ")
 _RECORD = re.compile(r"^\| offset: (\d+) .* payload: (.*)$")
@@ -84,10 +86,9 @@ def fullest_copy(log_dirs: list[Path], topic: str, partition: int) -> Path | Non
 def written_twice(log_dirs: list[Path], topics: list[str], examples: dict[str, list[str]] | None = None) -> dict[str, tuple[int, int, int]]:
     """Per ``topic[partition]`` of ``topics``: (records, records one producer wrote again with the same value, records from a producer without idempotence).
 
-    Two producers may write equal values (two bolts failing the same trees for the same
-    reason), so a record written twice is the same value from the same producer id. Without
-    idempotence every producer id is -1, and such records are counted in the third figure.
-    ``examples``, if given, gets up to 3 values written twice per ``topic[partition]`` (for the failure message).
+    The second figure is :func:`repeats` of the partition's records; without idempotence every
+    producer id is -1, and such records are counted in the third figure. ``examples``, if given,
+    gets up to 3 values written twice per ``topic[partition]`` (for the failure message).
     """
     found: dict[str, tuple[int, int, int]] = {}
     for topic in topics:
@@ -96,10 +97,38 @@ def written_twice(log_dirs: list[Path], topics: list[str], examples: dict[str, l
         for p in partitions:
             copy = fullest_copy(log_dirs, topic, p)
             records = logged_records(copy) if copy is not None else []
-            seen = Counter((r.producer_id, r.payload) for r in records)  # one producer's batch again; two producers may write equal values
-            found[f"{topic}[{p}]"] = (len(records), sum(n - 1 for n in seen.values() if n > 1), sum(1 for r in records if r.producer_id < 0))
-            if examples is not None:
-                twice = [f"producer {pid} x{n}: {payload[:300]}" for (pid, payload), n in seen.items() if n > 1][:3]
-                if twice:
-                    examples[f"{topic}[{p}]"] = twice
+            again = repeats(records)
+            found[f"{topic}[{p}]"] = (len(records), sum(again.values()), sum(1 for r in records if r.producer_id < 0))
+            if examples is not None and again:
+                examples[f"{topic}[{p}]"] = [f"producer {pid} x{n + 1}: {payload[:300]}" for (pid, payload), n in list(again.items())[:3]]
     return found
+
+
+def repeats(records: list[LoggedRecord]) -> dict[tuple[int, str], int]:
+    """(producer id, value) -> how many times more than once that producer wrote that value, for values written more than once.
+
+    Two producers may write equal values (two bolts failing the same trees for the same
+    reason), so a record written again is the same value from the same producer id: one
+    producer's batch again. A value made only of acker fails (``[[2, root, why], ...]``) is
+    passed over: a fail is idempotent (the acker answers a tree's first fail and drops the
+    rest), and one executor may fail the same tree, for the same reason, from two flushes
+    whose outputs were both lost (two tuples of one tree, e.g. two words of one line, in
+    flushes a cut off leader refused one after the other).
+
+    >>> r = lambda pid, payload: LoggedRecord(0, pid, payload)
+    >>> repeats([r(7, '[[1,5,9]]'), r(7, '[[1,5,9]]'), r(8, '[[1,5,9]]'), r(7, '[[2,5,"lost"]]'), r(7, '[[2,5,"lost"]]')])
+    {(7, '[[1,5,9]]'): 1}
+    """
+    seen = Counter((r.producer_id, r.payload) for r in records)
+    return {key: n - 1 for key, n in seen.items() if n > 1 and not _only_fails(key[1])}
+
+
+def _only_fails(payload: str) -> bool:
+    """The value is a JSON list of acker ops, every one a fail (``streams.wire.acker.OP_FAIL``)."""
+    if not payload.startswith("[["):
+        return False
+    try:
+        ops = json.loads(payload)
+    except ValueError:
+        return False
+    return isinstance(ops, list) and all(isinstance(op, list) and op[:1] == [OP_FAIL] for op in ops)
