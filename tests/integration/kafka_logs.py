@@ -83,12 +83,15 @@ def fullest_copy(log_dirs: list[Path], topic: str, partition: int) -> Path | Non
     return max(copies, key=lambda c: sum(s.stat().st_size for s in c.glob("*.log")), default=None)
 
 
-def written_twice(log_dirs: list[Path], topics: list[str], examples: dict[str, list[str]] | None = None) -> dict[str, tuple[int, int, int]]:
+def written_twice(
+    log_dirs: list[Path], topics: list[str], examples: dict[str, list[str]] | None = None, fails_again: dict[str, int] | None = None
+) -> dict[str, tuple[int, int, int]]:
     """Per ``topic[partition]`` of ``topics``: (records, records one producer wrote again with the same value, records from a producer without idempotence).
 
     The second figure is :func:`repeats` of the partition's records; without idempotence every
     producer id is -1, and such records are counted in the third figure. ``examples``, if given,
-    gets up to 3 values written twice per ``topic[partition]`` (for the failure message).
+    gets up to 3 values written twice per ``topic[partition]`` (for the failure message);
+    ``fails_again``, if given, how many acker fails :func:`repeats` passed over there (when any).
     """
     found: dict[str, tuple[int, int, int]] = {}
     for topic in topics:
@@ -99,13 +102,17 @@ def written_twice(log_dirs: list[Path], topics: list[str], examples: dict[str, l
             records = logged_records(copy) if copy is not None else []
             again = repeats(records)
             found[f"{topic}[{p}]"] = (len(records), sum(again.values()), sum(1 for r in records if r.producer_id < 0))
+            if fails_again is not None and (passed := repeats(records, fails=True)):
+                fails_again[f"{topic}[{p}]"] = sum(passed.values())
             if examples is not None and again:
                 examples[f"{topic}[{p}]"] = [f"producer {pid} x{n + 1}: {payload[:300]}" for (pid, payload), n in list(again.items())[:3]]
     return found
 
 
-def repeats(records: list[LoggedRecord]) -> dict[tuple[int, str], int]:
+def repeats(records: list[LoggedRecord], fails: bool = False) -> dict[tuple[int, str], int]:
     """(producer id, value) -> how many times more than once that producer wrote that value, for values written more than once.
+
+    With ``fails``, only the values this passes over otherwise (those made only of acker fails).
 
     Two producers may write equal values (two bolts failing the same trees for the same
     reason), so a record written again is the same value from the same producer id: one
@@ -118,9 +125,11 @@ def repeats(records: list[LoggedRecord]) -> dict[tuple[int, str], int]:
     >>> r = lambda pid, payload: LoggedRecord(0, pid, payload)
     >>> repeats([r(7, '[[1,5,9]]'), r(7, '[[1,5,9]]'), r(8, '[[1,5,9]]'), r(7, '[[2,5,"lost"]]'), r(7, '[[2,5,"lost"]]')])
     {(7, '[[1,5,9]]'): 1}
+    >>> repeats([r(7, '[[2,5,"lost"]]'), r(7, '[[2,5,"lost"]]'), r(7, '[[1,5,9]]')], fails=True)
+    {(7, '[[2,5,"lost"]]'): 1}
     """
     seen = Counter((r.producer_id, r.payload) for r in records)
-    return {key: n - 1 for key, n in seen.items() if n > 1 and not _only_fails(key[1])}
+    return {key: n - 1 for key, n in seen.items() if n > 1 and _only_fails(key[1]) == fails}
 
 
 def _only_fails(payload: str) -> bool:

@@ -23,6 +23,7 @@ def test_acker_fails_written_again_are_passed_over_but_a_record_mixing_a_fail_wi
     ack = "[[1,12,99]]"
     got = repeats([record(2000, fail), record(2000, fail), record(2000, mixed), record(2000, mixed), record(2000, ack), record(2000, ack)])
     assert got == {(2000, mixed): 1, (2000, ack): 1}
+    assert repeats([record(2000, fail), record(2000, fail), record(2000, fail), record(2000, ack), record(2000, ack)], fails=True) == {(2000, fail): 2}
 
 
 def test_a_value_that_is_not_json_or_not_ops_counts_as_any_other() -> None:
