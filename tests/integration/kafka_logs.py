@@ -117,8 +117,9 @@ def repeats(records: list[LoggedRecord], fails: bool = False) -> dict[tuple[int,
     Two producers may write equal values (two bolts failing the same trees for the same
     reason), so a record written again is the same value from the same producer id: one
     producer's batch again. A value made only of acker fails (``[[2, root, why], ...]``) is
-    passed over: a fail is idempotent (the acker answers a tree's first fail and drops the
-    rest), and one executor may fail the same tree, for the same reason, from two flushes
+    passed over: a fail is idempotent (the acker answers a tree's first fail and forgets the
+    tree; a later fail finds none, and its entry expires unanswered, counted ``orphaned``), and
+    a replay has a new root id. One executor may fail the same tree, for the same reason, from two flushes
     whose outputs were both lost (two tuples of one tree, e.g. two words of one line, in
     flushes a cut off leader refused one after the other).
 
