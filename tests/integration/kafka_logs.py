@@ -88,10 +88,11 @@ def written_twice(
 ) -> dict[str, tuple[int, int, int]]:
     """Per ``topic[partition]`` of ``topics``: (records, records one producer wrote again with the same value, records from a producer without idempotence).
 
-    The second figure is :func:`repeats` of the partition's records; without idempotence every
-    producer id is -1, and such records are counted in the third figure. ``examples``, if given,
-    gets up to 3 values written twice per ``topic[partition]`` (for the failure message);
-    ``fails_again``, if given, how many acker fails :func:`repeats` passed over there (when any).
+    The second figure is from :func:`faults` of the partition's records; without idempotence
+    every producer id is -1, and such records are counted in the third figure. ``examples``, if
+    given, gets up to 3 values written twice per ``topic[partition]`` (for the failure message);
+    ``fails_again``, if given, how many acker fails one producer wrote again there (when any),
+    which are not counted.
     """
     found: dict[str, tuple[int, int, int]] = {}
     for topic in topics:
@@ -100,42 +101,60 @@ def written_twice(
         for p in partitions:
             copy = fullest_copy(log_dirs, topic, p)
             records = logged_records(copy) if copy is not None else []
-            again = repeats(records)
+            again, fails = faults(records)
             found[f"{topic}[{p}]"] = (len(records), sum(again.values()), sum(1 for r in records if r.producer_id < 0))
-            if fails_again is not None and (passed := repeats(records, fails=True)):
-                fails_again[f"{topic}[{p}]"] = sum(passed.values())
+            if fails_again is not None and fails:
+                fails_again[f"{topic}[{p}]"] = fails
             if examples is not None and again:
                 examples[f"{topic}[{p}]"] = [f"producer {pid} x{n + 1}: {payload[:300]}" for (pid, payload), n in list(again.items())[:3]]
     return found
 
 
-def repeats(records: list[LoggedRecord], fails: bool = False) -> dict[tuple[int, str], int]:
-    """(producer id, value) -> how many times more than once that producer wrote that value, for values written more than once.
+def faults(records: list[LoggedRecord]) -> tuple[dict[tuple[int, str], int], int]:
+    """(the :func:`repeats` that are faults, how many acker fails one producer wrote again): those values are :func:`only_fails`, no fault.
 
-    With ``fails``, only the values this passes over otherwise (those made only of acker fails).
+    >>> r = lambda pid, payload: LoggedRecord(0, pid, payload)
+    >>> faults([r(7, '[[1,5,9]]'), r(7, '[[1,5,9]]'), r(7, '[[2,5,"lost"]]'), r(7, '[[2,5,"lost"]]'), r(7, '[[2,5,"lost"]]')])
+    ({(7, '[[1,5,9]]'): 1}, 2)
+    """
+    again: dict[tuple[int, str], int] = {}
+    fails = 0
+    for key, n in repeats(records).items():
+        if only_fails(key[1]):
+            fails += n
+        else:
+            again[key] = n
+    return again, fails
+
+
+def repeats(records: list[LoggedRecord]) -> dict[tuple[int, str], int]:
+    """(producer id, value) -> how many times more than once that producer wrote that value, for values written more than once.
 
     Two producers may write equal values (two bolts failing the same trees for the same
     reason), so a record written again is the same value from the same producer id: one
-    producer's batch again. A value made only of acker fails (``[[2, root, why], ...]``) is
-    passed over: a fail is idempotent (the acker answers a tree's first fail and forgets the
-    tree; a later fail finds none, and its entry expires unanswered, counted ``orphaned``), and
-    a replay has a new root id. One executor may fail the same tree, for the same reason, from two flushes
+    producer's batch again.
+
+    >>> r = lambda pid, payload: LoggedRecord(0, pid, payload)
+    >>> repeats([r(7, '[[1,5,9]]'), r(7, '[[1,5,9]]'), r(8, '[[1,5,9]]'), r(7, '[[1,6,9]]')])
+    {(7, '[[1,5,9]]'): 1}
+    """
+    seen = Counter((r.producer_id, r.payload) for r in records)
+    return {key: n - 1 for key, n in seen.items() if n > 1}
+
+
+def only_fails(payload: str) -> bool:
+    """The value is a JSON list of acker ops, every one a fail (``streams.wire.acker.OP_FAIL``): written again, it is no fault.
+
+    A fail is idempotent: the acker answers a tree's first fail and forgets the tree (a later
+    fail finds none, and its entry expires unanswered, counted ``orphaned``), and a replay has
+    a new root id. One executor may fail the same tree, for the same reason, from two flushes
     whose outputs were both lost (two tuples of one tree, e.g. two words of one line, in
     flushes a cut off leader refused one after the other).
 
-    >>> r = lambda pid, payload: LoggedRecord(0, pid, payload)
-    >>> repeats([r(7, '[[1,5,9]]'), r(7, '[[1,5,9]]'), r(8, '[[1,5,9]]'), r(7, '[[2,5,"lost"]]'), r(7, '[[2,5,"lost"]]')])
-    {(7, '[[1,5,9]]'): 1}
-    >>> repeats([r(7, '[[2,5,"lost"]]'), r(7, '[[2,5,"lost"]]'), r(7, '[[1,5,9]]')], fails=True)
-    {(7, '[[2,5,"lost"]]'): 1}
+    >>> only_fails('[[2,5,"lost"],[2,6]]'), only_fails('[[2,5,"lost"],[1,6,9]]'), only_fails('[1,"default"]')
+    (True, False, False)
     """
-    seen = Counter((r.producer_id, r.payload) for r in records)
-    return {key: n - 1 for key, n in seen.items() if n > 1 and _only_fails(key[1]) == fails}
-
-
-def _only_fails(payload: str) -> bool:
-    """The value is a JSON list of acker ops, every one a fail (``streams.wire.acker.OP_FAIL``)."""
-    if not payload.startswith("[["):
+    if not payload.startswith("[["):  # a tuple envelope starts with its version number
         return False
     try:
         ops = json.loads(payload)
